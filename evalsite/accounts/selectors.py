@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404
+
+from evalsite.accounts.models import Membership, Project, Role
+
+
+def project_list_for_user(
+    *, user: AbstractBaseUser | AnonymousUser
+) -> QuerySet[Project]:
+    if not user.is_authenticated:
+        return Project.objects.none()
+    return Project.objects.filter(memberships__user=user).order_by("name", "id")
+
+
+def membership_get(
+    *, user: AbstractBaseUser | AnonymousUser, project_id: int
+) -> Membership:
+    """The user's membership of a project, or Http404 so outsiders learn nothing."""
+    if not user.is_authenticated:
+        raise Http404("No such project.")
+    membership = (
+        Membership.objects.select_related("project")
+        .filter(user=user, project_id=project_id)
+        .first()
+    )
+    if membership is None:
+        raise Http404("No such project.")
+    return membership
+
+
+def project_get_for_user(
+    *,
+    user: AbstractBaseUser | AnonymousUser,
+    pk: int,
+    write: bool = False,
+    manage: bool = False,
+) -> Project:
+    """The project if `user` is a member; 404 for outsiders, 403 when the role is too low.
+
+    write=True needs reviewer or owner; manage=True needs owner.
+    """
+    membership = membership_get(user=user, project_id=pk)
+    require_role(membership, write=write, manage=manage)
+    project = membership.project
+    project.membership = membership  # type: ignore[attr-defined]
+    return project
+
+
+def require_role(
+    membership: Membership, *, write: bool = False, manage: bool = False
+) -> None:
+    if manage and membership.role != Role.OWNER:
+        raise PermissionDenied("Only project owners can do this.")
+    if write and not membership.can_review:
+        raise PermissionDenied("Viewers cannot change anything in this project.")

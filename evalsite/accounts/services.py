@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from evalsite.accounts.models import ApiToken, Membership, Project, Role, hash_token
+from evalsite.core.exceptions import ApplicationError
+
+
+def project_create(
+    *, user: AbstractBaseUser, name: str, description: str = ""
+) -> Project:
+    """Create a project owned by `user`.
+
+    Other apps hook per-project setup (e.g. the built-in offline judge connection)
+    through `on_project_created`.
+    """
+    name = name.strip()
+    if not name:
+        raise ApplicationError(
+            "A project needs a name.", field_errors={"name": "Required."}
+        )
+    if len(name) > 200:
+        raise ApplicationError(
+            "Project name is too long.",
+            field_errors={"name": "At most 200 characters."},
+        )
+    with transaction.atomic():
+        project = Project.objects.create(
+            name=name, description=description, created_by=user
+        )
+        Membership.objects.create(project=project, user=user, role=Role.OWNER)
+        for hook in _PROJECT_CREATED_HOOKS:
+            hook(project)
+    return project
+
+
+_PROJECT_CREATED_HOOKS: list = []
+
+
+def on_project_created(hook) -> None:  # type: ignore[no-untyped-def]
+    """Register `hook(project)` to run inside the creating transaction."""
+    if hook not in _PROJECT_CREATED_HOOKS:
+        _PROJECT_CREATED_HOOKS.append(hook)
+
+
+def membership_set(
+    *, project: Project, user: AbstractBaseUser, role: str
+) -> Membership:
+    if role not in Role.values:
+        raise ApplicationError(
+            f"Unknown role {role!r}.", field_errors={"role": "Unknown role."}
+        )
+    membership, _ = Membership.objects.update_or_create(
+        project=project, user=user, defaults={"role": role}
+    )
+    return membership
+
+
+def api_token_create(
+    *, user: AbstractBaseUser, name: str = "default"
+) -> tuple[ApiToken, str]:
+    """Create a token; returns the row and the raw token, which is shown once and never stored."""
+    raw = ApiToken.generate_raw()
+    token = ApiToken.objects.create(
+        user=user, name=name or "default", prefix=raw[:10], token_hash=hash_token(raw)
+    )
+    return token, raw
+
+
+def api_token_revoke(*, token: ApiToken) -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+# Writing last_used_at on every request would make each API call a write; once a minute is enough.
+_LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def api_token_authenticate(raw: str) -> ApiToken | None:
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(
+            token_hash=hash_token(raw), revoked_at__isnull=True, user__is_active=True
+        )
+        .first()
+    )
+    if token is None:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > _LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def project_update(
+    *,
+    project: Project,
+    actor: AbstractBaseUser,
+    name: str,
+    description: str,
+    blind_review: bool,
+) -> Project:
+    if not name.strip():
+        raise ApplicationError(
+            "A project needs a name.", field_errors={"name": "Required."}
+        )
+    project.name = name.strip()
+    project.description = description
+    project.blind_review = blind_review
+    project.save(update_fields=["name", "description", "blind_review"])
+    return project
+
+
+def membership_remove(*, membership: Membership) -> None:
+    is_last_owner = (
+        membership.role == Role.OWNER
+        and not Membership.objects.filter(project=membership.project, role=Role.OWNER)
+        .exclude(pk=membership.pk)
+        .exists()
+    )
+    if is_last_owner:
+        raise ApplicationError("A project needs at least one owner.")
+    membership.delete()

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from evalsite.accounts.models import Project
+
+
+class Dataset(models.Model):
+    """An immutable set of items. Re-uploading under the same name makes a new version."""
+
+    class Format(models.TextChoices):
+        CSV = "csv", "CSV"
+        JSONL = "jsonl", "JSON Lines"
+        JSON = "json", "JSON array"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="datasets"
+    )
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField(default=1)
+    source_filename = models.CharField(max_length=255, blank=True)
+    file_format = models.CharField(max_length=8, choices=Format.choices)
+    # {"input": col, "output": col, "context": col|None, "reference": col|None,
+    #  "context_format": "json"|"delimited", "context_delimiter": str}
+    mapping = models.JSONField(default=dict)
+    columns = models.JSONField(
+        default=list, help_text="Column names found in the file."
+    )
+    item_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name", "version"], name="unique_dataset_version"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class Item(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="items")
+    index = models.PositiveIntegerField(
+        help_text="0-based row number in the uploaded file."
+    )
+    input = models.TextField(blank=True)
+    output = models.TextField(blank=True)
+    context = models.JSONField(default=list)
+    reference = models.TextField(
+        blank=True, help_text="Empty when the item has no reference."
+    )
+    metadata = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["dataset_id", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "index"], name="unique_item_index"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.index} of {self.dataset_id}"
+
+    def as_case(self) -> dict:
+        """The item in the shape `scoring` expects."""
+        return {
+            "input": self.input,
+            "output": self.output,
+            "context": list(self.context or []),
+            "reference": self.reference or None,
+            "metadata": dict(self.metadata or {}),
+        }

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from evalsite.evals.models import (
+    JudgeCacheEntry,
+    JudgeCall,
+    JudgeConnection,
+    Result,
+    Run,
+    RunScorer,
+    ScorerConfig,
+)
+
+
+@admin.register(JudgeConnection)
+class JudgeConnectionAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "base_url", "model", "is_offline"]
+    # The key is write-only: never shown, not even to staff.
+    exclude = ["api_key_encrypted"]
+
+
+@admin.register(ScorerConfig)
+class ScorerConfigAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "version", "project", "archived"]
+    list_filter = ["kind"]
+
+
+class RunScorerInline(admin.TabularInline):
+    model = RunScorer
+    extra = 0
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "project", "dataset", "status", "total", "created_at"]
+    list_filter = ["status"]
+    inlines = [RunScorerInline]
+
+
+@admin.register(Result)
+class ResultAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "run",
+        "run_scorer",
+        "status",
+        "judge_score",
+        "final_score",
+        "reviewed",
+    ]
+    list_filter = ["status", "reviewed", "overridden"]
+    raw_id_fields = ["run", "item", "run_scorer", "reviewed_by", "assignee"]
+
+
+@admin.register(JudgeCall)
+class JudgeCallAdmin(admin.ModelAdmin):
+    list_display = ["result", "step", "latency_ms", "cache_hit", "error"]
+    raw_id_fields = ["result"]
+
+
+admin.site.register(RunScorer)
+admin.site.register(JudgeCacheEntry)

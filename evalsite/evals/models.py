@@ -1,0 +1,287 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from evalsite.accounts.models import Project
+from evalsite.datasets.models import Dataset, Item
+
+
+class JudgeConnection(models.Model):
+    """An OpenAI-compatible endpoint. The API key is write-only (env var name or encrypted)."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="judges"
+    )
+    name = models.CharField(max_length=200)
+    base_url = models.URLField(max_length=500)
+    model = models.CharField(max_length=200)
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Name of an environment variable holding the key.",
+    )
+    api_key_encrypted = models.TextField(
+        blank=True, help_text="Fernet token; never rendered."
+    )
+    temperature = models.FloatField(default=0.0)
+    timeout_seconds = models.FloatField(default=60.0)
+    max_concurrency = models.PositiveIntegerField(default=8)
+    requests_per_minute = models.PositiveIntegerField(default=600)
+    price_per_1k_input = models.DecimalField(
+        max_digits=10, decimal_places=6, null=True, blank=True
+    )
+    price_per_1k_output = models.DecimalField(
+        max_digits=10, decimal_places=6, null=True, blank=True
+    )
+    is_offline = models.BooleanField(
+        default=False, help_text="The built-in offline heuristic judge (not an LLM)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name"], name="unique_judge_name"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self.api_key_env or self.api_key_encrypted)
+
+
+class ScorerConfig(models.Model):
+    """A scorer kind with validated options. Editing makes a new version (runs snapshot them)."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="scorers"
+    )
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=40)
+    judge = models.ForeignKey(
+        JudgeConnection,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="scorers",
+    )
+    options = models.JSONField(
+        default=dict, help_text="Full options incl. scale and threshold."
+    )
+    version = models.PositiveIntegerField(default=1)
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="versions",
+    )
+    archived = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "-version", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}" if self.version > 1 else self.name
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        DONE_WITH_ERRORS = "done_with_errors", "Done with errors"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    FINISHED = frozenset(
+        {Status.DONE, Status.DONE_WITH_ERRORS, Status.CANCELLED, Status.FAILED}
+    )
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="runs")
+    name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=20, choices=Status.choices, default=Status.QUEUED
+    )
+    error = models.TextField(blank=True)
+    total = models.PositiveIntegerField(default=0, help_text="items × scorers")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name or f"Run #{self.pk}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class RunScorer(models.Model):
+    """The snapshot of a scorer config (and its judge) as a run used it.
+
+    What-if rescoring changes `options` here (recording the previous ones in the audit log),
+    never the judge analyses.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="run_scorers")
+    scorer = models.ForeignKey(
+        ScorerConfig, null=True, on_delete=models.SET_NULL, related_name="run_scorers"
+    )
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=40)
+    options = models.JSONField(default=dict)
+    judge = models.ForeignKey(
+        JudgeConnection,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    judge_snapshot = models.JSONField(
+        default=dict, help_text="base_url, model, temperature at run time (no secrets)."
+    )
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["run_id", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+
+class Result(models.Model):
+    """One (run, item, scorer). The judge fields are written once; final_* follow overrides."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        OK = "ok", "OK"
+        ERROR = "error", "Error"
+        CANCELLED = "cancelled", "Cancelled"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="results")
+    run_scorer = models.ForeignKey(
+        RunScorer, on_delete=models.CASCADE, related_name="results"
+    )
+    status = models.CharField(
+        max_length=12, choices=Status.choices, default=Status.PENDING
+    )
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    analysis = models.JSONField(
+        null=True, blank=True, help_text="The judge's analysis."
+    )
+    judge_score = models.FloatField(null=True, blank=True)
+    judge_passed = models.BooleanField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    final_analysis = models.JSONField(null=True, blank=True)
+    final_score = models.FloatField(null=True, blank=True)
+    final_passed = models.BooleanField(null=True, blank=True)
+    score_overridden = models.BooleanField(default=False)
+    pass_overridden = models.BooleanField(default=False)
+
+    reviewed = models.BooleanField(default=False)
+    overridden = models.BooleanField(
+        default=False, help_text="Has at least one active override."
+    )
+    human_passed = models.BooleanField(
+        null=True, blank=True, help_text="The reviewer's pass/fail (blind or explicit)."
+    )
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    version = models.PositiveIntegerField(
+        default=0, help_text="Bumped on every review change."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "run_scorer"],
+                name="unique_result_per_item_scorer",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["run", "run_scorer", "status"]),
+            models.Index(fields=["run", "status"]),
+            models.Index(fields=["run", "run_scorer", "final_passed"]),
+            models.Index(fields=["assignee", "run"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"result {self.pk} ({self.status})"
+
+
+class JudgeCall(models.Model):
+    """One HTTP call (or cache hit) made for a result's judge step."""
+
+    result = models.ForeignKey(Result, on_delete=models.CASCADE, related_name="calls")
+    step = models.CharField(max_length=40)
+    messages = models.JSONField(default=list)
+    raw_response = models.TextField(blank=True)
+    response_format = models.CharField(max_length=16, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0)
+    attempts = models.PositiveIntegerField(default=1)
+    cache_hit = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["result_id", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.step} for result {self.result_id}"
+
+
+class JudgeCacheEntry(models.Model):
+    """Identical judge calls (same base URL, model, messages, params) are answered from here."""
+
+    key = models.CharField(max_length=64, unique=True)
+    value = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.key

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from evalsite.review.models import AuditEvent, Comment, Override
+
+
+@admin.register(Override)
+class OverrideAdmin(admin.ModelAdmin):
+    list_display = [
+        "result",
+        "kind",
+        "path",
+        "new_value",
+        "user",
+        "created_at",
+        "reverted_at",
+    ]
+    raw_id_fields = ["result"]
+
+
+@admin.register(Comment)
+class CommentAdmin(admin.ModelAdmin):
+    list_display = ["result", "user", "created_at"]
+    raw_id_fields = ["result"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["action", "actor", "project", "run", "result", "created_at"]
+    list_filter = ["action"]
+    raw_id_fields = ["run", "result"]

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from evalsite.accounts.models import Project
+from evalsite.evals.models import Result, Run
+
+
+class Override(models.Model):
+    class Kind(models.TextChoices):
+        VERDICT = "verdict", "Verdict"
+        SCORE = "score", "Score"
+        PASS = "pass", "Pass/fail"
+
+    result = models.ForeignKey(
+        Result, on_delete=models.CASCADE, related_name="overrides"
+    )
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    path = models.CharField(
+        max_length=200, blank=True, help_text='e.g. "verdicts.2.verdict"'
+    )
+    old_value = models.JSONField(null=True)
+    new_value = models.JSONField(null=True)
+    note = models.TextField(blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    reverted_at = models.DateTimeField(null=True, blank=True)
+    reverted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["result_id", "created_at", "id"]
+        indexes = [models.Index(fields=["result", "reverted_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.path} → {self.new_value!r}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.reverted_at is None
+
+
+class Comment(models.Model):
+    result = models.ForeignKey(
+        Result, on_delete=models.CASCADE, related_name="comments"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.body[:40]
+
+
+class AuditEvent(models.Model):
+    """Who did what, when, before → after. Written in the same transaction as the change."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="audit_events"
+    )
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    result = models.ForeignKey(
+        Result,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="audit_events",
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=40)
+    summary = models.CharField(max_length=500, blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["run", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_id}"

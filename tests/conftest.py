@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import pytest
+
+from evalsite.accounts.models import Role
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+
+@pytest.fixture
+def project(db):
+    return ProjectFactory(name="Acme RAG")
+
+
+@pytest.fixture
+def owner(project):
+    return MembershipFactory(
+        project=project, user=UserFactory(username="olivia"), role=Role.OWNER
+    ).user
+
+
+@pytest.fixture
+def reviewer(project):
+    return MembershipFactory(
+        project=project, user=UserFactory(username="rita"), role=Role.REVIEWER
+    ).user
+
+
+@pytest.fixture
+def viewer(project):
+    return MembershipFactory(
+        project=project, user=UserFactory(username="victor"), role=Role.VIEWER
+    ).user
+
+
+@pytest.fixture
+def outsider(db):
+    """A user who belongs to another project only."""
+    user = UserFactory(username="oscar")
+    MembershipFactory(user=user, role=Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    client.force_login(owner)
+    return client
+
+
+def login(client, user):
+    client.force_login(user)
+    return client

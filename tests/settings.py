@@ -1,0 +1,13 @@
+"""Test settings: the app's settings, plus fast hashing and eager Celery for unit tests.
+
+Integration tests (marker `integration`) start a real worker process on the real broker.
+"""
+
+from __future__ import annotations
+
+from evalsite.settings import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+RATELIMIT_ENABLE = True
