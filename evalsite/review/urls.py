@@ -1,15 +1,7 @@
 from __future__ import annotations
 
-from django.urls import path
-
-from evalsite.core.views import placeholder
+from evalsite.review.urls_item import urlpatterns as item_urlpatterns
+from evalsite.review.urls_queue import urlpatterns as queue_urlpatterns
 
 app_name = "review"
-urlpatterns = [
-    path(
-        "projects/<int:project_id>/queue/",
-        placeholder,
-        {"title": "My queue"},
-        name="assigned",
-    ),
-]
+urlpatterns = item_urlpatterns + queue_urlpatterns
