@@ -1,0 +1,422 @@
+"""``judge_case``: run a kind's judge steps for one case and score the analysis.
+
+The case is validated before any call; each step goes through ``StepRunner`` (structured
+output with fallbacks, retries, one repair, cache); the analysis is assembled in the
+SCORERS.md shape, validated and scored with the pure formulas; a final reason step
+explains the computed score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import openai
+
+from scoring.analysis import validate_analysis
+from scoring.cache import JudgeCache
+from scoring.client import Limiter, RetryPolicy, StepFailed, StepRecord, StepRunner
+from scoring.errors import AnalysisError, CaseError, JudgeError
+from scoring.formulas import compute_score, passes
+from scoring.options import validate_options
+from scoring.prompts import (
+    STEPS,
+    ClaimsReply,
+    ContextPrecisionReply,
+    ContextRelevanceReply,
+    FactualityReply,
+    Messages,
+    OpinionsReply,
+    Reply,
+    RubricReply,
+    StatementsReply,
+    first_step_messages,
+    get_step,
+    reason_messages,
+    sentences_for_estimate,
+    verdict_messages,
+)
+from scoring.registry import KINDS
+
+__all__ = [
+    "JudgeResult",
+    "estimate_tokens",
+    "judge_case",
+    "make_client",
+    "preview_prompts",
+    "validate_case",
+]
+
+# Kinds whose every step is a judge call; context_relevance without chunks is scored
+# locally (1 x scale, SCORERS.md), so it does not require context.
+_CONTEXT_KINDS = ("faithfulness", "hallucination", "context_precision")
+_FIELDS = ("input", "output", "reference")
+
+
+@dataclass
+class JudgeResult:
+    """One case scored by one kind: the analysis (SCORERS.md shape), the judge's score
+    and pass, the generated reason and the record of every judge step."""
+
+    kind: str
+    analysis: dict[str, Any]
+    score: float
+    passed: bool
+    reason: str
+    steps: list[StepRecord] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return data
+
+
+def make_client(
+    base_url: str, api_key: str | None = None, timeout: float = 60.0
+) -> openai.OpenAI:
+    """An ``openai.OpenAI`` client for a judge endpoint. Its own retries are off
+    (``max_retries=0``): ``judge_case`` retries itself and honours Retry-After."""
+    return openai.OpenAI(
+        base_url=base_url,
+        api_key=api_key or "not-needed",
+        timeout=timeout,
+        max_retries=0,
+    )
+
+
+# --------------------------------------------------------------------------- case checks
+
+
+def validate_case(
+    kind: str, case: Mapping[str, Any], *, max_field_chars: int = 100_000
+) -> None:
+    """Raise CaseError (naming the field) when the case cannot be judged for ``kind``:
+    a field of the wrong type, not valid Unicode text, longer than ``max_field_chars``,
+    or a required field missing or empty."""
+    if not isinstance(case, Mapping):
+        raise CaseError("the case must be a mapping of fields", field="")
+    for name in _FIELDS:
+        value = case.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise CaseError(
+                f"{name} must be text, not {type(value).__name__}", field=name
+            )
+        _check_text(name, value, max_field_chars)
+    context = case.get("context")
+    if context is not None:
+        if not isinstance(context, list | tuple):
+            raise CaseError(
+                f"context must be a list of text chunks, not {type(context).__name__}",
+                field="context",
+            )
+        total = 0
+        for i, chunk in enumerate(context):
+            if not isinstance(chunk, str):
+                raise CaseError(
+                    f"context[{i}] must be text, not {type(chunk).__name__}",
+                    field=f"context[{i}]",
+                )
+            _check_text(f"context[{i}]", chunk, max_field_chars)
+            total += len(chunk)
+        if total > max_field_chars:
+            raise CaseError(
+                f"context has {total} characters in all, more than the limit of {max_field_chars}",
+                field="context",
+            )
+    metadata = case.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise CaseError("metadata must be a mapping", field="metadata")
+
+    spec = KINDS[kind]
+    required = set(spec.required_fields)
+    if kind in _CONTEXT_KINDS:
+        required.add("context")
+    for name in ("input", "output", "reference"):
+        if name in required and not (case.get(name) or "").strip():
+            what = "missing" if case.get(name) is None else "empty"
+            raise CaseError(
+                f"{kind} needs a non-empty {name}, but it is {what}", field=name
+            )
+    if "context" in required:
+        chunks = [c for c in (context or []) if c.strip()]
+        if not chunks:
+            raise CaseError(
+                f"{kind} needs at least one non-empty context chunk, but the context is "
+                + ("missing" if context is None else "empty"),
+                field="context",
+            )
+
+
+def _check_text(name: str, value: str, limit: int) -> None:
+    if len(value) > limit:
+        raise CaseError(
+            f"{name} has {len(value)} characters, more than the limit of {limit}",
+            field=name,
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CaseError(
+            f"{name} is not valid Unicode text (undecodable bytes at position {exc.start})",
+            field=name,
+        ) from exc
+
+
+# --------------------------------------------------------------------------- pipelines
+
+
+class _Run:
+    """The steps of one judge_case call, collecting their records."""
+
+    def __init__(self, kind: str, runner: StepRunner) -> None:
+        self.kind = kind
+        self.runner = runner
+        self.steps: list[StepRecord] = []
+
+    def step(self, name: str, messages: Messages) -> Reply:
+        step = get_step(self.kind, name)
+        try:
+            reply, record = self.runner.run(step, messages)
+        except StepFailed as exc:
+            self.steps.append(exc.record)
+            raise JudgeError(
+                f"{self.kind}: {exc}", raw=exc.raw, steps=self.steps
+            ) from exc
+        self.steps.append(record)
+        return reply
+
+
+def _analyse(
+    run: _Run, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    kind = run.kind
+    context = list(case.get("context") or [])
+    first = STEPS[kind][0].name
+    if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
+        reply = run.step(first, first_step_messages(kind, case, options))
+        assert isinstance(reply, ClaimsReply | StatementsReply | OpinionsReply)
+        items = [s for s in getattr(reply, first) if s.strip()]
+        verdicts: list[dict[str, Any]] = []
+        if items:  # nothing extracted: no verdict call, no verdicts
+            verdict_reply = run.step("verdicts", verdict_messages(kind, case, items))
+            verdicts = [v.model_dump() for v in verdict_reply.verdicts]
+        return {first: items, "verdicts": verdicts}
+    if kind == "toxicity":
+        reply = run.step(first, first_step_messages(kind, case, options))
+        return {"verdicts": [v.model_dump() for v in reply.verdicts]}
+    if kind == "context_relevance":
+        if not context:
+            return {"evaluations": [], "missing_context": [], "context_count": 0}
+        reply = run.step(first, first_step_messages(kind, case, options))
+        assert isinstance(reply, ContextRelevanceReply)
+        _check_indexes(run, [e.context_index for e in reply.evaluations], len(context))
+        return {
+            "evaluations": [e.model_dump() for e in reply.evaluations],
+            "missing_context": list(reply.missing_context),
+            "context_count": len(context),
+        }
+    if kind == "context_precision":
+        reply = run.step(first, first_step_messages(kind, case, options))
+        assert isinstance(reply, ContextPrecisionReply)
+        _check_indexes(run, [v.context_index for v in reply.verdicts], len(context))
+        return {"verdicts": [v.model_dump() for v in reply.verdicts]}
+    if kind == "factuality":
+        reply = run.step(first, first_step_messages(kind, case, options))
+        assert isinstance(reply, FactualityReply)
+        return {"category": reply.category, "reason": reply.reason}
+    if kind == "custom_rubric":
+        reply = run.step(first, first_step_messages(kind, case, options))
+        assert isinstance(reply, RubricReply)
+        return {"score": reply.score, "reason": reply.reason}
+    raise KeyError(kind)
+
+
+def _check_indexes(run: _Run, indexes: list[int], count: int) -> None:
+    bad = [i for i in indexes if i >= count]
+    if bad:
+        record = run.steps[-1]
+        record.error = (
+            f"context_index {bad[0]} is out of range (the item has {count} chunks)"
+        )
+        raise JudgeError(f"{run.kind}: {record.error}", raw=record.raw, steps=run.steps)
+
+
+def _local_reason(kind: str, analysis: Mapping[str, Any], score: float) -> str | None:
+    """A reason without a judge call where there is nothing to explain."""
+    if kind == "context_relevance" and analysis.get("context_count") == 0:
+        return f"The item has no context chunks, so there is nothing irrelevant: the score is {score:g}."
+    if "verdicts" in analysis and not analysis["verdicts"]:
+        what = {
+            "faithfulness": "claims",
+            "hallucination": "claims",
+            "answer_relevancy": "statements",
+            "bias": "opinions",
+            "toxicity": "statements",
+            "context_precision": "chunk verdicts",
+        }.get(kind, "items")
+        return f"The judge found no {what} to assess, so the score is {score:g}."
+    return None
+
+
+def judge_case(
+    kind: str,
+    case: Mapping[str, Any],
+    options: Mapping[str, Any] | None,
+    client: openai.OpenAI | None,
+    *,
+    model: str,
+    temperature: float = 0.0,
+    cache: JudgeCache | None = None,
+    limiter: Limiter | None = None,
+    max_retries: int = 4,
+    max_field_chars: int = 100_000,
+    base_url: str | None = None,
+    retry_base_delay: float = 0.5,
+    retry_max_delay: float = 30.0,
+) -> JudgeResult:
+    """Judge one case for ``kind`` and score it.
+
+    Raises UnknownKindError / OptionsError for bad kind or options, CaseError (before any
+    call) for a case the kind cannot judge, and JudgeError (with ``raw`` and ``steps``)
+    when a judge step cannot be completed after retries and one repair attempt.
+    """
+    opts = validate_options(kind, dict(options) if options else None)
+    spec = KINDS[kind]
+    validate_case(kind, case, max_field_chars=max_field_chars)
+    if not spec.needs_judge:
+        from scoring.textkinds import analyze_text
+
+        analysis = analyze_text(kind, dict(case), opts)  # type: ignore[arg-type]
+        score = compute_score(kind, analysis, opts)
+        passed = passes(kind, score, opts)
+        return JudgeResult(
+            kind, analysis, score, passed, _text_reason(kind, analysis, score), []
+        )
+    if client is None:
+        raise JudgeError(f"{kind} needs a judge: pass an openai.OpenAI client")
+    runner = StepRunner(
+        client,
+        model=model,
+        base_url=base_url,
+        temperature=temperature,
+        cache=cache,
+        limiter=limiter,
+        retry=RetryPolicy(
+            max_retries=max_retries,
+            base_delay=retry_base_delay,
+            max_delay=retry_max_delay,
+        ),
+    )
+    run = _Run(kind, runner)
+    raw_analysis = _analyse(run, case, opts)
+    try:
+        analysis = validate_analysis(kind, raw_analysis)
+    except AnalysisError as exc:
+        raw = run.steps[-1].raw if run.steps else None
+        raise JudgeError(
+            f"{kind}: the judge's analysis is invalid: {exc}", raw=raw, steps=run.steps
+        ) from exc
+    score = compute_score(kind, analysis, opts)
+    passed = passes(kind, score, opts)
+    if "reason" in spec.steps:
+        reason = _local_reason(kind, analysis, score)
+        if reason is None:
+            reply = run.step(
+                "reason",
+                reason_messages(
+                    kind, case, analysis, score, float(opts["scale"]), passed
+                ),
+            )
+            reason = str(reply.reason)
+    else:
+        reason = str(analysis.get("reason", ""))
+    return JudgeResult(kind, analysis, score, passed, reason, run.steps)
+
+
+def _text_reason(kind: str, analysis: Mapping[str, Any], score: float) -> str:
+    details = ", ".join(
+        f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+        for k, v in analysis.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    )
+    return f"{KINDS[kind].label}: score {score:g} ({details})."
+
+
+# --------------------------------------------------------------------------- previews
+
+
+def preview_prompts(
+    kind: str, case: Mapping[str, Any], options: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """One entry per judge step, ``{"step", "messages"}``: the first step's messages fully
+    rendered; later steps (which depend on earlier replies) with ``messages`` None.
+    Empty for non-LLM kinds. No call is made (and the case is not validated)."""
+    spec = KINDS[kind]
+    if not spec.needs_judge:
+        return []
+    opts = validate_options(kind, dict(options) if options else None)
+    names = [s.name for s in STEPS[kind]]
+    out: list[dict[str, Any]] = [
+        {"step": names[0], "messages": first_step_messages(kind, case, opts)}
+    ]
+    out.extend({"step": name, "messages": None} for name in names[1:])
+    return out
+
+
+def _chars(messages: Messages) -> int:
+    return sum(len(m["content"]) for m in messages)
+
+
+def estimate_tokens(
+    kind: str, case: Mapping[str, Any], options: Mapping[str, Any] | None = None
+) -> dict[str, int]:
+    """A rough cost of judging one case: ``{calls, prompt_tokens, completion_tokens}``
+    (tokens ~ characters / 4). Later steps are rendered with a stand-in for the earlier
+    replies (one item per sentence of the output)."""
+    spec = KINDS[kind]
+    if not spec.needs_judge:
+        return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    opts = validate_options(kind, dict(options) if options else None)
+    context = list(case.get("context") or [])
+    if kind == "context_relevance" and not context:
+        return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    output = str(case.get("output") or "")
+    items = sentences_for_estimate(output)
+    verdict_chars = 90
+    calls = 0
+    prompt = 0
+    completion = 0
+    first = first_step_messages(kind, case, opts)
+    calls += 1
+    prompt += _chars(first)
+    if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
+        completion += len(output) + 20
+        if items:
+            calls += 1
+            prompt += _chars(verdict_messages(kind, case, items))
+            completion += sum(len(i) + verdict_chars for i in items)
+    elif kind in ("context_relevance", "context_precision"):
+        completion += len(context) * verdict_chars + 20
+    elif kind == "toxicity":
+        completion += len(items) * verdict_chars + 20
+    else:
+        completion += 200
+    if "reason" in spec.steps:
+        fake = {
+            "verdicts": [
+                {"claim": i, "verdict": "yes", "reason": "x" * 60} for i in items
+            ]
+        }
+        calls += 1
+        prompt += _chars(
+            reason_messages(kind, case, fake, 1.0, float(opts["scale"]), True)
+        )
+        completion += 400
+    return {
+        "calls": calls,
+        "prompt_tokens": math.ceil(prompt / 4),
+        "completion_tokens": math.ceil(completion / 4),
+    }

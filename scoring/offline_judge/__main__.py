@@ -1,0 +1,66 @@
+"""``python -m scoring.offline_judge --host 127.0.0.1 --port 8011``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from scoring.offline_judge.server import start_server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m scoring.offline_judge",
+        description="OpenAI-compatible offline heuristic judge (no key, no network).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument(
+        "--latency-ms", type=float, default=0.0, help="added to every chat request"
+    )
+    parser.add_argument(
+        "--error-rate", type=float, default=0.0, help="share of 429/500 replies (mixed)"
+    )
+    parser.add_argument(
+        "--malformed-rate", type=float, default=0.0, help="share of broken-JSON replies"
+    )
+    parser.add_argument(
+        "--retry-after",
+        type=float,
+        default=0.1,
+        help="Retry-After seconds sent with 429",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+    for name in ("error_rate", "malformed_rate"):
+        if not 0 <= getattr(args, name) <= 1:
+            parser.error(f"--{name.replace('_', '-')} must be between 0 and 1")
+    server = start_server(
+        args.host,
+        args.port,
+        latency_ms=args.latency_ms,
+        error_rate=args.error_rate,
+        malformed_rate=args.malformed_rate,
+        seed=args.seed,
+        retry_after=args.retry_after,
+        verbose=args.verbose,
+    )
+    print(
+        f"offline judge listening on {server.base_url} (model 'offline-judge')",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,362 @@
+"""An OpenAI-compatible HTTP server answering judge steps with ``heuristics``.
+
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, and test hooks:
+``POST /_control`` (``{"script": [...], "reject_formats": [...], "latency_ms": n}``),
+``POST /_reset``, ``GET /_stats``.
+
+Script items are consumed in order, one per chat request: ``ok``, ``429`` or
+``429:<seconds>`` (with Retry-After), ``500``/``502``/``503``, ``malformed`` (broken
+JSON), ``prose`` (a sentence instead of JSON), ``sleep:<seconds>`` (answer late),
+``400`` (a plain bad request). Random failures (``error_rate``, ``malformed_rate``) only
+apply when the script is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import Counter, deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from scoring.offline_judge import heuristics
+
+MODEL_NAME = "offline-judge"
+
+
+class JudgeState:
+    """Knobs, the failure script and counters, shared by the handler threads."""
+
+    def __init__(
+        self,
+        *,
+        latency_ms: float = 0.0,
+        error_rate: float = 0.0,
+        malformed_rate: float = 0.0,
+        seed: int = 0,
+        retry_after: float = 0.1,
+    ) -> None:
+        self.lock = threading.Lock()
+        self.latency_ms = latency_ms
+        self.error_rate = error_rate
+        self.malformed_rate = malformed_rate
+        self.retry_after = retry_after
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.script: deque[str] = deque()
+        self.reject_formats: set[str] = set()
+        self.stats: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.completions = 0
+
+    def reset(self) -> None:
+        with self.lock:
+            self.script.clear()
+            self.reject_formats.clear()
+            self.stats.clear()
+            self.rng = random.Random(self.seed)
+            self.max_in_flight = 0
+            self.completions = 0
+
+    def control(self, data: dict[str, Any]) -> None:
+        with self.lock:
+            if "script" in data:
+                self.script.extend(str(item) for item in data["script"])
+            if "reject_formats" in data:
+                self.reject_formats = {str(f) for f in data["reject_formats"]}
+            for knob in ("latency_ms", "error_rate", "malformed_rate", "retry_after"):
+                if knob in data:
+                    setattr(self, knob, float(data[knob]))
+
+    def next_action(self) -> str:
+        with self.lock:
+            if self.script:
+                return self.script.popleft()
+            roll = self.rng.random()
+            if roll < self.error_rate:
+                return "429" if self.rng.random() < 0.5 else "500"
+            if roll < self.error_rate + self.malformed_rate:
+                return "malformed"
+            return "ok"
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            data: dict[str, Any] = {
+                "requests": self.stats["requests"],
+                "chat_completions": self.stats["chat"],
+                "completed": self.completions,
+                "max_in_flight": self.max_in_flight,
+                "script_left": len(self.script),
+            }
+            for prefix in ("status", "step", "format", "action"):
+                data[f"by_{prefix}"] = {
+                    k.split(":", 1)[1]: v
+                    for k, v in self.stats.items()
+                    if k.startswith(prefix + ":")
+                }
+            return data
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: OfflineJudgeServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def _send_json(
+        self, status: int, data: Any, headers: dict[str, str] | None = None
+    ) -> None:
+        body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+        with self.server.state.lock:
+            self.server.state.stats[f"status:{status}"] += 1
+
+    def _error(
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        kind = {
+            400: "invalid_request_error",
+            404: "not_found_error",
+            429: "rate_limit_error",
+        }.get(status, "server_error")
+        self._send_json(
+            status,
+            {"error": {"message": message, "type": kind, "param": param, "code": None}},
+            headers,
+        )
+
+    def _read_json(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        return json.loads(raw.decode("utf-8")) if raw else {}
+
+    # -- routes ------------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        state = self.server.state
+        with state.lock:
+            state.stats["requests"] += 1
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path in ("/v1/models", "/models"):
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": MODEL_NAME,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "evalsite",
+                        }
+                    ],
+                },
+            )
+        elif path == "/_stats":
+            self._send_json(200, state.snapshot())
+        elif path in ("", "/health"):
+            self._send_json(200, {"status": "ok", "model": MODEL_NAME})
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        state = self.server.state
+        with state.lock:
+            state.stats["requests"] += 1
+        path = self.path.split("?", 1)[0].rstrip("/")
+        try:
+            body = self._read_json()
+        except (ValueError, UnicodeDecodeError):
+            self._error(400, "the request body is not valid JSON")
+            return
+        if path == "/_control":
+            state.control(body if isinstance(body, dict) else {})
+            self._send_json(200, {"ok": True})
+        elif path == "/_reset":
+            state.reset()
+            self._send_json(200, {"ok": True})
+        elif path in ("/v1/chat/completions", "/chat/completions"):
+            with state.lock:
+                state.stats["chat"] += 1
+                state.in_flight += 1
+                state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            try:
+                self._chat(body if isinstance(body, dict) else {})
+            finally:
+                with state.lock:
+                    state.in_flight -= 1
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        state = self.server.state
+        fmt = body.get("response_format") or {}
+        fmt_type = fmt.get("type", "text") if isinstance(fmt, dict) else "text"
+        step = heuristics.find_step(body)
+        with state.lock:
+            state.stats[f"format:{fmt_type}"] += 1
+            state.stats[f"step:{step}"] += 1
+        if fmt_type in state.reject_formats:
+            self._error(
+                400,
+                f"response_format of type '{fmt_type}' is not supported with this model",
+                param="response_format",
+            )
+            return
+        action = state.next_action()
+        with state.lock:
+            state.stats[f"action:{action.split(':')[0]}"] += 1
+        delay = state.latency_ms / 1000
+        if action.startswith("sleep:"):
+            delay += float(action.split(":", 1)[1])
+        if delay > 0:
+            time.sleep(delay)
+        if action.startswith("429"):
+            wait = (
+                action.split(":", 1)[1] if ":" in action else f"{state.retry_after:g}"
+            )
+            self._error(
+                429, "Rate limit reached (offline judge)", headers={"Retry-After": wait}
+            )
+            return
+        if action in ("500", "502", "503"):
+            self._error(int(action), "The offline judge had an internal error")
+            return
+        if action == "400":
+            self._error(400, "Bad request (scripted)")
+            return
+        if step is None:
+            self._error(
+                400,
+                "the offline judge cannot tell which judge step this is (no json_schema name, no 'Task id:' line)",
+            )
+            return
+        try:
+            reply = heuristics.answer(step, body)
+        except KeyError:
+            self._error(400, f"the offline judge does not know the step {step!r}")
+            return
+        if action == "malformed":
+            content = json.dumps(reply, ensure_ascii=False)[
+                : max(1, len(json.dumps(reply)) // 2)
+            ]
+        elif action == "prose":
+            content = "I think the answer looks fine overall."
+        elif fmt_type == "text":
+            content = heuristics.text_reply(step, reply)
+        else:
+            content = json.dumps(reply, ensure_ascii=False)
+        prompt_chars = sum(
+            len(heuristics._content_text(m.get("content")))
+            for m in body.get("messages") or []
+        )
+        prompt_tokens = max(1, prompt_chars // 4)
+        completion_tokens = _tokens(content)
+        with state.lock:
+            state.completions += 1
+            number = state.completions
+        self._send_json(
+            200,
+            {
+                "id": f"chatcmpl-offline-{number}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": str(body.get("model") or MODEL_NAME),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            },
+        )
+
+
+class OfflineJudgeServer(ThreadingHTTPServer):
+    """A ThreadingHTTPServer (daemon threads) serving in a background thread."""
+
+    daemon_threads = True
+    request_queue_size = 256
+    allow_reuse_address = True
+
+    def __init__(
+        self, host: str, port: int, state: JudgeState, *, verbose: bool = False
+    ) -> None:
+        super().__init__((host, port), Handler)
+        self.state = state
+        self.verbose = verbose
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> OfflineJudgeServer:
+        self._thread = threading.Thread(
+            target=self.serve_forever, name="offline-judge", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> OfflineJudgeServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    latency_ms: float = 0,
+    error_rate: float = 0.0,
+    malformed_rate: float = 0.0,
+    seed: int = 0,
+    retry_after: float = 0.1,
+    verbose: bool = False,
+) -> OfflineJudgeServer:
+    """Start the offline judge in a background thread; ``.base_url`` and ``.stop()``."""
+    state = JudgeState(
+        latency_ms=latency_ms,
+        error_rate=error_rate,
+        malformed_rate=malformed_rate,
+        seed=seed,
+        retry_after=retry_after,
+    )
+    return OfflineJudgeServer(host, port, state, verbose=verbose).start()
