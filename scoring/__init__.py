@@ -1,0 +1,47 @@
+"""evalsite's framework-free scoring library.
+
+Plain Python: no Django, Celery, Ninja or evalsite imports. The formulas,
+rounding and pass rules are those of SCORERS.md.
+"""
+
+from __future__ import annotations
+
+from scoring.analysis import parse_factuality_reply, validate_analysis
+from scoring.errors import (
+    AnalysisError,
+    CaseError,
+    JudgeError,
+    OptionsError,
+    ScoringError,
+    UnknownKindError,
+)
+from scoring.formulas import compute_score, passes, round_half_up
+from scoring.options import options_schema, validate_options
+from scoring.overrides import apply_override, get_path
+from scoring.registry import KINDS, LLM_KINDS, TEXT_KINDS, KindSpec
+from scoring.textkinds import analyze_text
+from scoring.types import Case
+
+__all__ = [
+    "KINDS",
+    "LLM_KINDS",
+    "TEXT_KINDS",
+    "AnalysisError",
+    "Case",
+    "CaseError",
+    "JudgeError",
+    "KindSpec",
+    "OptionsError",
+    "ScoringError",
+    "UnknownKindError",
+    "analyze_text",
+    "apply_override",
+    "compute_score",
+    "get_path",
+    "options_schema",
+    "parse_factuality_reply",
+    "passes",
+    "round_half_up",
+    "validate_analysis",
+    "validate_options",
+]

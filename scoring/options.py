@@ -1,0 +1,289 @@
+"""Scorer options: one pydantic model per kind, extra keys forbidden.
+
+``validate_options`` merges the user's options with the kind's defaults (nested
+``penalties`` / ``category_scores`` key by key, an explicit 0 honoured) and
+returns the full dict; ``options_schema`` exports the JSON Schema the web app
+builds its forms from.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from scoring.analysis import format_path
+from scoring.errors import OptionsError, UnknownKindError
+
+__all__ = [
+    "DEFAULT_CUSTOM_RUBRIC",
+    "OPTIONS_MODELS",
+    "check_kind",
+    "default_options",
+    "options_schema",
+    "validate_options",
+]
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not a boolean")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_number)]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class CommonOptions(_Options):
+    scale: Number = Field(
+        default=1.0,
+        gt=0,
+        title="Scale",
+        description="Scores run from 0 to this number (score = ratio x scale).",
+    )
+    threshold: Number = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        title="Pass threshold",
+        description=(
+            "Fraction of the scale. Higher-is-better kinds pass when score >= "
+            "threshold x scale; lower-is-better kinds when score <= threshold x scale."
+        ),
+    )
+
+
+class ContextRelevancePenalties(_Options):
+    unused_high_relevance: Number = Field(
+        default=0.10,
+        ge=0,
+        le=1,
+        title="Unused high-relevance chunk",
+        description="Subtracted for every highly relevant chunk the answer did not use (no cap).",
+    )
+    missing_context_per_item: Number = Field(
+        default=0.15,
+        ge=0,
+        le=1,
+        title="Per missing piece of context",
+        description="Subtracted for every piece of information the judge says was missing.",
+    )
+    max_missing_context_penalty: Number = Field(
+        default=0.50,
+        ge=0,
+        le=1,
+        title="Cap on the missing-context penalty",
+        description="The missing-context penalty never exceeds this.",
+    )
+
+
+class ContextRelevanceOptions(CommonOptions):
+    penalties: ContextRelevancePenalties = Field(
+        default_factory=ContextRelevancePenalties,
+        title="Penalties",
+        description="Each penalty is a fraction of the unscaled score; an explicit 0 turns it off.",
+    )
+
+
+class AnswerRelevancyOptions(CommonOptions):
+    uncertainty_weight: Number = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        title="Weight of 'unsure' statements",
+        description="An 'unsure' statement counts as this fraction of a relevant one.",
+    )
+
+
+class CategoryScores(_Options):
+    subset: Number = Field(default=1.0, title="A: subset, consistent")
+    superset: Number = Field(default=1.0, title="B: superset, consistent")
+    agree: Number = Field(default=1.0, title="C: same details")
+    disagree: Number = Field(default=0.0, title="D: disagrees")
+    differ_but_factual: Number = Field(
+        default=1.0, title="E: differs, factually equivalent"
+    )
+
+
+def _rubric_with(placeholder: str) -> Any:
+    def check(value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("must not be empty")
+            if placeholder not in value:
+                raise ValueError(f"must contain the placeholder {placeholder}")
+        return value
+
+    return BeforeValidator(check)
+
+
+class FactualityOptions(CommonOptions):
+    threshold: Annotated[float, Field(ge=0, le=1), BeforeValidator(_number)] | None = (
+        Field(  # type: ignore[assignment]
+            default=None,
+            title="Pass threshold",
+            description=(
+                "Empty: pass iff the category's score is > 0 (promptfoo's rule). "
+                "A number replaces that with score >= threshold x scale."
+            ),
+        )
+    )
+    category_scores: CategoryScores = Field(
+        default_factory=CategoryScores,
+        title="Category scores",
+        description="Score of each answer category A-E (any number, not clamped).",
+    )
+    rubric_prompt: Annotated[str | None, _rubric_with("{{completion}}")] = Field(
+        default=None,
+        title="Custom rubric prompt",
+        description=(
+            "Replaces the built-in prompt. Placeholders: {{input}}, {{ideal}} (the "
+            "reference) and {{completion}} (the output). The judge may answer with "
+            'JSON {"category", "reason"} or a leading letter A-E.'
+        ),
+    )
+
+
+DEFAULT_CUSTOM_RUBRIC = (
+    "Rate how well the output answers the input: is it correct, complete and "
+    "helpful, and consistent with the context and the reference when they are "
+    "given? 1 means fully, 0 means not at all.\n\n"
+    "Input: {{input}}\nContext: {{context}}\nReference: {{reference}}\nOutput: {{output}}"
+)
+
+
+class CustomRubricOptions(CommonOptions):
+    rubric_prompt: Annotated[str, _rubric_with("{{output}}")] = Field(
+        default=DEFAULT_CUSTOM_RUBRIC,
+        title="Rubric prompt",
+        description=(
+            "What the judge scores, from 0 to 1. Placeholders: {{input}}, {{output}} "
+            "(required), {{context}}, {{reference}}."
+        ),
+    )
+
+
+class ContentSimilarityOptions(CommonOptions):
+    ignore_case: bool = Field(
+        default=True,
+        title="Ignore case",
+        description="Lower-case both texts before comparing.",
+        strict=True,
+    )
+
+
+class ToneConsistencyOptions(CommonOptions):
+    reference_tone: str | None = Field(
+        default=None,
+        title="Reference tone",
+        description=(
+            "A text with the wanted tone. Empty: score how steady the sentiment "
+            "is across the output's sentences instead."
+        ),
+    )
+
+
+OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
+    "faithfulness": CommonOptions,
+    "hallucination": CommonOptions,
+    "context_relevance": ContextRelevanceOptions,
+    "context_precision": CommonOptions,
+    "answer_relevancy": AnswerRelevancyOptions,
+    "bias": CommonOptions,
+    "toxicity": CommonOptions,
+    "factuality": FactualityOptions,
+    "custom_rubric": CustomRubricOptions,
+    "content_similarity": ContentSimilarityOptions,
+    "textual_difference": CommonOptions,
+    "keyword_coverage": CommonOptions,
+    "completeness": CommonOptions,
+    "tone_consistency": ToneConsistencyOptions,
+}
+
+
+def check_kind(kind: object) -> str:
+    """Return ``kind`` if it is known, else raise ``UnknownKindError``."""
+    if not isinstance(kind, str) or kind not in OPTIONS_MODELS:
+        raise UnknownKindError(kind, tuple(OPTIONS_MODELS))
+    return kind
+
+
+def _message(
+    kind: str, model: type[BaseModel], error: dict[str, Any]
+) -> tuple[str, str]:
+    loc = tuple(error["loc"])
+    field = format_path(loc)
+    if error["type"] == "extra_forbidden":
+        parent: type[BaseModel] | None = model
+        for part in loc[:-1]:
+            annotation = parent.model_fields[str(part)].annotation if parent else None
+            parent = (
+                annotation
+                if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+                else None
+            )
+        allowed = ", ".join(parent.model_fields) if parent else ""
+        return field, f"unknown option {field!r} for {kind}; allowed here: {allowed}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    message = message.removeprefix("Input should be ")
+    if not message.startswith("must"):
+        message = f"must be {message}"
+    if error["type"] == "missing":
+        message = "is required"
+    return field, f"option {field!r} of {kind} {message} (got {error.get('input')!r})"
+
+
+def validate_options(
+    kind: str, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Validate ``options`` for ``kind``, merge them with the defaults and return the full dict.
+
+    Raises ``UnknownKindError`` or ``OptionsError`` (``.field`` = dotted option name).
+    """
+    model = OPTIONS_MODELS[check_kind(kind)]
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise OptionsError(f"options of {kind} must be a JSON object", field="")
+    try:
+        return model.model_validate(options).model_dump()
+    except ValidationError as exc:
+        field, message = _message(kind, model, exc.errors(include_url=False)[0])
+        raise OptionsError(message, field=field) from None
+
+
+def default_options(kind: str) -> dict[str, Any]:
+    """The kind's full default options."""
+    return validate_options(kind, None)
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            merged = {**_inline_refs(copy.deepcopy(defs[name]), defs)}
+            merged.update(
+                {k: _inline_refs(v, defs) for k, v in node.items() if k != "$ref"}
+            )
+            return merged
+        return {k: _inline_refs(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline_refs(item, defs) for item in node]
+    return node
+
+
+def options_schema(kind: str) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of the kind's options, nested objects inlined."""
+    schema = OPTIONS_MODELS[check_kind(kind)].model_json_schema()
+    defs = schema.get("$defs", {})
+    inlined = _inline_refs(schema, defs)
+    inlined["title"] = f"{kind} options"
+    return inlined
