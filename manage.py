@@ -15,7 +15,7 @@ def main() -> None:
         execute_from_command_line(sys.argv)
     except ImproperlyConfigured as exc:
         # One clear line naming the setting beats a wall of traceback at start-up.
-        sys.exit(f"evalsite: configuration error: {exc}")
+        sys.exit(f"evalsite: configuration error: {str(exc).strip().splitlines()[0]}")
     except OperationalError as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         sys.exit(f"evalsite: cannot use the database from DATABASE_URL: {first_line}")

@@ -88,6 +88,11 @@ TEMPLATES = [
 DATABASE_URL = env.str(
     "DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'evalsite.sqlite3'}"
 )
+_DB_SCHEMES = ("sqlite", "postgres", "postgresql", "pgsql", "psql")
+if DATABASE_URL.split("://", 1)[0] not in _DB_SCHEMES:
+    raise ImproperlyConfigured(
+        f"DATABASE_URL must start with one of {', '.join(s + '://' for s in _DB_SCHEMES)}"
+    )
 try:
     DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 except Exception as exc:  # django-environ raises several types for a bad URL

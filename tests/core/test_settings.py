@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PRODUCTION_ENV = {
+    "DEBUG": "false",
+    "SECRET_KEY": "x" * 64 + "-a-real-production-secret-with-entropy-9f8e7d6c5b4a",
+    "ALLOWED_HOSTS": "evals.example.com",
+    "CSRF_TRUSTED_ORIGINS": "https://evals.example.com",
+    "DATABASE_URL": "sqlite:////tmp/evalsite-deploy-check.sqlite3",
+}
+
+
+def _manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}
+    }
+    base.update(DJANGO_SETTINGS_MODULE="evalsite.settings", **env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_production_configuration_passes_check_deploy_without_warnings():
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION_ENV)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_missing_secret_key_in_production_is_one_clear_line():
+    env = dict(PRODUCTION_ENV)
+    env["SECRET_KEY"] = ""
+    result = _manage("check", **env)
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_database_url_is_one_clear_line():
+    result = _manage("check", DATABASE_URL="notadb://what")
+    assert result.returncode != 0
+    assert "DATABASE_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_database_and_broker_are_named_by_preflight():
+    result = _manage(
+        "preflight",
+        DATABASE_URL="postgres://postgres@127.0.0.1:1/nope",
+        REDIS_URL="redis://127.0.0.1:1/0",
+    )
+    assert result.returncode != 0
+    assert "DATABASE_URL: cannot connect" in result.stderr
+    assert "REDIS_URL: cannot reach the Celery broker" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_compose_services_and_env_match_the_settings():
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yml").read_text())
+    services = compose["services"]
+    assert {"postgres", "redis", "web", "worker", "judge"} <= set(services)
+    settings_text = (ROOT / "evalsite" / "settings.py").read_text()
+    for name in ("web", "worker"):
+        env = services[name]["environment"]
+        for var in (
+            "DEBUG",
+            "SECRET_KEY",
+            "ALLOWED_HOSTS",
+            "DATABASE_URL",
+            "REDIS_URL",
+        ):
+            assert var in env, (name, var)
+            assert f'"{var}"' in settings_text, var
+        assert env["DATABASE_URL"].startswith("postgres://")
+        assert "@postgres:" in env["DATABASE_URL"]
+        assert env["REDIS_URL"].startswith("redis://redis:")
+    assert "gunicorn" in services["web"]["command"]
+    assert "celery -A evalsite worker" in services["worker"]["command"]
+    assert "scoring.offline_judge" in services["judge"]["command"]
+    assert services["web"]["environment"]["OFFLINE_JUDGE_URL"] == "http://judge:8011/v1"
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    assert "collectstatic" in dockerfile and "USER evalsite" in dockerfile
+    example = (ROOT / "docker" / ".env.example").read_text()
+    for var in (
+        "SECRET_KEY",
+        "ALLOWED_HOSTS",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "CSRF_TRUSTED_ORIGINS",
+        "PORT",
+    ):
+        assert f"{var}=" in example
+
+
+@pytest.mark.parametrize("path", ["/healthz"])
+def test_health_endpoint_needs_no_login(client, path):
+    assert client.get(path).status_code == 200
