@@ -96,3 +96,7 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_id}"
+
+
+# Queue models live in their own module (helper D2); imported here so Django registers them.
+from evalsite.review.models_queue import QueueEntry, ReviewQueue  # noqa: E402, F401
