@@ -196,50 +196,52 @@ def user_blocks(body: Mapping[str, Any]) -> Blocks:
 def verdict_for_claim(claim: str, context: Sequence[str]) -> tuple[str, str]:
     """yes / no / unsure for a claim against the context, with a one-sentence reason.
 
-    The best-matching context sentence is the one sharing the largest share of the
-    claim's content words. With a share of at least 0.5, a number of the claim missing
-    from that sentence (when it has numbers), a negation on one side only, or a proper
-    noun of the claim found nowhere in the context is a contradiction (no). Otherwise the
-    claim is supported (yes) when at least 3/4 of its content words occur in the context
-    and the best sentence covers half of them, and unverifiable (unsure) when not.
+    Support is the largest share of the claim's content words found in one context
+    sentence or one whole chunk. With support of at least 0.5 the claim is contradicted
+    (no) when one of its numbers appears nowhere in the context while the matching chunk
+    has numbers, when it is negated and the best-matching sentence is not (or the other
+    way round), or when it names a proper noun found nowhere in the context; otherwise it
+    is supported (yes) when 3/4 of its content words occur in the context. Everything
+    else is unverifiable (unsure).
     """
     words = content_words(claim)
     if not words or not context:
         return "unsure", "The claim has no content the context could confirm."
-    best_share, best_sentence, best_index = 0.0, "", 0
+    sentence_share, best_sentence, sentence_index = 0.0, "", 0
+    chunk_share, chunk_index = 0.0, 0
     for index, chunk in enumerate(context):
+        share = _share(words, content_words(chunk))
+        if share > chunk_share:
+            chunk_share, chunk_index = share, index
         for sentence in sentences(chunk):
             share = _share(words, content_words(sentence))
-            if share > best_share:
-                best_share, best_sentence, best_index = share, sentence, index
+            if share > sentence_share:
+                sentence_share, best_sentence, sentence_index = share, sentence, index
+    support = max(sentence_share, chunk_share)
     all_words = set().union(*(content_words(c) for c in context))
-    coverage = _share(words, all_words)
-    if best_share >= 0.5:
+    if support >= 0.5:
         claim_numbers = numbers(claim)
-        sentence_numbers = numbers(best_sentence)
         all_numbers = set().union(*(numbers(c) for c in context))
-        if claim_numbers and sentence_numbers and not claim_numbers <= all_numbers:
+        chunk_numbers = numbers(context[chunk_index])
+        if claim_numbers - all_numbers and chunk_numbers:
             missing = ", ".join(sorted(claim_numbers - all_numbers))
             return "no", (
-                f"Context chunk {best_index} gives {', '.join(sorted(sentence_numbers))}, "
+                f"Context chunk {chunk_index} gives {', '.join(sorted(chunk_numbers))}, "
                 f"not {missing}."
             )
-        if negated(claim) != negated(best_sentence):
-            return (
-                "no",
-                f"Context chunk {best_index} states the opposite: {_quote(best_sentence)}.",
+        if sentence_share >= 0.5 and negated(claim) != negated(best_sentence):
+            return "no", (
+                f"Context chunk {sentence_index} states the opposite: {_quote(best_sentence)}."
             )
         novel = proper_nouns(claim) - all_words
         if novel:
             return "no", (
-                f"Context chunk {best_index} names something else than "
-                f"{', '.join(sorted(novel))}: {_quote(best_sentence)}."
+                f"The context names something else than {', '.join(sorted(novel))} "
+                f"(chunk {chunk_index})."
             )
-        if coverage >= 0.75:
-            return (
-                "yes",
-                f"Context chunk {best_index} supports it: {_quote(best_sentence)}.",
-            )
+        if _share(words, all_words) >= 0.75:
+            where = _quote(best_sentence) if sentence_share >= chunk_share else "its text"
+            return "yes", f"Context chunk {chunk_index} supports it: {where}."
     return "unsure", "The context does not mention enough of this claim to verify it."
 
 
@@ -274,7 +276,9 @@ def statement_relevance(statement: str, question: str) -> tuple[str, str]:
     share = shared / len(question_words) if question_words else 0.0
     if shared >= 2 or share >= 0.3:
         return "yes", f"It addresses the question ({shared} shared key words)."
-    starts_with_pronoun = tokens(statement)[:1] and tokens(statement)[0].lower() in PRONOUNS
+    starts_with_pronoun = (
+        tokens(statement)[:1] and tokens(statement)[0].lower() in PRONOUNS
+    )
     if shared == 1 or len(tokens(statement)) <= 3 or starts_with_pronoun:
         return "unsure", "It is only loosely connected to the question."
     return "no", "It does not address the question."

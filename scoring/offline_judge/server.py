@@ -7,7 +7,7 @@ Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, and test hooks:
 Script items are consumed in order, one per chat request: ``ok``, ``429`` or
 ``429:<seconds>`` (with Retry-After), ``500``/``502``/``503``, ``malformed`` (broken
 JSON), ``prose`` (a sentence instead of JSON), ``sleep:<seconds>`` (answer late),
-``400`` (a plain bad request). Random failures (``error_rate``, ``malformed_rate``) only
+``400`` (a plain bad request), ``reply:<text>`` (answer exactly ``<text>``). Random failures (``error_rate``, ``malformed_rate``) only
 apply when the script is empty.
 """
 
@@ -106,6 +106,7 @@ def _tokens(text: str) -> int:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     server: OfflineJudgeServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
@@ -258,7 +259,9 @@ class Handler(BaseHTTPRequestHandler):
         except KeyError:
             self._error(400, f"the offline judge does not know the step {step!r}")
             return
-        if action == "malformed":
+        if action.startswith("reply:"):
+            content = action.split(":", 1)[1]
+        elif action == "malformed":
             content = json.dumps(reply, ensure_ascii=False)[
                 : max(1, len(json.dumps(reply)) // 2)
             ]
