@@ -8,12 +8,15 @@ progress bar goes to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
+
+from tqdm import tqdm
 
 from scoring.cache import InMemoryCache
 from scoring.errors import CaseError, JudgeError, ScoringError
@@ -169,43 +172,41 @@ def _score(args: argparse.Namespace) -> int:
             return _error_line(number, case, exc)
         return _result_line(number, case, result, args.with_prompts)
 
-    source: IO[str] = (
-        sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
-    )  # noqa: SIM115
     try:
-        items = list(_read_cases(source))
-    except UnicodeDecodeError as exc:
-        print(f"error: {args.input} is not UTF-8 text: {exc}", file=sys.stderr)
+        items = _load(args.input)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {args.input}: {exc}", file=sys.stderr)
         return 2
-    finally:
-        if source is not sys.stdin:
-            source.close()
-    sink: IO[str] = (
-        sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
-    )  # noqa: SIM115
     errors = 0
-    try:
-        from tqdm import tqdm
-
-        with (
-            ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool,
+    with contextlib.ExitStack() as stack:
+        sink: IO[str] = sys.stdout
+        if args.output != "-":
+            sink = stack.enter_context(open(args.output, "w", encoding="utf-8"))
+        pool = stack.enter_context(
+            ThreadPoolExecutor(max_workers=max(1, args.concurrency))
+        )
+        bar = stack.enter_context(
             tqdm(
                 total=len(items),
                 desc=args.kind,
                 unit="case",
                 file=sys.stderr,
                 disable=args.no_progress,
-            ) as bar,
-        ):
-            for line in pool.map(_tracked(one, bar), items):
-                errors += "error" in line
-                sink.write(json.dumps(line, ensure_ascii=False) + "\n")
-                sink.flush()
-    finally:
-        if sink is not sys.stdout:
-            sink.close()
+            )
+        )
+        for line in pool.map(_tracked(one, bar), items):
+            errors += "error" in line
+            sink.write(json.dumps(line, ensure_ascii=False) + "\n")
+            sink.flush()
     print(f"{len(items) - errors} scored, {errors} errors", file=sys.stderr)
     return 0
+
+
+def _load(path: str) -> list[tuple[int, Any]]:
+    if path == "-":
+        return list(_read_cases(sys.stdin))
+    with open(path, encoding="utf-8") as handle:
+        return list(_read_cases(handle))
 
 
 def _tracked(func: Any, bar: Any) -> Any:

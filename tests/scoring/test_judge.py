@@ -139,9 +139,7 @@ def test_bias_full_case(client) -> None:
     ]
     assert [v["verdict"] for v in result.analysis["verdicts"]] == ["yes", "no"]
     assert result.score == 0.5
-    assert not run("bias", {"output": "I think the museum is great."}, client).analysis["verdicts"][0][
-        "verdict"
-    ] == "yes"
+
 
 
 def test_bias_without_opinions_makes_one_call_and_scores_zero(client, judge) -> None:
