@@ -35,6 +35,13 @@ class Override(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+    # Maintained by the review services: True for the active verdict override that
+    # decides a path's final value when that value differs from the judge's (so a
+    # flip and a flip back count 0, two flips of one verdict count 1).
+    counts_as_flip = models.BooleanField(default=False)
+    # The result's review state (reviewed, human_passed, reviewed_by_id, reviewed_at)
+    # just before this override, so undoing the latest change restores it exactly.
+    prior_review = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["result_id", "created_at", "id"]
