@@ -1,0 +1,173 @@
+"""Options: defaults, key-by-key merging, errors that name the field, JSON Schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoring import (
+    KINDS,
+    OptionsError,
+    UnknownKindError,
+    options_schema,
+    validate_options,
+)
+from scoring.options import DEFAULT_CUSTOM_RUBRIC
+
+
+def test_defaults_for_every_kind_have_scale_and_threshold():
+    for kind in KINDS:
+        options = validate_options(kind, None)
+        assert options["scale"] == 1.0
+        expected_threshold = None if kind == "factuality" else 0.5
+        assert options["threshold"] == expected_threshold
+        assert validate_options(kind, {}) == options
+
+
+def test_context_relevance_penalties_merge_key_by_key_and_zero_is_honoured():
+    options = validate_options(
+        "context_relevance", {"penalties": {"unused_high_relevance": 0}}
+    )
+    assert options["penalties"] == {
+        "unused_high_relevance": 0.0,
+        "missing_context_per_item": 0.15,
+        "max_missing_context_penalty": 0.5,
+    }
+
+
+def test_factuality_defaults_and_category_scores_merge():
+    options = validate_options("factuality", {"category_scores": {"disagree": 0.25}})
+    assert options["category_scores"] == {
+        "subset": 1.0,
+        "superset": 1.0,
+        "agree": 1.0,
+        "disagree": 0.25,
+        "differ_but_factual": 1.0,
+    }
+    assert options["rubric_prompt"] is None
+    assert options["threshold"] is None
+
+
+def test_answer_relevancy_merges_with_defaults():
+    assert validate_options("answer_relevancy", {"scale": 10}) == {
+        "scale": 10.0,
+        "threshold": 0.5,
+        "uncertainty_weight": 0.3,
+    }
+
+
+def test_custom_rubric_has_a_usable_default():
+    assert (
+        validate_options("custom_rubric", None)["rubric_prompt"]
+        == DEFAULT_CUSTOM_RUBRIC
+    )
+    assert "{{output}}" in DEFAULT_CUSTOM_RUBRIC
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "field", "fragment"),
+    [
+        ("faithfulness", {"scael": 2}, "scael", "unknown option"),
+        ("faithfulness", {"scale": 0}, "scale", "greater than 0"),
+        ("faithfulness", {"scale": -1}, "scale", "greater than 0"),
+        ("faithfulness", {"scale": True}, "scale", "not a boolean"),
+        ("faithfulness", {"scale": "ten"}, "scale", "number"),
+        ("faithfulness", {"scale": float("nan")}, "scale", "finite"),
+        ("faithfulness", {"threshold": 1.5}, "threshold", "less than or equal to 1"),
+        ("faithfulness", {"threshold": None}, "threshold", "number"),
+        ("hallucination", {"penalties": {}}, "penalties", "unknown option"),
+        (
+            "context_relevance",
+            {"penalties": {"unused_high_relevance": -0.1}},
+            "penalties.unused_high_relevance",
+            "greater than or equal to 0",
+        ),
+        (
+            "context_relevance",
+            {"penalties": {"max_missing": 0.1}},
+            "penalties.max_missing",
+            "unknown option",
+        ),
+        ("context_relevance", {"penalties": 3}, "penalties", "dictionary"),
+        (
+            "answer_relevancy",
+            {"uncertainty_weight": 2},
+            "uncertainty_weight",
+            "less than",
+        ),
+        (
+            "factuality",
+            {"category_scores": {"wrong": 1}},
+            "category_scores.wrong",
+            "unknown",
+        ),
+        (
+            "factuality",
+            {"category_scores": {"subset": "x"}},
+            "category_scores.subset",
+            "number",
+        ),
+        (
+            "factuality",
+            {"rubric_prompt": "no placeholder"},
+            "rubric_prompt",
+            "{{completion}}",
+        ),
+        ("factuality", {"rubric_prompt": "   "}, "rubric_prompt", "empty"),
+        ("factuality", {"threshold": 2}, "threshold", "less than or equal to 1"),
+        ("custom_rubric", {"rubric_prompt": "Rate it"}, "rubric_prompt", "{{output}}"),
+        ("content_similarity", {"ignore_case": "yes"}, "ignore_case", "boolean"),
+        ("tone_consistency", {"reference_tone": 5}, "reference_tone", "string"),
+    ],
+)
+def test_options_errors_name_the_field(kind, options, field, fragment):
+    with pytest.raises(OptionsError) as info:
+        validate_options(kind, options)
+    assert info.value.field == field
+    assert field in str(info.value)
+    assert fragment in str(info.value)
+
+
+def test_unknown_option_lists_the_allowed_ones():
+    with pytest.raises(OptionsError) as info:
+        validate_options("answer_relevancy", {"uncertainty": 0.5})
+    assert "uncertainty_weight" in str(info.value)
+
+
+def test_options_must_be_an_object():
+    with pytest.raises(OptionsError):
+        validate_options("faithfulness", [1, 2])  # type: ignore[arg-type]
+
+
+def test_unknown_kind():
+    with pytest.raises(UnknownKindError) as info:
+        validate_options("nope", {})
+    assert "nope" in str(info.value) and "faithfulness" in str(info.value)
+
+
+def test_validate_options_does_not_mutate_the_input():
+    given = {"penalties": {"unused_high_relevance": 0.2}}
+    validate_options("context_relevance", given)
+    assert given == {"penalties": {"unused_high_relevance": 0.2}}
+
+
+def test_json_schema_is_inlined_and_has_constraints():
+    schema = options_schema("context_relevance")
+    assert "$defs" not in schema and "$ref" not in str(schema)
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["scale"]["exclusiveMinimum"] == 0
+    assert schema["properties"]["scale"]["default"] == 1.0
+    assert schema["properties"]["threshold"]["minimum"] == 0
+    assert schema["properties"]["threshold"]["maximum"] == 1
+    penalties = schema["properties"]["penalties"]
+    assert penalties["type"] == "object"
+    assert penalties["additionalProperties"] is False
+    assert penalties["properties"]["unused_high_relevance"]["default"] == 0.1
+    assert penalties["properties"]["max_missing_context_penalty"]["default"] == 0.5
+
+
+def test_factuality_threshold_schema_allows_null():
+    threshold = options_schema("factuality")["properties"]["threshold"]
+    assert threshold["default"] is None
+    assert {"type": "null"} in threshold["anyOf"]
+    number = next(s for s in threshold["anyOf"] if s.get("type") == "number")
+    assert number["minimum"] == 0 and number["maximum"] == 1

@@ -1,0 +1,97 @@
+"""The registry describes every kind completely and consistently."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from scoring import KINDS, LLM_KINDS, TEXT_KINDS, KindSpec, validate_options
+
+ALL_KINDS = {
+    "faithfulness",
+    "hallucination",
+    "context_relevance",
+    "context_precision",
+    "answer_relevancy",
+    "bias",
+    "toxicity",
+    "factuality",
+    "custom_rubric",
+    "content_similarity",
+    "textual_difference",
+    "keyword_coverage",
+    "completeness",
+    "tone_consistency",
+}
+
+
+def test_every_kind_is_registered():
+    assert set(KINDS) == ALL_KINDS
+    assert set(LLM_KINDS) | set(TEXT_KINDS) == ALL_KINDS
+    assert set(TEXT_KINDS) == {
+        "content_similarity",
+        "textual_difference",
+        "keyword_coverage",
+        "completeness",
+        "tone_consistency",
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(ALL_KINDS))
+def test_spec_fields(kind):
+    spec = KINDS[kind]
+    assert isinstance(spec, KindSpec)
+    assert spec.name == kind
+    assert spec.label and spec.description and len(spec.description) > 40
+    assert spec.direction in ("higher", "lower")
+    assert set(spec.required_fields) <= {"input", "output", "context", "reference"}
+    assert "output" in spec.required_fields
+    assert spec.defaults == validate_options(kind, None)
+    json.dumps(spec.options_schema)  # JSON-serialisable
+    assert spec.options_schema["type"] == "object"
+    assert {"scale", "threshold"} <= set(spec.options_schema["properties"])
+    if spec.needs_judge:
+        assert spec.steps
+    else:
+        assert spec.steps == () and spec.overridable == {} and spec.value_labels == {}
+    for pattern, values in spec.overridable.items():
+        labels = spec.value_labels[pattern]
+        keys = {json.dumps(v) if isinstance(v, bool) else v for v in values}
+        assert set(labels) == keys, pattern
+
+
+def test_directions():
+    lower = {name for name, spec in KINDS.items() if spec.direction == "lower"}
+    assert lower == {"hallucination", "bias", "toxicity"}
+
+
+def test_spec_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        KINDS["faithfulness"].label = "x"  # type: ignore[misc]
+
+
+def test_overridable_values():
+    assert KINDS["faithfulness"].overridable == {
+        "verdicts.*.verdict": ["yes", "no", "unsure"]
+    }
+    assert KINDS["hallucination"].overridable == {"verdicts.*.verdict": ["yes", "no"]}
+    assert KINDS["context_relevance"].overridable == {
+        "evaluations.*.relevance": ["high", "medium", "low", "none"],
+        "evaluations.*.used": [True, False],
+    }
+    assert KINDS["factuality"].overridable == {"category": ["A", "B", "C", "D", "E"]}
+    assert KINDS["hallucination"].value_labels["verdicts.*.verdict"] == {
+        "yes": "hallucinated",
+        "no": "supported",
+    }
+    assert KINDS["factuality"].value_labels["category"]["A"] == "subset, consistent"
+
+
+def test_required_fields():
+    assert KINDS["factuality"].required_fields == ("output", "reference")
+    assert set(KINDS["faithfulness"].required_fields) == {"output", "context"}
+    assert (
+        "context" not in KINDS["context_relevance"].required_fields
+    )  # no chunks -> 1 x scale
