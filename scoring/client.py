@@ -152,8 +152,9 @@ def parse_retry_after(headers: Any) -> float | None:
         return seconds if math.isfinite(seconds) else None
     except ValueError:
         pass
-    parsed = email.utils.parsedate_to_datetime(value) if value else None
-    if parsed is None:
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
         return None
     return max(0.0, parsed.timestamp() - time.time())
 

@@ -240,7 +240,9 @@ def verdict_for_claim(claim: str, context: Sequence[str]) -> tuple[str, str]:
                 f"(chunk {chunk_index})."
             )
         if _share(words, all_words) >= 0.75:
-            where = _quote(best_sentence) if sentence_share >= chunk_share else "its text"
+            where = (
+                _quote(best_sentence) if sentence_share >= chunk_share else "its text"
+            )
             return "yes", f"Context chunk {chunk_index} supports it: {where}."
     return "unsure", "The context does not mention enough of this claim to verify it."
 

@@ -108,6 +108,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     server: OfflineJudgeServer
+    _is_chat = False  # counters by status cover chat completions only
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         if self.server.verbose:
@@ -126,8 +127,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
-        with self.server.state.lock:
-            self.server.state.stats[f"status:{status}"] += 1
+        if self._is_chat:
+            with self.server.state.lock:
+                self.server.state.stats[f"status:{status}"] += 1
 
     def _error(
         self,
@@ -156,6 +158,7 @@ class Handler(BaseHTTPRequestHandler):
     # -- routes ------------------------------------------------------------------------
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        self._is_chat = False
         state = self.server.state
         with state.lock:
             state.stats["requests"] += 1
@@ -183,6 +186,7 @@ class Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route {self.path}")
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        self._is_chat = False
         state = self.server.state
         with state.lock:
             state.stats["requests"] += 1
@@ -199,6 +203,7 @@ class Handler(BaseHTTPRequestHandler):
             state.reset()
             self._send_json(200, {"ok": True})
         elif path in ("/v1/chat/completions", "/chat/completions"):
+            self._is_chat = True
             with state.lock:
                 state.stats["chat"] += 1
                 state.in_flight += 1
