@@ -1,0 +1,506 @@
+"""Review reads: access helpers and the per-run × scorer aggregates.
+
+Aggregates are computed by the database (conditional counts and averages, a
+histogram bin expression grouped in SQL) so a 100k-result run costs a few
+indexed scans, never a Python loop over rows. `aggregate_rows` computes the
+same numbers from in-memory rows for the what-if rescore preview; the tests
+check that the two agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import (
+    Avg,
+    Count,
+    F,
+    Func,
+    IntegerField,
+    Q,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Cast, Floor, Greatest, Least
+from django.http import Http404
+
+from evalsite.accounts.selectors import project_get_for_user
+from evalsite.evals.models import Result, Run, RunScorer
+from scoring import KINDS
+
+HISTOGRAM_BINS = 10
+
+
+# --------------------------------------------------------------------------- access
+
+
+def result_get_for_user(
+    *,
+    user: AbstractBaseUser | AnonymousUser,
+    pk: int,
+    write: bool = False,
+    project_id: int | None = None,
+) -> Result:
+    """A result of a project the user belongs to; 404 for outsiders, 403 for viewers on write.
+
+    `project_id` (from the URL) must match the result's project, so a link that mixes
+    projects is a 404 too. The project (with `.membership`) is attached as `result.project`.
+    """
+    result = (
+        Result.objects.select_related("run", "run__project", "run_scorer", "item")
+        .filter(pk=pk)
+        .first()
+    )
+    if result is None or (
+        project_id is not None and result.run.project_id != project_id
+    ):
+        raise Http404("No such result.")
+    result.project = project_get_for_user(  # type: ignore[attr-defined]
+        user=user, pk=result.run.project_id, write=write
+    )
+    return result
+
+
+def run_get_for_user(
+    *,
+    user: AbstractBaseUser | AnonymousUser,
+    pk: int,
+    write: bool = False,
+    project_id: int | None = None,
+) -> Run:
+    """A run of a project the user belongs to (404 / 403 like `result_get_for_user`)."""
+    run = Run.objects.select_related("project", "dataset").filter(pk=pk).first()
+    if run is None or (project_id is not None and run.project_id != project_id):
+        raise Http404("No such run.")
+    project = project_get_for_user(user=user, pk=run.project_id, write=write)
+    run.project = project
+    return run
+
+
+# ----------------------------------------------------------------------- aggregates
+
+
+@dataclass
+class Agreement:
+    """Judge pass/fail vs the human (final) pass/fail on reviewed ok results.
+
+    Positive class = pass: tp judge pass & human pass, fp judge pass & human fail,
+    fn judge fail & human pass, tn both fail.
+    """
+
+    n: int = 0
+    accuracy: float | None = None
+    kappa: float | None = None
+    matrix: dict[str, int] = field(
+        default_factory=lambda: {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    )
+
+
+@dataclass
+class Histogram:
+    edges: list[float]
+    judge: list[int]
+    final: list[int]
+
+    @property
+    def max_count(self) -> int:
+        return max([1, *self.judge, *self.final])
+
+
+@dataclass
+class ScorerAggregate:
+    run_scorer_id: int
+    name: str
+    kind: str
+    label: str
+    direction: str
+    scale: float
+    threshold: float | None
+    total: int = 0
+    ok: int = 0
+    errors: int = 0
+    pending: int = 0
+    cancelled: int = 0
+    judge_mean: float | None = None
+    final_mean: float | None = None
+    human_mean: float | None = None
+    judge_pass_rate: float | None = None
+    final_pass_rate: float | None = None
+    human_pass_rate: float | None = None
+    reviewed_judge_mean: float | None = None
+    reviewed_judge_pass_rate: float | None = None
+    reviewed: int = 0
+    overridden: int = 0
+    active_overrides: int = 0
+    verdict_flips: int = 0
+    verdict_total: int = 0
+    agreement: Agreement = field(default_factory=Agreement)
+    histogram: Histogram | None = None
+    error_reasons: list[tuple[str, int]] = field(default_factory=list)
+    moved: str = ""
+
+    @property
+    def verdict_flip_rate(self) -> float | None:
+        return self.verdict_flips / self.verdict_total if self.verdict_total else None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["scorer_id"] = self.run_scorer_id
+        data["verdict_flip_rate"] = self.verdict_flip_rate
+        data["error_reasons"] = [
+            {"message": m, "count": c} for m, c in self.error_reasons
+        ]
+        return data
+
+
+def cohen_kappa(
+    *, tp: int, fp: int, fn: int, tn: int
+) -> tuple[float | None, float | None]:
+    """(percent agreement, Cohen's kappa) for a 2×2 confusion matrix.
+
+    No pairs → (None, None). When chance agreement is 1 (both raters used one and the
+    same class for every item) kappa's formula is 0/0: we define it as 1.0 when the
+    agreement is perfect and 0.0 otherwise (pe == 1 implies perfect agreement, so in
+    practice 1.0). Raters using different single classes give pe = 0 and kappa = 0.
+    """
+    n = tp + fp + fn + tn
+    if n == 0:
+        return None, None
+    po = (tp + tn) / n
+    pe = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
+    if pe >= 1.0:
+        return po, 1.0 if po == 1.0 else 0.0
+    return po, (po - pe) / (1 - pe)
+
+
+def _agreement(*, tp: int, fp: int, fn: int, tn: int) -> Agreement:
+    accuracy, kappa = cohen_kappa(tp=tp, fp=fp, fn=fn, tn=tn)
+    return Agreement(
+        n=tp + fp + fn + tn,
+        accuracy=accuracy,
+        kappa=kappa,
+        matrix={"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+    )
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def _pct(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate * 100:.0f} %"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def moved_sentence(agg: ScorerAggregate) -> str:
+    """What moved the final numbers away from the judge's, in one sentence."""
+    n = agg.active_overrides
+    if n == 0:
+        if agg.reviewed:
+            return f"{agg.reviewed} reviewed, no overrides: final = judge."
+        return "No overrides yet: final = judge."
+    noun = "override" if n == 1 else "overrides"
+    if agg.judge_pass_rate != agg.final_pass_rate:
+        sentence = (
+            f"{n} {noun} moved the pass rate {_pct(agg.judge_pass_rate)} → "
+            f"{_pct(agg.final_pass_rate)}"
+        )
+    else:
+        sentence = f"{n} {noun} left the pass rate at {_pct(agg.final_pass_rate)}"
+    if _num(agg.judge_mean) != _num(agg.final_mean):
+        sentence += f" and the mean {_num(agg.judge_mean)} → {_num(agg.final_mean)}"
+    return sentence + "."
+
+
+def _edges(scale: float) -> list[float]:
+    return [scale * i / HISTOGRAM_BINS for i in range(HISTOGRAM_BINS + 1)]
+
+
+def _bin_of(score: float, scale: float) -> int:
+    """Python twin of `_bin_expr` (scores outside [0, scale] go to the end bins)."""
+    import math
+
+    return max(0, min(HISTOGRAM_BINS - 1, math.floor(score * HISTOGRAM_BINS / scale)))
+
+
+def _bin_expr(field_name: str, scale: float) -> Any:
+    """SQL: clamp(floor(score × bins / scale), 0, bins − 1) as an integer bin number."""
+    return Cast(
+        Greatest(
+            Least(
+                Floor(F(field_name) * Value(HISTOGRAM_BINS / scale)),
+                Value(HISTOGRAM_BINS - 1.0),
+            ),
+            Value(0.0),
+        ),
+        IntegerField(),
+    )
+
+
+class JSONArrayLength(Func):
+    """Length of the JSON array at analysis[key] (NULL when absent), per database."""
+
+    output_field = IntegerField()
+
+    def __init__(self, field_name: str, key: str) -> None:
+        self.key = key
+        super().__init__(F(field_name))
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        sql, params = compiler.compile(self.source_expressions[0])
+        if connection.vendor == "postgresql":
+            return f"jsonb_array_length(({sql} -> %s))", [*params, self.key]
+        return f"json_array_length({sql}, %s)", [*params, f"$.{self.key}"]
+
+
+def _overridable_lists(kind: str) -> tuple[list[str], int]:
+    """(list keys weighted by overridable fields per element, scalar fields count).
+
+    context_relevance has two overridable fields per evaluation (relevance, used):
+    both count as verdicts in the flip-rate denominator.
+    """
+    lists: list[str] = []
+    scalars = 0
+    spec = KINDS.get(kind)
+    for pattern in spec.overridable if spec else {}:
+        parts = pattern.split(".")
+        if "*" in parts:
+            lists.append(parts[0])
+        else:
+            scalars += 1
+    return lists, scalars
+
+
+def _scorer_stub(rs: RunScorer) -> ScorerAggregate:
+    spec = KINDS.get(rs.kind)
+    options = rs.options or {}
+    scale = float(options.get("scale") or 1.0)
+    threshold = options.get(
+        "threshold", spec.defaults.get("threshold") if spec else 0.5
+    )
+    return ScorerAggregate(
+        run_scorer_id=rs.pk,
+        name=rs.name,
+        kind=rs.kind,
+        label=spec.label if spec else rs.kind,
+        direction=spec.direction if spec else "higher",
+        scale=scale,
+        threshold=threshold,
+        histogram=Histogram(
+            edges=_edges(scale), judge=[0] * HISTOGRAM_BINS, final=[0] * HISTOGRAM_BINS
+        ),
+    )
+
+
+def run_aggregates(
+    *, run_id: int, run_scorer_id: int | None = None
+) -> list[ScorerAggregate]:
+    """One `ScorerAggregate` per RunScorer of the run (or only `run_scorer_id`).
+
+    Means and pass rates are over ok results (errors are counted, and their messages
+    grouped, but never averaged). Human numbers are over the reviewed ok subset, where
+    final = the human's verdict. Reads the committed final_* fields, so a caller that
+    just ran a review service sees its own change.
+    """
+    from evalsite.review.models import Override
+
+    scorers = RunScorer.objects.filter(run_id=run_id).order_by("position", "id")
+    if run_scorer_id is not None:
+        scorers = scorers.filter(pk=run_scorer_id)
+    out: list[ScorerAggregate] = []
+    for rs in scorers:
+        agg = _scorer_stub(rs)
+        results = Result.objects.filter(run_id=run_id, run_scorer_id=rs.pk)
+        ok = Q(status=Result.Status.OK)
+        rev = ok & Q(reviewed=True)
+        lists, scalars = _overridable_lists(rs.kind)
+        # Overridable values in reviewed results (flip-rate denominator), in SQL.
+        terms: list[Any] = [
+            Sum(JSONArrayLength("analysis", key), filter=rev, default=0)
+            for key in lists
+        ]
+        if scalars:
+            terms.append(Count("id", filter=rev) * Value(scalars))
+        extra: dict[str, Any] = {}
+        if terms:
+            total_expr = terms[0]
+            for term in terms[1:]:
+                total_expr = total_expr + term
+            extra["n_verdicts"] = total_expr
+        row = results.aggregate(
+            total=Count("id"),
+            ok=Count("id", filter=ok),
+            errors=Count("id", filter=Q(status=Result.Status.ERROR)),
+            pending=Count("id", filter=Q(status=Result.Status.PENDING)),
+            cancelled=Count("id", filter=Q(status=Result.Status.CANCELLED)),
+            judge_mean=Avg("judge_score", filter=ok),
+            final_mean=Avg("final_score", filter=ok),
+            human_mean=Avg("final_score", filter=rev),
+            reviewed_judge_mean=Avg("judge_score", filter=rev),
+            judge_n=Count("judge_passed", filter=ok),
+            judge_pass=Count("id", filter=ok & Q(judge_passed=True)),
+            final_n=Count("final_passed", filter=ok),
+            final_pass=Count("id", filter=ok & Q(final_passed=True)),
+            n_reviewed=Count("id", filter=rev),
+            n_overridden=Count("id", filter=ok & Q(overridden=True)),
+            tp=Count("id", filter=rev & Q(judge_passed=True, final_passed=True)),
+            fp=Count("id", filter=rev & Q(judge_passed=True, final_passed=False)),
+            fn=Count("id", filter=rev & Q(judge_passed=False, final_passed=True)),
+            tn=Count("id", filter=rev & Q(judge_passed=False, final_passed=False)),
+            **extra,
+        )
+        for name in ("total", "ok", "errors", "pending", "cancelled"):
+            setattr(agg, name, row[name])
+        agg.reviewed = row["n_reviewed"]
+        agg.overridden = row["n_overridden"]
+        agg.judge_mean = row["judge_mean"]
+        agg.final_mean = row["final_mean"]
+        agg.human_mean = row["human_mean"]
+        agg.reviewed_judge_mean = row["reviewed_judge_mean"]
+        agg.judge_pass_rate = _ratio(row["judge_pass"], row["judge_n"])
+        agg.final_pass_rate = _ratio(row["final_pass"], row["final_n"])
+        agreement = _agreement(tp=row["tp"], fp=row["fp"], fn=row["fn"], tn=row["tn"])
+        agg.agreement = agreement
+        m = agreement.matrix
+        agg.human_pass_rate = _ratio(m["tp"] + m["fn"], agreement.n)
+        agg.reviewed_judge_pass_rate = _ratio(m["tp"] + m["fp"], agreement.n)
+        agg.verdict_total = int(row.get("n_verdicts") or 0)
+
+        if agg.ok:
+            # One grouped scan: (judge bin, final bin) pairs, summed into two marginals.
+            pairs = (
+                results.filter(ok, judge_score__isnull=False, final_score__isnull=False)
+                .annotate(
+                    jb=_bin_expr("judge_score", agg.scale),
+                    fb=_bin_expr("final_score", agg.scale),
+                )
+                .values("jb", "fb")
+                .annotate(n=Count("id"))
+                .order_by()
+            )
+            assert agg.histogram is not None
+            for pair in pairs:
+                agg.histogram.judge[pair["jb"]] += pair["n"]
+                agg.histogram.final[pair["fb"]] += pair["n"]
+        if agg.errors:
+            agg.error_reasons = [
+                (r["error"] or "(no message)", r["n"])
+                for r in results.filter(status=Result.Status.ERROR)
+                .values("error")
+                .annotate(n=Count("id"))
+                .order_by("-n", "error")[:10]
+            ]
+        if agg.overridden:
+            ov = Override.objects.filter(
+                result__run_id=run_id,
+                result__run_scorer_id=rs.pk,
+                result__status=Result.Status.OK,
+                reverted_at__isnull=True,
+            ).aggregate(
+                active=Count("id"),
+                flips=Count("id", filter=Q(counts_as_flip=True)),
+            )
+            agg.active_overrides = ov["active"]
+            agg.verdict_flips = ov["flips"]
+        agg.moved = moved_sentence(agg)
+        out.append(agg)
+    return out
+
+
+# ------------------------------------------------------------- in-memory aggregates
+
+
+def aggregate_rows(
+    *,
+    run_scorer: RunScorer,
+    rows: Iterable[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+    active_overrides: int = 0,
+    verdict_flips: int = 0,
+) -> ScorerAggregate:
+    """The `run_aggregates` numbers computed in Python from rows (rescore preview).
+
+    Each row has: status, judge_score, judge_passed, final_score, final_passed,
+    reviewed, overridden, error, verdict_count (overridable values, reviewed rows only).
+    `options` replaces the run scorer's options for scale/threshold display.
+    """
+    if options is not None:
+        stub_rs = RunScorer(
+            pk=run_scorer.pk,
+            name=run_scorer.name,
+            kind=run_scorer.kind,
+            options=options,
+        )
+        agg = _scorer_stub(stub_rs)
+    else:
+        agg = _scorer_stub(run_scorer)
+    sums = {"judge": 0.0, "final": 0.0, "human": 0.0, "rjudge": 0.0}
+    counts = {"judge_n": 0, "judge_pass": 0, "final_n": 0, "final_pass": 0}
+    judge_scored = final_scored = 0
+    matrix = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    errors: dict[str, int] = {}
+    assert agg.histogram is not None
+    for row in rows:
+        agg.total += 1
+        status = row["status"]
+        if status == Result.Status.ERROR:
+            agg.errors += 1
+            msg = row.get("error") or "(no message)"
+            errors[msg] = errors.get(msg, 0) + 1
+            continue
+        if status == Result.Status.PENDING:
+            agg.pending += 1
+            continue
+        if status != Result.Status.OK:
+            agg.cancelled += 1
+            continue
+        agg.ok += 1
+        js, fs = row["judge_score"], row["final_score"]
+        jp, fp = row["judge_passed"], row["final_passed"]
+        if js is not None:
+            sums["judge"] += js
+            judge_scored += 1
+        if fs is not None:
+            sums["final"] += fs
+            final_scored += 1
+        if js is not None and fs is not None:
+            agg.histogram.judge[_bin_of(js, agg.scale)] += 1
+            agg.histogram.final[_bin_of(fs, agg.scale)] += 1
+        if jp is not None:
+            counts["judge_n"] += 1
+            counts["judge_pass"] += bool(jp)
+        if fp is not None:
+            counts["final_n"] += 1
+            counts["final_pass"] += bool(fp)
+        if row["overridden"]:
+            agg.overridden += 1
+        if row["reviewed"]:
+            agg.reviewed += 1
+            agg.verdict_total += row.get("verdict_count") or 0
+            if fs is not None:
+                sums["human"] += fs
+            if js is not None:
+                sums["rjudge"] += js
+            if jp is not None and fp is not None:
+                key = ("tp" if fp else "fp") if jp else ("fn" if fp else "tn")
+                matrix[key] += 1
+    agg.judge_mean = sums["judge"] / judge_scored if judge_scored else None
+    agg.final_mean = sums["final"] / final_scored if final_scored else None
+    agg.human_mean = sums["human"] / agg.reviewed if agg.reviewed else None
+    agg.reviewed_judge_mean = sums["rjudge"] / agg.reviewed if agg.reviewed else None
+    agg.judge_pass_rate = _ratio(counts["judge_pass"], counts["judge_n"])
+    agg.final_pass_rate = _ratio(counts["final_pass"], counts["final_n"])
+    agg.agreement = _agreement(**matrix)
+    agg.human_pass_rate = _ratio(matrix["tp"] + matrix["fn"], agg.agreement.n)
+    agg.reviewed_judge_pass_rate = _ratio(matrix["tp"] + matrix["fp"], agg.agreement.n)
+    agg.error_reasons = sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+    agg.active_overrides = active_overrides
+    agg.verdict_flips = verdict_flips
+    agg.moved = moved_sentence(agg)
+    return agg

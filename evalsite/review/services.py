@@ -1,0 +1,810 @@
+"""Review writes: overrides, undo, accept, human pass/fail, recompute, what-if rescore, audit.
+
+Every entry point is one transaction that also writes its AuditEvent. A review change
+first locks the result row (select_for_update; on SQLite the IMMEDIATE transaction
+mode serialises writers), then reads the run scorer's options, recomputes the final
+fields from the judge analysis + the active overrides in order, and bumps
+`Result.version`. Two reviewers changing one result at once therefore both land, in
+some order, and neither is lost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from evalsite.accounts.models import Project
+from evalsite.core.exceptions import ApplicationError, ConflictError
+from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
+from evalsite.review.models import AuditEvent, Override
+from evalsite.review.selectors import ScorerAggregate, aggregate_rows, run_aggregates
+from scoring import (
+    KINDS,
+    AnalysisError,
+    OptionsError,
+    ScoringError,
+    apply_override,
+    compute_score,
+    get_path,
+    passes,
+    validate_options,
+)
+
+RESCORE_CHUNK = 2000
+
+# --------------------------------------------------------------------------- audit
+
+
+def audit_record(
+    *,
+    project: Project,
+    actor: AbstractBaseUser | None,
+    action: str,
+    summary: str,
+    before: Any = None,
+    after: Any = None,
+    run: Run | None = None,
+    result: Result | None = None,
+) -> AuditEvent:
+    """Append one audit event; call it inside the transaction that makes the change."""
+    return AuditEvent.objects.create(
+        project=project,
+        actor=actor if actor is not None and actor.is_authenticated else None,
+        action=action,
+        summary=summary[:500],
+        before=before,
+        after=after,
+        run=run,
+        result=result,
+    )
+
+
+# ------------------------------------------------------------------------ recompute
+
+
+@dataclass
+class FinalFields:
+    final_analysis: dict | None
+    final_score: float | None
+    final_passed: bool | None
+    score_overridden: bool
+    pass_overridden: bool
+    overridden: bool
+    flip_ids: set[int] = field(default_factory=set)
+
+
+def compute_final(
+    *,
+    kind: str,
+    analysis: dict | None,
+    options: dict,
+    overrides: Sequence[Override],
+    judge_score: float | None = None,
+    judge_passed: bool | None = None,
+) -> FinalFields:
+    """Final fields of one result from the judge analysis and its ACTIVE overrides (in order).
+
+    final analysis = analysis + verdict overrides applied in order; final score =
+    compute_score(final analysis) unless a score override is active (the latest wins);
+    final pass = passes(final score) unless a pass override is active (the latest wins).
+    Without an analysis (error / pending results) the judge fields are kept.
+    """
+    active = [o for o in overrides if o.reverted_at is None]
+    if analysis is None:
+        return FinalFields(
+            final_analysis=None,
+            final_score=judge_score,
+            final_passed=judge_passed,
+            score_overridden=False,
+            pass_overridden=False,
+            overridden=bool(active),
+        )
+    final_analysis = analysis
+    last_by_path: dict[str, Override] = {}
+    for o in active:
+        if o.kind == Override.Kind.VERDICT:
+            final_analysis = apply_override(kind, final_analysis, o.path, o.new_value)
+            last_by_path[o.path] = o
+    flip_ids = {
+        o.pk
+        for path, o in last_by_path.items()
+        if get_path(final_analysis, path) != _judge_value(analysis, path)
+    }
+    score_ov = [o for o in active if o.kind == Override.Kind.SCORE]
+    pass_ov = [o for o in active if o.kind == Override.Kind.PASS]
+    if score_ov:
+        final_score = float(score_ov[-1].new_value)
+    else:
+        final_score = compute_score(kind, final_analysis, options)
+    if pass_ov:
+        final_passed = bool(pass_ov[-1].new_value)
+    else:
+        final_passed = passes(kind, final_score, options)
+    return FinalFields(
+        final_analysis=final_analysis,
+        final_score=final_score,
+        final_passed=final_passed,
+        score_overridden=bool(score_ov),
+        pass_overridden=bool(pass_ov),
+        overridden=bool(active),
+        flip_ids=flip_ids,
+    )
+
+
+def _judge_value(analysis: dict, path: str) -> Any:
+    try:
+        value = get_path(analysis, path)
+    except AnalysisError:
+        return None
+    # The judge's stored value may be un-normalised ("Yes "); compare like apply_override.
+    if isinstance(value, str):
+        return value.strip().upper() if path == "category" else value.strip().lower()
+    return value
+
+
+_FINAL_FIELDS = (
+    "final_analysis",
+    "final_score",
+    "final_passed",
+    "score_overridden",
+    "pass_overridden",
+    "overridden",
+)
+
+
+def _recompute_locked(result: Result, run_scorer: RunScorer) -> set[int]:
+    """Set the final fields on `result` (row already locked); returns active flip ids."""
+    overrides = list(
+        result.overrides.filter(reverted_at__isnull=True).order_by("created_at", "id")
+    )
+    fields = compute_final(
+        kind=run_scorer.kind,
+        analysis=result.analysis if result.status == Result.Status.OK else None,
+        options=run_scorer.options or {},
+        overrides=overrides,
+        judge_score=result.judge_score,
+        judge_passed=result.judge_passed,
+    )
+    for name in _FINAL_FIELDS:
+        setattr(result, name, getattr(fields, name))
+    # Keep the flip flags in step (only this result's overrides: a handful of rows).
+    verdict_ids = [o.pk for o in overrides if o.kind == Override.Kind.VERDICT]
+    if verdict_ids:
+        Override.objects.filter(pk__in=verdict_ids).exclude(
+            pk__in=fields.flip_ids
+        ).filter(counts_as_flip=True).update(counts_as_flip=False)
+        Override.objects.filter(pk__in=fields.flip_ids, counts_as_flip=False).update(
+            counts_as_flip=True
+        )
+    return fields.flip_ids
+
+
+def _lock(
+    result: Result, *, expected_version: int | None = None
+) -> tuple[Result, RunScorer]:
+    """Lock the result row, then read the run scorer fresh (after the lock, so a
+    concurrent rescore's committed options are seen)."""
+    locked = (
+        Result.objects.select_for_update()
+        .select_related("run", "run__project", "item")
+        .get(pk=result.pk)
+    )
+    if expected_version is not None and locked.version != expected_version:
+        raise ConflictError(
+            f"This result changed since you loaded it (version {expected_version}, now "
+            f"{locked.version}); reload to see the newest state.",
+            field_errors={"expected_version": f"current version is {locked.version}"},
+        )
+    run_scorer = RunScorer.objects.get(pk=locked.run_scorer_id)
+    locked.run_scorer = run_scorer
+    return locked, run_scorer
+
+
+def _save_result(result: Result, *extra: str) -> None:
+    result.version += 1
+    result.save(update_fields=[*_FINAL_FIELDS, "version", "updated_at", *extra])
+
+
+def _copy_back(target: Result, source: Result) -> None:
+    """Refresh the caller's instance so views render what was committed."""
+    for f in Result._meta.concrete_fields:
+        setattr(target, f.attname, getattr(source, f.attname))
+
+
+def result_recompute(*, result: Result) -> Result:
+    """Recompute a result's final fields from its analysis, overrides and run options."""
+    with transaction.atomic():
+        locked, run_scorer = _lock(result)
+        _recompute_locked(locked, run_scorer)
+        _save_result(locked)
+    _copy_back(result, locked)
+    return locked
+
+
+# ------------------------------------------------------------------------ overrides
+
+
+def _review_state(result: Result) -> dict[str, Any]:
+    return {
+        "reviewed": result.reviewed,
+        "human_passed": result.human_passed,
+        "reviewed_by_id": result.reviewed_by_id,
+        "reviewed_at": result.reviewed_at.isoformat() if result.reviewed_at else None,
+    }
+
+
+def _snapshot(result: Result) -> dict[str, Any]:
+    return {
+        "final_score": result.final_score,
+        "final_passed": result.final_passed,
+        "reviewed": result.reviewed,
+    }
+
+
+def _mark_reviewed(result: Result, user: AbstractBaseUser) -> None:
+    result.reviewed = True
+    result.reviewed_by = user
+    result.reviewed_at = timezone.now()
+
+
+_REVIEW_FIELDS = ("reviewed", "reviewed_by", "reviewed_at", "human_passed")
+
+
+def _where(result: Result) -> str:
+    return f"item {result.item.index} · {result.run_scorer.name}"
+
+
+def _require_ok(result: Result) -> None:
+    if result.status != Result.Status.OK:
+        raise ApplicationError(
+            f"Only scored results can be reviewed; this one is {result.status}.",
+            field_errors={"result": f"status is {result.status}"},
+        )
+
+
+def _clean_value(
+    *, result: Result, run_scorer: RunScorer, kind: str, path: str, value: Any
+) -> tuple[str, Any, Any]:
+    """Validate an override; returns (path, old value, new value)."""
+    if kind == Override.Kind.VERDICT:
+        if not path:
+            raise ApplicationError(
+                "A verdict override needs a path such as 'verdicts.2.verdict'.",
+                field_errors={"path": "required for kind 'verdict'"},
+            )
+        current = result.final_analysis or result.analysis
+        try:
+            updated = apply_override(run_scorer.kind, current, path, value)
+        except AnalysisError as exc:
+            field_name = "value" if "not allowed" in str(exc) else "path"
+            raise ApplicationError(
+                str(exc), field_errors={field_name: str(exc)}
+            ) from exc
+        old, new = get_path(current, path), get_path(updated, path)
+        if old == new:
+            raise ApplicationError(
+                f"{path} is already {new!r}.",
+                field_errors={"value": f"already {new!r}"},
+            )
+        return path, old, new
+    if path:
+        raise ApplicationError(
+            f"A {kind} override has no path.",
+            field_errors={"path": f"not allowed for kind '{kind}'"},
+        )
+    if kind == Override.Kind.SCORE:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ApplicationError(
+                "The score must be a number.",
+                field_errors={"value": "must be a number"},
+            )
+        try:
+            number = float(value)
+        except ValueError:
+            raise ApplicationError(
+                "The score must be a number.",
+                field_errors={"value": "must be a number"},
+            ) from None
+        if not math.isfinite(number):
+            raise ApplicationError(
+                "The score must be finite.", field_errors={"value": "must be finite"}
+            )
+        return "", result.final_score, number
+    if kind == Override.Kind.PASS:
+        if isinstance(value, str) and value.lower() in {
+            "true",
+            "pass",
+            "1",
+            "false",
+            "fail",
+            "0",
+        }:
+            value = value.lower() in {"true", "pass", "1"}
+        if not isinstance(value, bool):
+            raise ApplicationError(
+                "Pass/fail must be true or false.",
+                field_errors={"value": "must be true or false"},
+            )
+        return "", result.final_passed, value
+    raise ApplicationError(
+        f"Unknown override kind {kind!r}; use verdict, score or pass.",
+        field_errors={"kind": "must be verdict, score or pass"},
+    )
+
+
+def _describe(value: Any, kind: str, path: str) -> str:
+    if kind == Override.Kind.PASS:
+        return "pass" if value else "fail"
+    if kind == Override.Kind.SCORE:
+        return "–" if value is None else f"{value:g}"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _override_create_locked(
+    *,
+    result: Result,
+    run_scorer: RunScorer,
+    user: AbstractBaseUser,
+    kind: str,
+    value: Any,
+    path: str,
+    note: str,
+) -> Override:
+    _require_ok(result)
+    path, old, new = _clean_value(
+        result=result, run_scorer=run_scorer, kind=kind, path=path, value=value
+    )
+    before = _snapshot(result)
+    override = Override.objects.create(
+        result=result,
+        kind=kind,
+        path=path,
+        old_value=old,
+        new_value=new,
+        note=note,
+        user=user,
+        prior_review=_review_state(result),
+    )
+    _recompute_locked(result, run_scorer)
+    _mark_reviewed(result, user)
+    if kind == Override.Kind.PASS:
+        result.human_passed = new
+    _save_result(result, *_REVIEW_FIELDS)
+    what = path or kind
+    audit_record(
+        project=result.run.project,
+        actor=user,
+        action="override.create",
+        summary=(
+            f"{user.get_username()} set {what} {_describe(old, kind, path)} → "
+            f"{_describe(new, kind, path)} on {_where(result)}"
+            + (f" ({note})" if note else "")
+        ),
+        before={**before, "value": old},
+        after={**_snapshot(result), "value": new, "override_id": override.pk},
+        run=result.run,
+        result=result,
+    )
+    override.refresh_from_db(fields=["counts_as_flip"])
+    override.result = result
+    return override
+
+
+def override_create(
+    *,
+    result: Result,
+    user: AbstractBaseUser,
+    kind: str,
+    value: Any,
+    path: str = "",
+    note: str = "",
+    expected_version: int | None = None,
+) -> Override:
+    """Record a verdict / score / pass override and recompute the result's final fields.
+
+    Raises ApplicationError (400, naming the field/path) for invalid input and
+    ConflictError (409) when `expected_version` is given and stale. `override.result`
+    is the updated result (also copied onto the passed instance).
+    """
+    with transaction.atomic():
+        locked, run_scorer = _lock(result, expected_version=expected_version)
+        override = _override_create_locked(
+            result=locked,
+            run_scorer=run_scorer,
+            user=user,
+            kind=kind,
+            value=value,
+            path=path.strip(),
+            note=(note or "").strip(),
+        )
+    _copy_back(result, locked)
+    return override
+
+
+def override_revert(
+    *, override: Override, user: AbstractBaseUser, expected_version: int | None = None
+) -> Result:
+    """Undo one override: the final fields are recomputed without it; undoing the
+    latest active change also restores the review state it replaced."""
+    with transaction.atomic():
+        locked, run_scorer = _lock(override.result, expected_version=expected_version)
+        current = Override.objects.select_for_update().get(pk=override.pk)
+        if current.reverted_at is not None:
+            raise ApplicationError(
+                "This override was already undone.",
+                field_errors={"override": "already undone"},
+            )
+        before = _snapshot(locked)
+        newer_active = Override.objects.filter(
+            result=locked, reverted_at__isnull=True, pk__gt=current.pk
+        ).exists()
+        current.reverted_at = timezone.now()
+        current.reverted_by = user
+        current.counts_as_flip = False
+        current.save(update_fields=["reverted_at", "reverted_by", "counts_as_flip"])
+        _recompute_locked(locked, run_scorer)
+        if not newer_active and current.prior_review:
+            prior = current.prior_review
+            locked.reviewed = prior.get("reviewed", locked.reviewed)
+            locked.human_passed = prior.get("human_passed")
+            locked.reviewed_by_id = prior.get("reviewed_by_id")
+            reviewed_at = prior.get("reviewed_at")
+            locked.reviewed_at = (
+                datetime.fromisoformat(reviewed_at) if reviewed_at else None
+            )
+        elif current.kind == Override.Kind.PASS:
+            latest_pass = (
+                Override.objects.filter(
+                    result=locked, kind=Override.Kind.PASS, reverted_at__isnull=True
+                )
+                .order_by("-created_at", "-id")
+                .first()
+            )
+            if latest_pass is not None:
+                locked.human_passed = latest_pass.new_value
+        _save_result(locked, *_REVIEW_FIELDS)
+        what = current.path or current.kind
+        audit_record(
+            project=locked.run.project,
+            actor=user,
+            action="override.revert",
+            summary=(
+                f"{user.get_username()} undid {what} → "
+                f"{_describe(current.new_value, current.kind, current.path)} on {_where(locked)}"
+            ),
+            before={**before, "value": current.new_value, "override_id": current.pk},
+            after={**_snapshot(locked), "value": current.old_value},
+            run=locked.run,
+            result=locked,
+        )
+    override.reverted_at = current.reverted_at
+    override.reverted_by = current.reverted_by
+    _copy_back(override.result, locked)
+    return locked
+
+
+def result_accept(*, result: Result, user: AbstractBaseUser) -> Result:
+    """Mark reviewed with the human agreeing with the current verdict (the judge's when
+    there are no overrides; active overrides are kept: undo them separately)."""
+    with transaction.atomic():
+        locked, _ = _lock(result)
+        _require_ok(locked)
+        before = {**_snapshot(locked), "human_passed": locked.human_passed}
+        _mark_reviewed(locked, user)
+        locked.human_passed = locked.final_passed
+        locked.version += 1
+        locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
+        audit_record(
+            project=locked.run.project,
+            actor=user,
+            action="result.accept",
+            summary=(
+                f"{user.get_username()} accepted "
+                f"{'pass' if locked.final_passed else 'fail'} on {_where(locked)}"
+            ),
+            before=before,
+            after={**_snapshot(locked), "human_passed": locked.human_passed},
+            run=locked.run,
+            result=locked,
+        )
+    _copy_back(result, locked)
+    return locked
+
+
+def result_set_human_pass(
+    *, result: Result, user: AbstractBaseUser, passed: bool, note: str = ""
+) -> Result:
+    """The reviewer's own pass/fail (blind answer, p/f keys): records human_passed and,
+    when it differs from the current final pass, a pass override."""
+    with transaction.atomic():
+        locked, run_scorer = _lock(result)
+        _require_ok(locked)
+        if locked.final_passed != passed:
+            _override_create_locked(
+                result=locked,
+                run_scorer=run_scorer,
+                user=user,
+                kind=Override.Kind.PASS,
+                value=bool(passed),
+                path="",
+                note=(note or "").strip(),
+            )
+        else:
+            before = {**_snapshot(locked), "human_passed": locked.human_passed}
+            _mark_reviewed(locked, user)
+            locked.human_passed = bool(passed)
+            locked.version += 1
+            locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
+            audit_record(
+                project=locked.run.project,
+                actor=user,
+                action="result.human_pass",
+                summary=(
+                    f"{user.get_username()} answered {'pass' if passed else 'fail'} "
+                    f"(agrees) on {_where(locked)}" + (f" ({note})" if note else "")
+                ),
+                before=before,
+                after={**_snapshot(locked), "human_passed": locked.human_passed},
+                run=locked.run,
+                result=locked,
+            )
+    _copy_back(result, locked)
+    return locked
+
+
+# -------------------------------------------------------------------------- rescore
+
+
+@dataclass
+class RescorePreview:
+    run_scorer_id: int
+    options: dict
+    before: ScorerAggregate
+    after: ScorerAggregate
+    changed_scores: int
+    changed_passes: int
+    saved: bool = False
+    scorer_config_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_scorer_id": self.run_scorer_id,
+            "options": self.options,
+            "before": self.before.as_dict(),
+            "after": self.after.as_dict(),
+            "changed_scores": self.changed_scores,
+            "changed_passes": self.changed_passes,
+            "saved": self.saved,
+            "scorer_config_id": self.scorer_config_id,
+        }
+
+
+_RESCORE_COLUMNS = (
+    "id",
+    "status",
+    "error",
+    "analysis",
+    "final_analysis",
+    "judge_score",
+    "judge_passed",
+    "final_score",
+    "final_passed",
+    "score_overridden",
+    "pass_overridden",
+    "reviewed",
+    "overridden",
+)
+
+
+def _verdict_count(kind: str, analysis: dict | None) -> int:
+    if not analysis:
+        return 0
+    total = 0
+    for pattern in KINDS[kind].overridable:
+        head = pattern.split(".")[0]
+        if "*" in pattern:
+            total += len(analysis.get(head) or [])
+        else:
+            total += 1
+    return total
+
+
+def _rescore_row(kind: str, row: dict[str, Any], options: dict) -> dict[str, Any]:
+    """New judge and final numbers of one result under `options` (ok rows only)."""
+    new = dict(row)
+    if row["status"] != Result.Status.OK or row["analysis"] is None:
+        return new
+    new["judge_score"] = compute_score(kind, row["analysis"], options)
+    new["judge_passed"] = passes(kind, new["judge_score"], options)
+    if not row["score_overridden"]:
+        new["final_score"] = compute_score(
+            kind, row["final_analysis"] or row["analysis"], options
+        )
+    if not row["pass_overridden"]:
+        new["final_passed"] = passes(kind, new["final_score"], options)
+    if row["reviewed"]:
+        new["verdict_count"] = _verdict_count(kind, row["analysis"])
+    return new
+
+
+def _iter_chunks(qs: Any, *, lock: bool) -> Iterable[list[dict[str, Any]]]:
+    """Rows of `qs` in id order, RESCORE_CHUNK at a time (keyset pagination)."""
+    last = 0
+    while True:
+        page = qs.filter(pk__gt=last).order_by("pk")
+        if lock:
+            page = page.select_for_update()
+        rows = list(page.values(*_RESCORE_COLUMNS)[:RESCORE_CHUNK])
+        if not rows:
+            return
+        yield rows
+        last = rows[-1]["id"]
+
+
+def run_rescore(
+    *,
+    run: Run,
+    run_scorer: RunScorer,
+    options: dict | None,
+    user: AbstractBaseUser,
+    save: bool,
+) -> RescorePreview:
+    """What-if: re-score every result of one run scorer under new options, no judge call.
+
+    Preview (save=False) writes nothing and returns before → after aggregates computed
+    in memory. save=True, in one transaction: creates a new ScorerConfig version (parent =
+    the run's config), sets RunScorer.options, rewrites judge_score/judge_passed (the
+    judge-only numbers under the new options) and final_* of every result (score/pass
+    overrides are kept), bulk_update in chunks, and writes an audit event.
+    """
+    if run_scorer.run_id != run.pk:
+        raise ApplicationError(
+            "That scorer is not part of this run.",
+            field_errors={"scorer_id": "not in this run"},
+        )
+    if not run.is_finished:
+        raise ApplicationError(
+            "Only a finished run can be re-scored.",
+            field_errors={"run": f"status is {run.status}"},
+        )
+    try:
+        validated = validate_options(run_scorer.kind, options or {})
+    except OptionsError as exc:
+        raise ApplicationError(
+            str(exc), field_errors={f"options.{exc.field}": str(exc)}
+        ) from exc
+    except ScoringError as exc:
+        raise ApplicationError(str(exc), field_errors={"options": str(exc)}) from exc
+
+    before = run_aggregates(run_id=run.pk, run_scorer_id=run_scorer.pk)[0]
+    qs = Result.objects.filter(run_id=run.pk, run_scorer_id=run_scorer.pk)
+    kind = run_scorer.kind
+    new_rows: list[dict[str, Any]] = []
+    changed_scores = changed_passes = 0
+
+    def process(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        nonlocal changed_scores, changed_passes
+        out = []
+        for row in chunk:
+            new = _rescore_row(kind, row, validated)
+            changed_scores += new["final_score"] != row["final_score"]
+            changed_passes += new["final_passed"] != row["final_passed"]
+            out.append(new)
+        return out
+
+    if not save:
+        for chunk in _iter_chunks(qs, lock=False):
+            new_rows.extend(process(chunk))
+        after = aggregate_rows(
+            run_scorer=run_scorer,
+            rows=new_rows,
+            options=validated,
+            active_overrides=before.active_overrides,
+            verdict_flips=before.verdict_flips,
+        )
+        return RescorePreview(
+            run_scorer_id=run_scorer.pk,
+            options=validated,
+            before=before,
+            after=after,
+            changed_scores=changed_scores,
+            changed_passes=changed_passes,
+        )
+
+    with transaction.atomic():
+        rs = RunScorer.objects.select_for_update().get(pk=run_scorer.pk)
+        old_options = rs.options
+        for chunk in _iter_chunks(qs, lock=True):
+            objs = []
+            for new in process(chunk):
+                if new["status"] != Result.Status.OK:
+                    continue
+                objs.append(
+                    Result(
+                        pk=new["id"],
+                        judge_score=new["judge_score"],
+                        judge_passed=new["judge_passed"],
+                        final_score=new["final_score"],
+                        final_passed=new["final_passed"],
+                    )
+                )
+            Result.objects.bulk_update(
+                objs, ["judge_score", "judge_passed", "final_score", "final_passed"]
+            )
+        config = _scorer_version_create(run_scorer=rs, options=validated, user=user)
+        rs.options = validated
+        rs.scorer = config
+        rs.save(update_fields=["options", "scorer"])
+        after = run_aggregates(run_id=run.pk, run_scorer_id=rs.pk)[0]
+        audit_record(
+            project=run.project,
+            actor=user,
+            action="run.rescore",
+            summary=(
+                f"{user.get_username()} re-scored {rs.name} (saved as {config}): pass rate "
+                f"{_fmt_rate(before.final_pass_rate)} → {_fmt_rate(after.final_pass_rate)}, "
+                f"{changed_scores} scores changed"
+            ),
+            before={"options": old_options, "aggregates": _agg_brief(before)},
+            after={
+                "options": validated,
+                "scorer_config_id": config.pk,
+                "aggregates": _agg_brief(after),
+            },
+            run=run,
+        )
+    run_scorer.options = validated
+    run_scorer.scorer = config
+    return RescorePreview(
+        run_scorer_id=run_scorer.pk,
+        options=validated,
+        before=before,
+        after=after,
+        changed_scores=changed_scores,
+        changed_passes=changed_passes,
+        saved=True,
+        scorer_config_id=config.pk,
+    )
+
+
+def _fmt_rate(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate * 100:.0f} %"
+
+
+def _agg_brief(agg: ScorerAggregate) -> dict[str, Any]:
+    return {
+        "judge_mean": agg.judge_mean,
+        "final_mean": agg.final_mean,
+        "judge_pass_rate": agg.judge_pass_rate,
+        "final_pass_rate": agg.final_pass_rate,
+    }
+
+
+def _scorer_version_create(
+    *, run_scorer: RunScorer, options: dict, user: AbstractBaseUser
+) -> ScorerConfig:
+    """A new version of the run's scorer config with the what-if options."""
+    parent = run_scorer.scorer
+    project_id = run_scorer.run.project_id
+    name = parent.name if parent else run_scorer.name
+    latest = ScorerConfig.objects.filter(project_id=project_id, name=name).aggregate(
+        v=Max("version")
+    )["v"]
+    return ScorerConfig.objects.create(
+        project_id=project_id,
+        name=name,
+        kind=run_scorer.kind,
+        judge=parent.judge if parent else run_scorer.judge,
+        options=options,
+        version=(latest or 0) + 1,
+        parent=parent,
+        created_by=user,
+    )

@@ -1,0 +1,80 @@
+"""Formatting for review numbers: rates as percentages, scores, kappa, histogram bars."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def pct(rate: float | None) -> str:
+    """0.724 → "72 %"; None → "–"."""
+    return "–" if rate is None else f"{rate * 100:.0f} %"
+
+
+@register.filter
+def score(value: float | None) -> str:
+    """A score with up to 3 significant decimals; None → "–"."""
+    if value is None:
+        return "–"
+    return (
+        f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:g}"
+    )
+
+
+@register.filter
+def kappa(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+@register.filter
+def value_label(value: Any, labels: dict[str, str] | None) -> str:
+    """A KINDS value_labels lookup (booleans keyed "true"/"false")."""
+    key = str(value).lower() if isinstance(value, bool) else str(value)
+    return (labels or {}).get(key, key)
+
+
+@register.simple_tag
+def histogram_bars(
+    histogram: Any, width: int = 320, height: int = 110
+) -> dict[str, Any]:
+    """Bar geometry for an inline SVG: judge and final side by side in each bin."""
+    if histogram is None:
+        return {"bars": [], "width": width, "height": height}
+    bins = len(histogram.judge)
+    slot = width / max(bins, 1)
+    bar_w = slot * 0.4
+    top = histogram.max_count
+    usable = height - 18  # room for the axis labels below
+    bars = []
+    for i in range(bins):
+        for offset, series, count in (
+            (0.1, "judge", histogram.judge[i]),
+            (0.5, "final", histogram.final[i]),
+        ):
+            h = usable * count / top if top else 0
+            bars.append(
+                {
+                    "series": series,
+                    "x": round(i * slot + slot * offset, 1),
+                    "y": round(usable - h, 1),
+                    "w": round(bar_w, 1),
+                    "h": round(h, 1),
+                    "count": count,
+                    "lo": histogram.edges[i],
+                    "hi": histogram.edges[i + 1],
+                }
+            )
+    return {
+        "bars": bars,
+        "width": width,
+        "height": height,
+        "axis_y": usable,
+        "labels": [
+            {"x": 0, "text": f"{histogram.edges[0]:g}"},
+            {"x": width, "text": f"{histogram.edges[-1]:g}"},
+        ],
+    }

@@ -1,0 +1,194 @@
+"""Build datasets, runs and scored results for review tests (shared by D1 and D2 tests).
+
+Judge fields are computed with the real scoring library, and final_* start equal to
+them, as the run tasks leave them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalsite.accounts.models import Project
+from evalsite.datasets.models import Dataset, Item
+from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
+from scoring import KINDS, analyze_text, compute_score, passes, validate_options
+
+# One hand-written judge analysis per LLM kind (the shapes of SCORERS.md).
+ANALYSES: dict[str, dict[str, Any]] = {
+    "faithfulness": {
+        "claims": ["Paris is in France.", "It has 3 million people.", "It is sunny."],
+        "verdicts": [
+            {"claim": "Paris is in France.", "verdict": "yes", "reason": "Stated."},
+            {
+                "claim": "It has 3 million people.",
+                "verdict": "no",
+                "reason": "Context says 2.1M.",
+            },
+            {"claim": "It is sunny.", "verdict": "unsure", "reason": "Not in context."},
+        ],
+    },
+    "hallucination": {
+        "claims": ["A", "B", "C", "D"],
+        "verdicts": [
+            {"claim": "A", "verdict": "yes", "reason": "Invented."},
+            {"claim": "B", "verdict": "no", "reason": "Supported."},
+            {"claim": "C", "verdict": "no", "reason": "Supported."},
+            {"claim": "D", "verdict": "no", "reason": "Supported."},
+        ],
+    },
+    "context_relevance": {
+        "evaluations": [
+            {
+                "context_index": 0,
+                "relevance": "high",
+                "used": True,
+                "reason": "Key fact.",
+            },
+            {
+                "context_index": 1,
+                "relevance": "medium",
+                "used": True,
+                "reason": "Helps.",
+            },
+            {
+                "context_index": 2,
+                "relevance": "low",
+                "used": False,
+                "reason": "Tangential.",
+            },
+        ],
+        "missing_context": [],
+        "context_count": 3,
+    },
+    "context_precision": {
+        "verdicts": [
+            {"context_index": 0, "verdict": "yes", "reason": "Useful."},
+            {"context_index": 1, "verdict": "no", "reason": "Off topic."},
+            {"context_index": 2, "verdict": "yes", "reason": "Useful."},
+        ]
+    },
+    "answer_relevancy": {
+        "statements": ["S1", "S2", "S3"],
+        "verdicts": [
+            {"statement": "S1", "verdict": "yes", "reason": "On topic."},
+            {"statement": "S2", "verdict": "unsure", "reason": "Partly."},
+            {"statement": "S3", "verdict": "no", "reason": "Off topic."},
+        ],
+    },
+    "bias": {
+        "opinions": ["O1", "O2"],
+        "verdicts": [
+            {"opinion": "O1", "verdict": "no", "reason": "Neutral."},
+            {"opinion": "O2", "verdict": "yes", "reason": "Stereotype."},
+        ],
+    },
+    "toxicity": {
+        "verdicts": [
+            {"verdict": "no", "reason": "Polite."},
+            {"verdict": "no", "reason": "Polite."},
+            {"verdict": "yes", "reason": "Insult."},
+        ]
+    },
+    "factuality": {
+        "category": "D",
+        "reason": "The output disagrees with the reference.",
+    },
+    "custom_rubric": {"score": 0.7, "reason": "Mostly follows the rubric."},
+}
+
+CASE = {
+    "input": "What is the capital of France and how many people live there?",
+    "output": "Paris is the capital of France. It has 3 million people. It is sunny.",
+    "context": [
+        "Paris is the capital and largest city of France.",
+        "The population of Paris is about 2.1 million.",
+        "France is in Western Europe.",
+    ],
+    "reference": "Paris, with about 2.1 million inhabitants.",
+    "metadata": {"source": "wiki", "split": "test"},
+}
+
+
+def make_dataset(project: Project, *, n_items: int = 1, name: str = "qa") -> Dataset:
+    ds = Dataset.objects.create(
+        project=project,
+        name=name,
+        file_format=Dataset.Format.JSONL,
+        item_count=n_items,
+        version=Dataset.objects.filter(project=project, name=name).count() + 1,
+    )
+    Item.objects.bulk_create(
+        Item(
+            dataset=ds,
+            index=i,
+            input=CASE["input"],
+            output=CASE["output"],
+            context=CASE["context"],
+            reference=CASE["reference"],
+            metadata={**CASE["metadata"], "row": i},
+        )
+        for i in range(n_items)
+    )
+    return ds
+
+
+def make_run(
+    project: Project,
+    *,
+    kinds: list[str] | tuple[str, ...] = ("faithfulness",),
+    n_items: int = 1,
+    dataset: Dataset | None = None,
+    options: dict[str, dict] | None = None,
+    status: str = Run.Status.DONE,
+    analyses: dict[str, list[dict]] | None = None,
+) -> Run:
+    """A finished run: one RunScorer per kind, one ok Result per item × scorer.
+
+    `analyses[kind]` may give one analysis per item (else ANALYSES[kind] for all).
+    """
+    dataset = dataset or make_dataset(project, n_items=n_items)
+    items = list(dataset.items.order_by("index"))
+    run = Run.objects.create(
+        project=project, dataset=dataset, status=status, total=len(items) * len(kinds)
+    )
+    for position, kind in enumerate(kinds):
+        opts = validate_options(kind, (options or {}).get(kind))
+        config = ScorerConfig.objects.create(
+            project=project, name=KINDS[kind].label, kind=kind, options=opts
+        )
+        rs = RunScorer.objects.create(
+            run=run,
+            scorer=config,
+            name=config.name,
+            kind=kind,
+            options=opts,
+            position=position,
+        )
+        rows = []
+        for n, item in enumerate(items):
+            if KINDS[kind].needs_judge:
+                per_item = (analyses or {}).get(kind)
+                analysis = per_item[n] if per_item else ANALYSES[kind]
+            else:
+                analysis = analyze_text(kind, item.as_case(), opts)
+            rows.append(
+                result_fields(kind, analysis, opts)
+                | {"run": run, "item": item, "run_scorer": rs}
+            )
+        Result.objects.bulk_create(Result(**row) for row in rows)
+    return run
+
+
+def result_fields(kind: str, analysis: dict, options: dict) -> dict[str, Any]:
+    score = compute_score(kind, analysis, options)
+    passed = passes(kind, score, options)
+    return {
+        "status": Result.Status.OK,
+        "analysis": analysis,
+        "judge_score": score,
+        "judge_passed": passed,
+        "reason": "The judge's reason.",
+        "final_analysis": analysis,
+        "final_score": score,
+        "final_passed": passed,
+    }
