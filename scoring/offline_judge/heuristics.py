@@ -77,7 +77,7 @@ def tokens(text: str) -> list[str]:
 def _stem(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "is", "us")):
         return word[:-1]
     return word
 
@@ -109,14 +109,12 @@ def negated(text: str) -> bool:
 
 
 def proper_nouns(text: str) -> set[str]:
-    """Capitalised words that do not start a sentence (a crude named-entity finder)."""
-    out = set()
-    for sentence in sentences(text):
-        words = tokens(sentence)
-        for word in words[1:]:
-            if word[:1].isupper() and word.lower() not in STOPWORDS:
-                out.add(_stem(word.lower()))
-    return out
+    """Capitalised words other than stopwords (a crude named-entity finder)."""
+    return {
+        _stem(word.lower())
+        for word in tokens(text)
+        if word[:1].isupper() and word.lower() not in STOPWORDS and word.lower() not in NEGATIONS
+    }
 
 
 def sentences(text: str) -> list[str]:
