@@ -101,6 +101,7 @@ def _mount_routers() -> None:
     api.add_router("", datasets_router)
     api.add_router("", evals_router)
     api.add_router("", review_router)
+    api.add_router("", "evalsite.exports.api.router")
 
 
 _mount_routers()

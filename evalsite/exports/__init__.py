@@ -1,0 +1,1 @@
+"""Streamed CSV / JSONL exports of runs and datasets (UI views and API)."""

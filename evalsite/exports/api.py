@@ -1,0 +1,113 @@
+"""Export endpoints: GET /api/runs/{id}/export.csv|jsonl, /api/datasets/{id}/export.csv|jsonl.
+
+Streamed (constant memory). Any project member may export; outsiders get 404.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, StreamingHttpResponse
+from ninja import Query, Router
+
+from evalsite.core.exceptions import ApplicationError
+from evalsite.exports import services
+from evalsite.exports.http import export_response
+from evalsite.exports.schemas import ErrorOut, ExportQuery
+from evalsite.exports.selectors import (
+    export_dataset_get_for_user,
+    export_run_get_for_user,
+)
+
+router = Router(tags=["export"])
+
+_ERRORS = {401: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+
+
+class FilterError(ApplicationError):
+    """A filter the explorer's form rejects: the same status as ninja's own validation."""
+
+    status_code = 422
+
+
+def _openapi(media_type: str, what: str) -> dict:
+    return {
+        "responses": {
+            200: {
+                "description": f"{what}, streamed.",
+                "content": {media_type: {"schema": {"type": "string"}}},
+            }
+        }
+    }
+
+
+def _run(
+    request: HttpRequest, run_id: int, fmt: services.Format, query: ExportQuery
+) -> StreamingHttpResponse:
+    run = export_run_get_for_user(user=request.user, pk=run_id)
+    try:
+        filters = services.export_filters_from_query(run=run, query=request.GET)
+    except ApplicationError as exc:
+        raise FilterError(exc.message, field_errors=exc.field_errors) from exc
+    stream = services.run_export_stream(
+        run=run, fmt=fmt, filters=filters, user=request.user, excel=query.excel
+    )
+    filename = services.export_filename(
+        kind="run", pk=run.pk, fmt=fmt, filtered=services.is_filtered(filters)
+    )
+    return export_response(stream, fmt=fmt, filename=filename)
+
+
+@router.get(
+    "/runs/{run_id}/export.csv",
+    response=_ERRORS,
+    openapi_extra=_openapi("text/csv", "One row per item × scorer"),
+    summary="Export a run's results as CSV",
+)
+def run_export_csv(
+    request: HttpRequest, run_id: int, query: Query[ExportQuery]
+) -> StreamingHttpResponse:
+    return _run(request, run_id, "csv", query)
+
+
+@router.get(
+    "/runs/{run_id}/export.jsonl",
+    response=_ERRORS,
+    openapi_extra=_openapi("application/x-ndjson", "One JSON object per item × scorer"),
+    summary="Export a run's results as JSON Lines",
+)
+def run_export_jsonl(
+    request: HttpRequest, run_id: int, query: Query[ExportQuery]
+) -> StreamingHttpResponse:
+    return _run(request, run_id, "jsonl", query)
+
+
+def _dataset(
+    request: HttpRequest, dataset_id: int, fmt: services.Format, excel: bool
+) -> StreamingHttpResponse:
+    dataset = export_dataset_get_for_user(user=request.user, pk=dataset_id)
+    stream = services.dataset_export_stream(dataset=dataset, fmt=fmt, excel=excel)
+    filename = services.export_filename(kind="dataset", pk=dataset.pk, fmt=fmt)
+    return export_response(stream, fmt=fmt, filename=filename)
+
+
+@router.get(
+    "/datasets/{dataset_id}/export.csv",
+    response=_ERRORS,
+    openapi_extra=_openapi("text/csv", "One row per item"),
+    summary="Export a dataset's items as CSV",
+)
+def dataset_export_csv(
+    request: HttpRequest, dataset_id: int, excel: bool = False
+) -> StreamingHttpResponse:
+    return _dataset(request, dataset_id, "csv", excel)
+
+
+@router.get(
+    "/datasets/{dataset_id}/export.jsonl",
+    response=_ERRORS,
+    openapi_extra=_openapi("application/x-ndjson", "One JSON object per item"),
+    summary="Export a dataset's items as JSON Lines",
+)
+def dataset_export_jsonl(
+    request: HttpRequest, dataset_id: int
+) -> StreamingHttpResponse:
+    return _dataset(request, dataset_id, "jsonl", False)

@@ -1,0 +1,307 @@
+"""Streamed exports of a run's results and of a dataset's items, as CSV or JSONL.
+
+Memory stays constant whatever the size: rows come from the database in chunks
+(`.iterator(chunk_size=2000)`, a server-side cursor on Postgres), each row is turned into
+text at once, and text leaves in ~64 KB pieces through a generator that the view wraps in
+a StreamingHttpResponse. Nothing builds a list of all rows.
+
+Columns (one row per item × scorer for runs):
+    result_id, item_id, item_index, input, output, context (a JSON array),
+    reference, metadata.<key> (one column per top-level metadata key found in the
+    dataset, see `dataset_metadata_keys`), scorer, scorer_kind, status, judge_score,
+    final_score, judge_passed, final_passed, reviewed, reviewer, override_notes, reason,
+    error.
+JSONL carries the same fields with JSON types, `context` as a list and `metadata` as
+the item's own object (no flattening needed there).
+
+CSV cells holding user text go through `evalsite.lib.csvsafe.safe_cell`, which
+neutralises formula-like text (= + - @ tab CR) for spreadsheets; JSONL is data for
+programs and is left exact. Judge connections (and so API keys) are never read here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Prefetch, QuerySet
+from django.http import QueryDict
+
+from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets.models import Dataset, Item
+from evalsite.evals.models import Result, Run
+from evalsite.exports.selectors import dataset_metadata_keys
+from evalsite.lib.csvsafe import safe_cell
+from evalsite.review.models import Override
+
+Format = Literal["csv", "jsonl"]
+User = AbstractBaseUser | AnonymousUser
+
+CHUNK_SIZE = 2000
+FLUSH_BYTES = 64 * 1024
+UTF8_BOM = "\ufeff"
+NOTES_SEPARATOR = " | "
+
+RUN_HEAD = (
+    "result_id",
+    "item_id",
+    "item_index",
+    "input",
+    "output",
+    "context",
+    "reference",
+)
+RUN_TAIL = (
+    "scorer",
+    "scorer_kind",
+    "status",
+    "judge_score",
+    "final_score",
+    "judge_passed",
+    "final_passed",
+    "reviewed",
+    "reviewer",
+    "override_notes",
+    "reason",
+    "error",
+)
+DATASET_HEAD = ("item_id", "index", "input", "output", "context", "reference")
+
+# Fields loaded per result: never the analyses (large JSON the export does not show).
+_RESULT_FIELDS = (
+    "id",
+    "status",
+    "error",
+    "judge_score",
+    "judge_passed",
+    "reason",
+    "final_score",
+    "final_passed",
+    "reviewed",
+    "item__id",
+    "item__index",
+    "item__input",
+    "item__output",
+    "item__context",
+    "item__reference",
+    "item__metadata",
+    "run_scorer__id",
+    "run_scorer__name",
+    "run_scorer__kind",
+    "reviewed_by__id",
+    "reviewed_by__username",
+)
+
+MEDIA_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "jsonl": "application/x-ndjson; charset=utf-8",
+}
+
+
+# ------------------------------------------------------------------ filters
+
+
+def export_filters_from_query(*, run: Run, query: QueryDict) -> dict[str, Any]:
+    """The explorer's GET filters (same names, same validation) as `ResultFilters`.
+
+    An invalid filter is an ApplicationError naming the field rather than a silently
+    wider export.
+    """
+    from evalsite.review.forms_queue import ExplorerFilterForm
+
+    form = ExplorerFilterForm(query, run_scorers=list(run.run_scorers.all()))
+    if not form.is_valid():
+        errors = {
+            field: "; ".join(str(m) for m in messages)
+            for field, messages in form.errors.items()
+        }
+        first = next(iter(errors.items()))
+        raise ApplicationError(
+            f"Invalid filter {first[0]}: {first[1]}", field_errors=errors
+        )
+    return dict(form.to_filters())
+
+
+def is_filtered(filters: dict[str, Any]) -> bool:
+    """Whether the filters narrow the run (False is a real value: "final = fail")."""
+    for key, value in filters.items():
+        if key == "sort" or value is None or value == "":
+            continue
+        if key in ("mine", "disagree") and not value:
+            continue
+        return True
+    return False
+
+
+def run_export_queryset(
+    *, run: Run, filters: dict[str, Any] | None = None, user: User | None = None
+) -> QuerySet[Result]:
+    """The results to export: the explorer's filter (whole run when empty), lean columns."""
+    from evalsite.review.selectors_explorer import results_filter
+
+    qs = results_filter(run=run, params=filters or {}, user=user or AnonymousUser())  # type: ignore[arg-type]
+    notes = Prefetch(
+        "overrides",
+        queryset=Override.objects.filter(reverted_at__isnull=True)
+        .exclude(note="")
+        .only("id", "result_id", "note", "created_at")
+        .order_by("created_at", "id"),
+        to_attr="export_notes",
+    )
+    return (
+        qs.select_related(None)
+        .select_related("item", "run_scorer", "reviewed_by")
+        .only(*_RESULT_FIELDS)
+        .prefetch_related(notes)
+    )
+
+
+# ------------------------------------------------------------------ rows
+
+
+def run_columns(*, metadata_keys: list[str]) -> list[str]:
+    return [*RUN_HEAD, *(f"metadata.{k}" for k in metadata_keys), *RUN_TAIL]
+
+
+def _run_record(result: Result) -> dict[str, Any]:
+    item = result.item
+    notes = getattr(result, "export_notes", None)
+    if notes is None:  # not prefetched (a plain queryset was passed)
+        notes = result.overrides.filter(reverted_at__isnull=True).exclude(note="")
+    return {
+        "result_id": result.pk,
+        "item_id": item.pk,
+        "item_index": item.index,
+        "input": item.input,
+        "output": item.output,
+        "context": list(item.context or []),
+        "reference": item.reference,
+        "metadata": item.metadata if isinstance(item.metadata, dict) else {},
+        "scorer": result.run_scorer.name,
+        "scorer_kind": result.run_scorer.kind,
+        "status": result.status,
+        "judge_score": result.judge_score,
+        "final_score": result.final_score,
+        "judge_passed": result.judge_passed,
+        "final_passed": result.final_passed,
+        "reviewed": result.reviewed,
+        "reviewer": result.reviewed_by.get_username() if result.reviewed_by else None,
+        "override_notes": [o.note for o in notes],
+        "reason": result.reason,
+        "error": result.error,
+    }
+
+
+def _csv_cells(
+    record: dict[str, Any], head: Iterable[str], keys: list[str], tail: Iterable[str]
+) -> list[str]:
+    cells = [safe_cell(record[c]) for c in head]
+    meta = record["metadata"]
+    cells.extend(safe_cell(meta.get(k)) for k in keys)
+    for column in tail:
+        value = record[column]
+        if column == "override_notes":
+            value = NOTES_SEPARATOR.join(value)
+        cells.append(safe_cell(value))
+    return cells
+
+
+def _csv_stream(
+    header: list[str], rows: Iterable[list[str]], *, excel: bool
+) -> Iterator[bytes]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    if excel:
+        # Excel only reads a CSV as UTF-8 when it starts with a byte-order mark.
+        buffer.write(UTF8_BOM)
+    writer.writerow([safe_cell(h) for h in header])
+    for row in rows:
+        writer.writerow(row)
+        if buffer.tell() >= FLUSH_BYTES:
+            yield buffer.getvalue().encode("utf-8")
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue().encode("utf-8")
+
+
+def _jsonl_stream(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    parts: list[str] = []
+    size = 0
+    for record in records:
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        parts.append(line)
+        size += len(line)
+        if size >= FLUSH_BYTES:
+            yield "".join(parts).encode("utf-8")
+            parts, size = [], 0
+    yield "".join(parts).encode("utf-8")
+
+
+def run_export_stream(
+    *,
+    run: Run,
+    fmt: Format,
+    filters: dict[str, Any] | None = None,
+    user: User | None = None,
+    excel: bool = False,
+) -> Iterator[bytes]:
+    """The run's results (or the filtered subset) as CSV or JSONL bytes, in pieces.
+
+    The column set is fixed before the first row (metadata keys of the whole dataset),
+    so filtered and whole-run exports of one run have the same columns.
+    """
+    qs = run_export_queryset(run=run, filters=filters, user=user)
+    records = (_run_record(r) for r in qs.iterator(chunk_size=CHUNK_SIZE))
+    if fmt == "jsonl":
+        return _jsonl_stream(records)
+    keys = dataset_metadata_keys(dataset=run.dataset)
+    rows = (_csv_cells(r, RUN_HEAD, keys, RUN_TAIL) for r in records)
+    return _csv_stream(run_columns(metadata_keys=keys), rows, excel=excel)
+
+
+# ------------------------------------------------------------------ datasets
+
+
+def dataset_columns(*, metadata_keys: list[str]) -> list[str]:
+    """Metadata keys as plain columns (so the file uploads again with the default mapping),
+    prefixed "metadata." only where a key would clash with a fixed column."""
+    return [
+        *DATASET_HEAD,
+        *(f"metadata.{k}" if k in DATASET_HEAD else k for k in metadata_keys),
+    ]
+
+
+def _item_record(item: Item) -> dict[str, Any]:
+    return {
+        "item_id": item.pk,
+        "index": item.index,
+        "input": item.input,
+        "output": item.output,
+        "context": list(item.context or []),
+        "reference": item.reference,
+        "metadata": item.metadata if isinstance(item.metadata, dict) else {},
+    }
+
+
+def dataset_export_stream(
+    *, dataset: Dataset, fmt: Format, excel: bool = False
+) -> Iterator[bytes]:
+    items = (
+        Item.objects.filter(dataset=dataset)
+        .order_by("index")
+        .iterator(chunk_size=CHUNK_SIZE)
+    )
+    records = (_item_record(i) for i in items)
+    if fmt == "jsonl":
+        return _jsonl_stream(records)
+    keys = dataset_metadata_keys(dataset=dataset)
+    rows = (_csv_cells(r, DATASET_HEAD, keys, ()) for r in records)
+    return _csv_stream(dataset_columns(metadata_keys=keys), rows, excel=excel)
+
+
+def export_filename(*, kind: str, pk: int, fmt: Format, filtered: bool = False) -> str:
+    return f"{kind}-{pk}{'-filtered' if filtered else ''}.{fmt}"

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from evalsite.exports import views
+
+app_name = "exports"
+urlpatterns = [
+    path(
+        "projects/<int:project_id>/runs/<int:run_id>/export.csv",
+        views.run_csv,
+        name="run_csv",
+    ),
+    path(
+        "projects/<int:project_id>/runs/<int:run_id>/export.jsonl",
+        views.run_jsonl,
+        name="run_jsonl",
+    ),
+    path(
+        "projects/<int:project_id>/datasets/<int:dataset_id>/export.csv",
+        views.dataset_csv,
+        name="dataset_csv",
+    ),
+    path(
+        "projects/<int:project_id>/datasets/<int:dataset_id>/export.jsonl",
+        views.dataset_jsonl,
+        name="dataset_jsonl",
+    ),
+]

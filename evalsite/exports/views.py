@@ -1,0 +1,78 @@
+"""Export pages: the run's results (whole or the explorer's current filter) and datasets.
+
+Any member may export (viewers too); outsiders get 404. `?excel=1` adds a UTF-8 BOM to
+CSV; every other query parameter is the results explorer's filter.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.views.decorators.http import require_GET
+
+from evalsite.core.exceptions import ApplicationError
+from evalsite.exports import services
+from evalsite.exports.http import export_response
+from evalsite.exports.selectors import (
+    export_dataset_get_for_user,
+    export_run_get_for_user,
+)
+
+_TRUE = {"1", "true", "on", "yes"}
+
+
+def _excel(request: HttpRequest) -> bool:
+    return request.GET.get("excel", "").lower() in _TRUE
+
+
+def _run_export(
+    request: HttpRequest, project_id: int, run_id: int, fmt: services.Format
+) -> HttpResponseBase:
+    run = export_run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
+    try:
+        filters = services.export_filters_from_query(run=run, query=request.GET)
+    except ApplicationError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    stream = services.run_export_stream(
+        run=run, fmt=fmt, filters=filters, user=request.user, excel=_excel(request)
+    )
+    filename = services.export_filename(
+        kind="run", pk=run.pk, fmt=fmt, filtered=services.is_filtered(filters)
+    )
+    return export_response(stream, fmt=fmt, filename=filename)
+
+
+@require_GET
+def run_csv(request: HttpRequest, project_id: int, run_id: int) -> HttpResponseBase:
+    return _run_export(request, project_id, run_id, "csv")
+
+
+@require_GET
+def run_jsonl(request: HttpRequest, project_id: int, run_id: int) -> HttpResponseBase:
+    return _run_export(request, project_id, run_id, "jsonl")
+
+
+def _dataset_export(
+    request: HttpRequest, project_id: int, dataset_id: int, fmt: services.Format
+) -> HttpResponseBase:
+    dataset = export_dataset_get_for_user(
+        user=request.user, pk=dataset_id, project_id=project_id
+    )
+    stream = services.dataset_export_stream(
+        dataset=dataset, fmt=fmt, excel=_excel(request)
+    )
+    filename = services.export_filename(kind="dataset", pk=dataset.pk, fmt=fmt)
+    return export_response(stream, fmt=fmt, filename=filename)
+
+
+@require_GET
+def dataset_csv(
+    request: HttpRequest, project_id: int, dataset_id: int
+) -> HttpResponseBase:
+    return _dataset_export(request, project_id, dataset_id, "csv")
+
+
+@require_GET
+def dataset_jsonl(
+    request: HttpRequest, project_id: int, dataset_id: int
+) -> HttpResponseBase:
+    return _dataset_export(request, project_id, dataset_id, "jsonl")

@@ -1,0 +1,404 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from evalsite.accounts.services import api_token_create
+from evalsite.evals.models import Result
+from evalsite.review.models import Override
+from tests.conftest import login
+from tests.exports.builders import make_dataset, make_judge, make_run, make_scorer
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "sk-live-SUPERSECRET-0123456789"
+
+
+@pytest.fixture
+def run(project, owner):
+    judge = make_judge(project, api_key=SECRET)
+    dataset = make_dataset(project)
+    return make_run(
+        project,
+        dataset,
+        [
+            make_scorer(project, judge, name="Faithfulness", kind="faithfulness"),
+            make_scorer(project, judge, name="Hallucination", kind="hallucination"),
+        ],
+    )
+
+
+def _body(response) -> bytes:
+    assert response.streaming, "exports must stream"
+    return b"".join(response.streaming_content)
+
+
+def _csv_rows(response) -> list[dict[str, str]]:
+    text = _body(response).decode("utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def _run_url(run, fmt: str = "csv") -> str:
+    return reverse(
+        f"exports:run_{fmt}", kwargs={"project_id": run.project_id, "run_id": run.pk}
+    )
+
+
+def test_csv_has_one_row_per_item_and_scorer_with_every_column(client, owner, run):
+    first = run.results.order_by("item__index", "run_scorer__position").first()
+    first.reviewed = True
+    first.reviewed_by = owner
+    first.final_score = 0.25
+    first.final_passed = False
+    first.save()
+    Override.objects.create(
+        result=first, kind="score", new_value=0.25, note="too generous", user=owner
+    )
+    Override.objects.create(
+        result=first, kind="pass", new_value=False, note="wrong author", user=owner
+    )
+    Override.objects.create(
+        result=first,
+        kind="pass",
+        new_value=True,
+        note="reverted one",
+        user=owner,
+        reverted_at=timezone.now(),
+    )
+
+    response = login(client, owner).get(_run_url(run))
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert f'filename="run-{run.pk}.csv"' in response["Content-Disposition"]
+    rows = _csv_rows(response)
+    assert len(rows) == 4
+    assert list(rows[0]) == [
+        "result_id",
+        "item_id",
+        "item_index",
+        "input",
+        "output",
+        "context",
+        "reference",
+        "metadata.topic",
+        "metadata.difficulty",
+        "scorer",
+        "scorer_kind",
+        "status",
+        "judge_score",
+        "final_score",
+        "judge_passed",
+        "final_passed",
+        "reviewed",
+        "reviewer",
+        "override_notes",
+        "reason",
+        "error",
+    ]
+    row = rows[0]
+    assert row["input"] == "What is the capital of France?"
+    assert json.loads(row["context"]) == [
+        "Paris is the capital and largest city of France."
+    ]
+    assert row["reference"] == "Paris"
+    assert row["metadata.topic"] == "geo"
+    assert row["metadata.difficulty"] == "1"
+    assert (row["scorer"], row["scorer_kind"]) == ("Faithfulness", "faithfulness")
+    assert (row["judge_score"], row["final_score"]) == ("0.75", "0.25")
+    assert (row["judge_passed"], row["final_passed"]) == ("true", "false")
+    assert (row["reviewed"], row["reviewer"]) == ("true", "olivia")
+    assert row["override_notes"] == "too generous | wrong author"
+    assert row["reason"] == "All claims are supported."
+    # Item 1 has no "difficulty": an empty cell, not a missing column.
+    assert [r["metadata.difficulty"] for r in rows] == ["1", "1", "", ""]
+    assert [(r["item_index"], r["scorer"]) for r in rows] == [
+        ("0", "Faithfulness"),
+        ("0", "Hallucination"),
+        ("1", "Faithfulness"),
+        ("1", "Hallucination"),
+    ]
+
+
+def test_errored_results_are_exported_with_their_message_and_no_score(
+    client, owner, run
+):
+    result = run.results.order_by("id").last()
+    Result.objects.filter(pk=result.pk).update(
+        status="error",
+        error="judge answered garbage",
+        judge_score=None,
+        final_score=None,
+        judge_passed=None,
+        final_passed=None,
+    )
+    rows = _csv_rows(login(client, owner).get(_run_url(run)))
+    errored = next(r for r in rows if r["result_id"] == str(result.pk))
+    assert errored["status"] == "error"
+    assert errored["error"] == "judge answered garbage"
+    assert errored["judge_score"] == errored["final_score"] == ""
+    assert errored["judge_passed"] == ""
+
+
+@pytest.mark.parametrize(
+    "payload", ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"]
+)
+def test_formula_cells_are_neutralised(client, owner, project, payload):
+    dataset = make_dataset(
+        project,
+        [
+            {
+                "input": payload,
+                "output": payload,
+                "context": [payload],
+                "reference": payload,
+                "metadata": {"note": payload},
+            }
+        ],
+        columns=["input", "output", "context", "reference", "note"],
+    )
+    run = make_run(project, dataset, [make_scorer(project)], reason=payload)
+    rows = _csv_rows(login(client, owner).get(_run_url(run)))
+    row = rows[0]
+    for column in ("input", "output", "reference", "metadata.note", "reason"):
+        assert row[column] == "'" + payload, column
+    assert json.loads(row["context"]) == [
+        payload
+    ]  # JSON text starts with "[": harmless
+
+
+def test_formula_like_metadata_key_in_header_is_neutralised(client, owner, project):
+    dataset = make_dataset(
+        project,
+        [{"input": "q", "output": "a", "metadata": {"=cmd()": "x"}}],
+        columns=["input", "output", "=cmd()"],
+    )
+    run = make_run(project, dataset, [make_scorer(project)])
+    text = _body(login(client, owner).get(_run_url(run))).decode()
+    assert (
+        "'metadata.=cmd()" not in text
+    )  # header starts with "metadata.", already safe
+    assert "metadata.=cmd()" in text.splitlines()[0]
+
+
+def test_negative_numbers_stay_numbers(client, owner, project):
+    dataset = make_dataset(project, [{"input": "q", "output": "a"}])
+    run = make_run(project, dataset, [make_scorer(project)], judge_score=-0.5)
+    row = _csv_rows(login(client, owner).get(_run_url(run)))[0]
+    assert row["judge_score"] == "-0.5"
+
+
+def test_excel_option_writes_a_utf8_bom_and_plain_csv_does_not(client, owner, run):
+    login(client, owner)
+    excel = _body(client.get(_run_url(run) + "?excel=1"))
+    plain = _body(client.get(_run_url(run)))
+    assert excel.startswith(b"\xef\xbb\xbf")
+    assert not plain.startswith(b"\xef\xbb\xbf")
+    assert excel[3:] == plain
+
+
+def test_non_ascii_text_round_trips_as_utf8(client, owner, project):
+    dataset = make_dataset(project, [{"input": "Grüße — 東京 🚀", "output": "ok"}])
+    run = make_run(project, dataset, [make_scorer(project)])
+    login(client, owner)
+    assert _csv_rows(client.get(_run_url(run)))[0]["input"] == "Grüße — 東京 🚀"
+    line = _body(client.get(_run_url(run, "jsonl"))).decode("utf-8").splitlines()[0]
+    assert json.loads(line)["input"] == "Grüße — 東京 🚀"
+
+
+def test_jsonl_has_typed_fields_and_nested_metadata(client, owner, run):
+    response = login(client, owner).get(_run_url(run, "jsonl"))
+    assert response["Content-Type"].startswith("application/x-ndjson")
+    lines = _body(response).decode().splitlines()
+    assert len(lines) == 4
+    record = json.loads(lines[0])
+    assert record["context"] == ["Paris is the capital and largest city of France."]
+    assert record["metadata"] == {"topic": "geo", "difficulty": 1}
+    assert record["judge_score"] == 0.75 and record["judge_passed"] is True
+    assert record["reviewed"] is False and record["reviewer"] is None
+    assert record["override_notes"] == []
+    # JSONL is data for programs: text is exact, never quote-prefixed.
+    assert record["input"] == "What is the capital of France?"
+
+
+def test_current_filter_exports_only_matching_results(client, owner, run):
+    hallucination = run.run_scorers.get(kind="hallucination")
+    failing = run.results.filter(run_scorer=hallucination).first()
+    Result.objects.filter(pk=failing.pk).update(final_passed=False, final_score=0.1)
+    login(client, owner)
+
+    rows = _csv_rows(client.get(_run_url(run) + f"?scorer={hallucination.pk}"))
+    assert {r["scorer"] for r in rows} == {"Hallucination"} and len(rows) == 2
+
+    response = client.get(_run_url(run) + "?final=fail")
+    assert "filtered" in response["Content-Disposition"]
+    assert [r["result_id"] for r in _csv_rows(response)] == [str(failing.pk)]
+
+    rows = _csv_rows(client.get(_run_url(run) + "?q=Hamlet"))
+    assert {r["item_index"] for r in rows} == {"1"}
+
+
+def test_invalid_filter_is_a_400_not_a_wider_export(client, owner, run):
+    response = login(client, owner).get(_run_url(run) + "?final=maybe")
+    assert response.status_code == 400
+    assert b"final" in response.content
+
+
+def test_every_member_role_may_export(client, run, owner, reviewer, viewer):
+    for user in (owner, reviewer, viewer):
+        client.force_login(user)
+        assert client.get(_run_url(run)).status_code == 200
+        assert client.get(_run_url(run, "jsonl")).status_code == 200
+
+
+def test_outsiders_get_404_and_a_run_under_another_project_path_is_404(
+    client, run, outsider
+):
+    client.force_login(outsider)
+    assert client.get(_run_url(run)).status_code == 404
+    assert client.get(_run_url(run, "jsonl")).status_code == 404
+    other_project = outsider.memberships.get().project_id
+    url = reverse(
+        "exports:run_csv", kwargs={"project_id": other_project, "run_id": run.pk}
+    )
+    assert client.get(url).status_code == 404
+
+
+def test_anonymous_users_are_sent_to_login(client, run):
+    response = client.get(_run_url(run))
+    assert response.status_code == 302
+    assert "/login/" in response["Location"]
+
+
+def test_exports_never_contain_the_judge_api_key(client, owner, run, monkeypatch):
+    monkeypatch.setenv("EVALSITE_TEST_JUDGE_KEY", "sk-env-ALSOSECRET-42")
+    make_judge(run.project, name="env", api_key_env="EVALSITE_TEST_JUDGE_KEY")
+    login(client, owner)
+    for fmt in ("csv", "jsonl"):
+        body = _body(client.get(_run_url(run, fmt)))
+        assert SECRET.encode() not in body
+        assert b"sk-env-ALSOSECRET-42" not in body
+
+
+def test_query_count_does_not_grow_with_rows(
+    client, owner, project, django_assert_max_num_queries
+):
+    small = make_run(
+        project,
+        make_dataset(project, [{"input": f"q{i}"} for i in range(2)], name="s"),
+        [make_scorer(project)],
+    )
+    big = make_run(
+        project,
+        make_dataset(project, [{"input": f"q{i}"} for i in range(60)], name="b"),
+        [make_scorer(project)],
+    )
+    for result in big.results.all()[:30]:
+        Override.objects.create(result=result, kind="score", new_value=0.1, note="n")
+    login(client, owner)
+    with django_assert_max_num_queries(12) as small_ctx:
+        _body(client.get(_run_url(small)))
+    with django_assert_max_num_queries(len(small_ctx.captured_queries)):
+        rows = _csv_rows(client.get(_run_url(big)))
+    assert len(rows) == 60
+
+
+# ------------------------------------------------------------------ API
+
+
+def _bearer(user) -> dict[str, str]:
+    _, raw = api_token_create(user=user)
+    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
+
+
+def test_api_exports_csv_and_jsonl_with_a_bearer_token(client, viewer, run):
+    headers = _bearer(viewer)
+    response = client.get(f"/api/runs/{run.pk}/export.csv?excel=1", **headers)
+    assert response.status_code == 200
+    body = _body(response)
+    assert body.startswith(b"\xef\xbb\xbf")
+    assert len(list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))) == 4
+
+    response = client.get(f"/api/runs/{run.pk}/export.jsonl?final=pass", **headers)
+    assert response.status_code == 200
+    assert len(_body(response).splitlines()) == 4
+
+
+def test_api_export_filters_and_errors(client, owner, outsider, run):
+    headers = _bearer(owner)
+    scorer = run.run_scorers.get(kind="faithfulness")
+    response = client.get(
+        f"/api/runs/{run.pk}/export.jsonl?scorer={scorer.pk}", **headers
+    )
+    assert {json.loads(line)["scorer"] for line in _body(response).splitlines()} == {
+        "Faithfulness"
+    }
+
+    bad = client.get(f"/api/runs/{run.pk}/export.csv?scorer=999999", **headers)
+    assert bad.status_code == 422
+    assert bad.json()["errors"][0]["field"] == "scorer"
+
+    missing = client.get("/api/runs/999999/export.csv", **headers)
+    assert missing.status_code == 404
+    assert missing.json() == {"detail": "Not found.", "errors": []}
+
+    hidden = client.get(f"/api/runs/{run.pk}/export.csv", **_bearer(outsider))
+    assert hidden.status_code == 404
+
+    assert client.get(f"/api/runs/{run.pk}/export.csv").status_code == 401
+
+
+# ------------------------------------------------------------------ datasets
+
+
+def test_dataset_export_round_trips_items(client, viewer, project):
+    dataset = make_dataset(project)
+    login(client, viewer)
+    url = reverse(
+        "exports:dataset_csv",
+        kwargs={"project_id": project.pk, "dataset_id": dataset.pk},
+    )
+    rows = _csv_rows(client.get(url))
+    assert list(rows[0]) == [
+        "item_id",
+        "index",
+        "input",
+        "output",
+        "context",
+        "reference",
+        "topic",
+        "difficulty",
+    ]
+    assert [r["input"] for r in rows] == [
+        "What is the capital of France?",
+        "Who wrote Hamlet?",
+    ]
+    url = reverse(
+        "exports:dataset_jsonl",
+        kwargs={"project_id": project.pk, "dataset_id": dataset.pk},
+    )
+    records = [json.loads(line) for line in _body(client.get(url)).splitlines()]
+    assert records[1]["metadata"] == {"topic": "lit"}
+    api = client.get(f"/api/datasets/{dataset.pk}/export.jsonl", **_bearer(viewer))
+    assert api.status_code == 200
+
+
+def test_dataset_export_is_404_for_outsiders(client, outsider, project):
+    dataset = make_dataset(project)
+    client.force_login(outsider)
+    url = reverse(
+        "exports:dataset_csv",
+        kwargs={"project_id": project.pk, "dataset_id": dataset.pk},
+    )
+    assert client.get(url).status_code == 404
+    assert (
+        client.get(
+            f"/api/datasets/{dataset.pk}/export.csv", **_bearer(outsider)
+        ).status_code
+        == 404
+    )
