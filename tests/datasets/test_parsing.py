@@ -1,0 +1,356 @@
+"""parsing.py is plain Python: no database here."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from evalsite.datasets import parsing
+from evalsite.datasets.parsing import (
+    Mapping,
+    ParsedRow,
+    ParseError,
+    Problem,
+    detect_format,
+    parse_rows,
+    preview_rows,
+    suggest_mapping,
+)
+
+DEFAULT = Mapping(input="input", output="output", context="context")
+
+
+def rows(
+    data: bytes, fmt: str, mapping: Mapping = DEFAULT
+) -> list[ParsedRow | Problem]:
+    return list(parse_rows(io.BytesIO(data), file_format=fmt, mapping=mapping))
+
+
+def test_csv_rows_map_fields_and_keep_other_columns_as_metadata():
+    mapping = Mapping(
+        input="input", output="output", context="context", reference="reference"
+    )
+    data = (
+        b"input,output,context,reference,topic\n"
+        b'"What is 2+2?",4,"[""two plus two is four""]",four,math\n'
+    )
+    [row] = rows(data, "csv", mapping)
+    assert row == ParsedRow(
+        index=0,
+        input="What is 2+2?",
+        output="4",
+        context=["two plus two is four"],
+        reference="four",
+        metadata={"topic": "math"},
+    )
+
+
+def test_csv_with_bom_reads_first_column_name_without_it():
+    data = "\ufeffinput,output\nq,a\n".encode()
+    columns: list[str] = []
+    [row] = list(
+        parse_rows(
+            io.BytesIO(data),
+            file_format="csv",
+            mapping=Mapping(input="input", output="output"),
+            columns=columns,
+        )
+    )
+    assert columns == ["input", "output"]
+    assert (row.input, row.output) == ("q", "a")
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t", "|", ","])
+def test_csv_delimiter_is_sniffed(delimiter):
+    lines = [
+        delimiter.join(["input", "output", "note"]),
+        delimiter.join(
+            [
+                "Where is Paris?",
+                "France, Europe" if delimiter != "," else '"France, Europe"',
+                "x",
+            ]
+        ),
+        delimiter.join(["How far?", "3 km", "y"]),
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    parsed = rows(data, "csv", Mapping(input="input", output="output"))
+    assert [r.output for r in parsed] == ["France, Europe", "3 km"]
+    assert parsed[0].metadata == {"note": "x"}
+
+
+def test_csv_quoted_newlines_and_crlf_line_ends():
+    data = b'input,output\r\n"line one\r\nline two",answer\r\nq2,a2\r\n'
+    parsed = rows(data, "csv", Mapping(input="input", output="output"))
+    assert [r.input for r in parsed] == ["line one\r\nline two", "q2"]
+    assert [r.output for r in parsed] == ["answer", "a2"]
+
+
+def test_csv_allows_huge_fields():
+    big = "x" * 1_000_000
+    data = f"input,output\n{big},ok\n".encode()
+    [row] = rows(data, "csv", Mapping(input="input", output="output"))
+    assert len(row.input) == 1_000_000
+
+
+def test_csv_delimited_context_is_split_and_trimmed():
+    data = b'input,output,context\nq,a,"first chunk || second chunk ||  "\n'
+    mapping = Mapping(
+        input="input",
+        output="output",
+        context="context",
+        context_format="delimited",
+        context_delimiter="||",
+    )
+    [row] = rows(data, "csv", mapping)
+    assert row.context == ["first chunk", "second chunk"]
+
+
+def test_csv_blank_context_is_an_empty_list():
+    [row] = rows(b"input,output,context\nq,a,\n", "csv")
+    assert row.context == []
+
+
+def test_jsonl_context_may_already_be_a_list_and_metadata_object_is_merged():
+    lines = [
+        {
+            "input": "q",
+            "output": "a",
+            "context": ["c1", "c2"],
+            "metadata": {"topic": "sync"},
+            "extra": 1,
+        },
+    ]
+    data = "\n".join(json.dumps(x) for x in lines).encode()
+    [row] = rows(data, "jsonl")
+    assert row.context == ["c1", "c2"]
+    assert row.metadata == {"topic": "sync", "extra": 1}
+    assert row.reference == ""
+
+
+def test_jsonl_non_string_values_become_text():
+    data = b'{"input": 12, "output": {"a": 1}, "reference": null}\n'
+    [row] = rows(
+        data, "jsonl", Mapping(input="input", output="output", reference="reference")
+    )
+    assert (row.input, row.output, row.reference) == ("12", '{"a": 1}', "")
+
+
+def test_jsonl_malformed_line_names_its_line_number():
+    data = b'{"input": "q", "output": "a"}\n\n{"input": "q2", "output": \n{"input":"q3","output":"a3"}\n'
+    out = rows(data, "jsonl", Mapping(input="input", output="output"))
+    problems = [p for p in out if isinstance(p, Problem)]
+    assert len(problems) == 1
+    assert problems[0].line == 3
+    assert "Line 3 is not valid JSON" in problems[0].message
+    assert [r.input for r in out if isinstance(r, ParsedRow)] == ["q", "q3"]
+
+
+def test_json_array_is_streamed_element_by_element(monkeypatch):
+    monkeypatch.setattr(parsing, "CHUNK_BYTES", 7)  # elements straddle many reads
+    data = json.dumps(
+        [
+            {"input": f"q{i}", "output": f"a{i}", "context": ["é", "ü"], "score": 0.5}
+            for i in range(50)
+        ]
+    ).encode()
+    out = rows(data, "json")
+    assert [r.input for r in out] == [f"q{i}" for i in range(50)]
+    assert out[0].metadata == {"score": 0.5}
+    assert out[0].context == ["é", "ü"]
+
+
+def test_json_array_non_object_element_is_a_problem():
+    out = rows(
+        b'[{"input":"q","output":"a"}, 3, "x"]',
+        "json",
+        Mapping(input="input", output="output"),
+    )
+    problems = [p for p in out if isinstance(p, Problem)]
+    assert [(p.row, p.message) for p in problems] == [
+        (2, "Element 2 of the array is a JSON number, not an object."),
+        (3, "Element 3 of the array is a JSON string, not an object."),
+    ]
+
+
+def test_json_that_is_not_an_array_is_refused():
+    with pytest.raises(ParseError, match="must be one JSON array"):
+        rows(b'{"input": "q"}', "json")
+
+
+def test_json_syntax_error_stops_with_a_message():
+    with pytest.raises(ParseError, match="malformed after element 1"):
+        rows(
+            b'[{"input":"q","output":"a"}, {"input": }]',
+            "json",
+            Mapping(input="input", output="output"),
+        )
+
+
+def test_not_utf8_reports_the_byte_offset_and_line():
+    data = "input,output\nq,café\n".encode("latin-1")
+    with pytest.raises(ParseError) as exc:
+        rows(data, "csv", Mapping(input="input", output="output"))
+    assert "not UTF-8" in exc.value.message
+    assert "byte 0xe9 at byte 18 (line 2)" in exc.value.message
+
+
+def test_not_utf8_offset_is_exact_across_chunk_boundaries(monkeypatch):
+    monkeypatch.setattr(parsing, "CHUNK_BYTES", 5)
+    data = "input,output\nq,é\n".encode() + b"\nq2,\xff\n"
+    with pytest.raises(ParseError) as exc:
+        rows(data, "csv", Mapping(input="input", output="output"))
+    offset = data.index(b"\xff")
+    assert f"at byte {offset} (line 4)" in exc.value.message
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "json"])
+@pytest.mark.parametrize("data", [b"", b"\n\n  \n", b"\xef\xbb\xbf"])
+def test_empty_file_is_refused(fmt, data):
+    with pytest.raises(ParseError, match="empty"):
+        rows(data, fmt)
+
+
+def test_csv_header_only_is_refused():
+    with pytest.raises(ParseError, match="header but no rows"):
+        rows(b"input,output\n", "csv", Mapping(input="input", output="output"))
+
+
+def test_csv_missing_mapped_column_is_named():
+    with pytest.raises(ParseError) as exc:
+        rows(
+            b"question,answer\nq,a\n",
+            "csv",
+            Mapping(input="question", output="response"),
+        )
+    assert exc.value.message == "The CSV has no column 'response' (mapped to output)."
+    assert exc.value.problems[0].column == "response"
+
+
+def test_jsonl_mapped_column_in_no_row_is_named():
+    with pytest.raises(ParseError, match="no column 'refs'"):
+        rows(
+            b'{"input":"q","output":"a"}\n',
+            "jsonl",
+            Mapping(input="input", output="output", reference="refs"),
+        )
+
+
+def test_jsonl_row_without_input_is_a_problem():
+    out = rows(
+        b'{"input":"q","output":"a"}\n{"output":"b"}\n',
+        "jsonl",
+        Mapping(input="input", output="output"),
+    )
+    assert out[1] == Problem(
+        "The input column 'input' is missing from this row.",
+        row=2,
+        column="input",
+        line=2,
+    )
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ('"""not json"""', "Context is a JSON string, not a list of strings."),
+        ('"{""a"": 1}"', "Context is a JSON object, not a list of strings."),
+        ('"[1, 2]"', "Context element 1 is a JSON number, not a string."),
+        ("plain text", "Context is not valid JSON"),
+    ],
+)
+def test_json_context_must_be_a_list_of_strings(cell, message):
+    data = f"input,output,context\nq,a,[]\nq,a,{cell}\n".encode()
+    out = rows(data, "csv")
+    problem = out[1]
+    assert isinstance(problem, Problem)
+    assert (problem.row, problem.column) == (2, "context")
+    assert problem.message.startswith(message)
+    assert problem.field == "row 2, column context"
+
+
+def test_csv_row_with_too_many_fields_is_a_problem():
+    out = rows(
+        b"input,output\nq,a,extra\n", "csv", Mapping(input="input", output="output")
+    )
+    assert isinstance(out[0], Problem)
+    assert "3 fields but the header has 2" in out[0].message
+
+
+def test_csv_duplicate_header_is_refused():
+    with pytest.raises(ParseError, match="appears twice"):
+        rows(
+            b"input,input,output\n1,2,3\n",
+            "csv",
+            Mapping(input="input", output="output"),
+        )
+
+
+@pytest.mark.parametrize(
+    ("name", "head", "expected"),
+    [
+        ("a.csv", b"", "csv"),
+        ("a.TSV", b"", "csv"),
+        ("a.jsonl", b"", "jsonl"),
+        ("a.ndjson", b"", "jsonl"),
+        ("a.json", b"", "json"),
+        ("upload", b"  [{", "json"),
+        ("upload", b'{"a"', "jsonl"),
+        ("upload", b"a,b", "csv"),
+    ],
+)
+def test_detect_format(name, head, expected):
+    assert detect_format(name, None, head) == expected
+
+
+def test_detect_format_override_wins_and_is_validated():
+    assert detect_format("a.csv", "jsonl") == "jsonl"
+    with pytest.raises(ParseError, match="Unknown format"):
+        detect_format("a.csv", "xlsx")
+
+
+def test_suggest_mapping_uses_names_and_synonyms_and_guesses_context_format():
+    mapping = suggest_mapping(
+        ["Question", "answer", "contexts", "ground_truth", "id"],
+        [{"contexts": "a || b"}, {"contexts": "c || d"}],
+    )
+    assert mapping == {
+        "input": "Question",
+        "output": "answer",
+        "context": "contexts",
+        "reference": "ground_truth",
+        "context_format": "delimited",
+        "context_delimiter": "||",
+    }
+    assert (
+        suggest_mapping(["context"], [{"context": '["x"]'}])["context_format"] == "json"
+    )
+
+
+def test_preview_returns_first_ten_rows_and_columns():
+    data = "input,output\n" + "".join(f"q{i},a{i}\n" for i in range(30))
+    preview = preview_rows(io.BytesIO(data.encode()), file_format="csv")
+    assert preview.columns == ["input", "output"]
+    assert len(preview.rows) == 10
+    assert preview.rows[0] == {"input": "q0", "output": "a0"}
+    assert preview.mapping["input"] == "input"
+
+
+def test_mapping_from_dict_validates_keys_and_required_fields():
+    with pytest.raises(ParseError) as exc:
+        Mapping.from_dict({"input": "q", "colour": "x", "context_format": "xml"})
+    messages = [p.message for p in exc.value.problems]
+    assert any("Unknown mapping key 'colour'" in m for m in messages)
+    assert any("holds the output" in m for m in messages)
+    assert any("context_format" in m for m in messages)
+    mapping = Mapping.from_dict(
+        {
+            "input": "q",
+            "output": "a",
+            "context_format": "delimited",
+            "context_delimiter": "\\n",
+        }
+    )
+    assert mapping.context_delimiter == "\n"
