@@ -1,0 +1,280 @@
+"""Writes for review queues, assignments and comments (helper D2).
+
+Overrides, accepts and undo go through D1's services (evalsite.review.services);
+this module only decides *which* override a queue key means, and audits its own
+changes with `audit_record` in the same transaction.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from evalsite.accounts.models import Role
+from evalsite.core.exceptions import ApplicationError, ConflictError
+from evalsite.evals.models import Result, Run
+from evalsite.review import services as review_services
+from evalsite.review.models import Comment, Override
+from evalsite.review.models_queue import QueueEntry, ReviewQueue
+from evalsite.review.selectors_explorer import (
+    ResultFilters,
+    filters_to_json,
+    flip_fields,
+    results_filter,
+    stratified_sample_size,
+)
+
+# A queue is a unit of human work; past this many results people build a narrower
+# one (or a stratified sample). It also bounds the per-result audit events written.
+QUEUE_MAX = 5000
+COMMENT_MAX_LENGTH = 10_000
+
+
+def _default_name(source: str, run: Run, count: int) -> str:
+    label = dict(ReviewQueue.Source.choices).get(source, "Queue")
+    return f"{label} · {run} · {count} results"
+
+
+@transaction.atomic(durable=True)
+def queue_create(
+    *,
+    run: Run,
+    user: AbstractBaseUser,
+    filters: ResultFilters,
+    source: str = ReviewQueue.Source.FILTERS,
+    name: str = "",
+    blind: bool = False,
+    pass_share: float | None = None,
+    seed: int = 0,
+    assign_round_robin: bool = False,
+) -> ReviewQueue:
+    """Freeze the results matching `filters` into an ordered queue.
+
+    1. "disagreement" adds the disagreement filter; "stratified" keeps every ok result
+       the judge failed plus a seeded sample of `pass_share` (0–1] of those it passed,
+       shuffled with the same seed so the order does not give the stratum away.
+    2. Create the queue and its entries (positions 1..n), audit it.
+    3. Optionally assign the entries round-robin to the project's reviewers.
+    """
+    filters = dict(filters)  # type: ignore[assignment]
+    if source == ReviewQueue.Source.DISAGREEMENT:
+        filters["disagree"] = True
+    stratified: dict[str, Any] = {}
+    strata: dict[int, str] = {}
+    truncated = False
+    if source == ReviewQueue.Source.STRATIFIED:
+        if pass_share is None or not 0 < pass_share <= 1:
+            raise ApplicationError(
+                "The share of passing results must be between 0 and 100 %.",
+                field_errors={"pass_share": "Must be between 0 and 100 %."},
+            )
+        base: ResultFilters = {
+            **filters,  # type: ignore[typeddict-item]
+            "judge_passed": None,
+            "status": Result.Status.OK,
+            "sort": "item",
+        }
+        qs = results_filter(run=run, params=base, user=user)
+        fail_ids = list(qs.filter(judge_passed=False).values_list("id", flat=True))
+        pass_ids = list(qs.filter(judge_passed=True).values_list("id", flat=True))
+        rng = random.Random(seed)
+        if len(fail_ids) > QUEUE_MAX:
+            fail_ids = rng.sample(fail_ids, QUEUE_MAX)
+            truncated = True
+        k = stratified_sample_size(population=len(pass_ids), share=pass_share)
+        sampled_pass = rng.sample(pass_ids, k)
+        ids = fail_ids + sampled_pass
+        strata = dict.fromkeys(fail_ids, QueueEntry.Stratum.FAIL)
+        strata.update(dict.fromkeys(sampled_pass, QueueEntry.Stratum.PASS))
+        rng.shuffle(ids)
+        population = {
+            "fail": qs.filter(judge_passed=False).count(),
+            "pass": len(pass_ids),
+        }
+        stratified = {
+            "pass_share": pass_share,
+            "seed": seed,
+            "population": population,
+            "sampled": {"fail": len(fail_ids), "pass": len(sampled_pass)},
+        }
+        filters = base
+    else:
+        ids = list(
+            results_filter(run=run, params=filters, user=user).values_list(
+                "id", flat=True
+            )[: QUEUE_MAX + 1]
+        )
+        truncated = len(ids) > QUEUE_MAX
+        ids = ids[:QUEUE_MAX]
+    if not ids:
+        raise ApplicationError("No results match these filters: nothing to review.")
+    queue = ReviewQueue.objects.create(
+        project=run.project,
+        run=run,
+        name=name.strip() or _default_name(source, run, len(ids)),
+        source=source,
+        filters=filters_to_json(filters),
+        blind=blind,
+        stratified=stratified,
+        size=len(ids),
+        truncated=truncated,
+        created_by=user,
+    )
+    QueueEntry.objects.bulk_create(
+        QueueEntry(
+            queue=queue, result_id=rid, position=pos, stratum=strata.get(rid, "")
+        )
+        for pos, rid in enumerate(ids, 1)
+    )
+    review_services.audit_record(
+        project=run.project,
+        actor=user,
+        action="queue.create",
+        summary=f"created queue “{queue.name}” ({len(ids)} results)",
+        after={
+            "queue_id": queue.pk,
+            "source": source,
+            "filters": queue.filters,
+            "blind": blind,
+            "stratified": stratified or None,
+            "size": len(ids),
+        },
+        run=run,
+    )
+    if assign_round_robin:
+        _assign_round_robin(queue=queue, user=user)
+    return queue
+
+
+def project_reviewers(*, project_id: int) -> list[AbstractBaseUser]:
+    """Who gets round-robin work: members with the reviewer role, else every owner."""
+    user_model = get_user_model()
+    for roles in ([Role.REVIEWER], [Role.OWNER]):
+        users = list(
+            user_model.objects.filter(
+                memberships__project_id=project_id, memberships__role__in=roles
+            ).order_by("username", "id")
+        )
+        if users:
+            return users
+    return []
+
+
+def _assign_round_robin(
+    *, queue: ReviewQueue, user: AbstractBaseUser
+) -> dict[str, int]:
+    reviewers = project_reviewers(project_id=queue.project_id)
+    if not reviewers:
+        raise ApplicationError("This project has no reviewers to assign to.")
+    entries = list(
+        QueueEntry.objects.filter(queue=queue)
+        .order_by("position")
+        .values_list("result_id", "result__assignee_id", "result__assignee__username")
+    )
+    counts: dict[str, int] = {}
+    now = timezone.now()
+    for offset, reviewer in enumerate(reviewers):
+        share = entries[offset :: len(reviewers)]
+        if not share:
+            continue
+        # Row-level versions guard concurrent review edits; assignment is one UPDATE
+        # per reviewer, and it bumps the version so a stale form cannot undo it.
+        Result.objects.filter(pk__in=[rid for rid, _, _ in share]).update(
+            assignee=reviewer, updated_at=now, version=F("version") + 1
+        )
+        for rid, before_id, before_name in share:
+            if before_id == reviewer.pk:
+                continue
+            review_services.audit_record(
+                project=queue.project,
+                actor=user,
+                action="result.assign",
+                summary=f"assigned to {reviewer.get_username()} (queue “{queue.name}”)",
+                before={"assignee": before_name},
+                after={"assignee": reviewer.get_username(), "queue_id": queue.pk},
+                run=queue.run,
+                result=Result(pk=rid, run_id=queue.run_id),
+            )
+        counts[reviewer.get_username()] = len(share)
+    return counts
+
+
+@transaction.atomic(durable=True)
+def queue_assign_round_robin(
+    *, queue: ReviewQueue, user: AbstractBaseUser
+) -> dict[str, int]:
+    """Assign every entry of the queue to the project's reviewers in turn (audited)."""
+    return _assign_round_robin(queue=queue, user=user)
+
+
+# ---------------------------------------------------------------- queue keys
+
+
+def result_flip_field(
+    *, result: Result, user: AbstractBaseUser, number: int, note: str = ""
+) -> Override:
+    """Key 1–9: flip the `number`th overridable field of the result's final analysis."""
+    fields = flip_fields(
+        kind=result.run_scorer.kind, analysis=result.final_analysis or result.analysis
+    )
+    if not 1 <= number <= len(fields):
+        raise ApplicationError(
+            f"There is no verdict {number} to flip (this result has {len(fields)}).",
+            field_errors={"n": f"Must be between 1 and {len(fields)}."},
+        )
+    field = fields[number - 1]
+    return review_services.override_create(
+        result=result,
+        user=user,
+        kind=Override.Kind.VERDICT,
+        value=field.new_value,
+        path=field.path,
+        note=note,
+    )
+
+
+def result_undo_last(*, result: Result, user: AbstractBaseUser) -> Result:
+    """Key u: revert the newest active override on the result (the user's own first)."""
+    active = Override.objects.filter(result=result, reverted_at__isnull=True)
+    override = (
+        active.filter(user=user).order_by("-created_at", "-id").first()
+        or active.order_by("-created_at", "-id").first()
+    )
+    if override is None:
+        raise ConflictError("Nothing to undo: this result has no active override.")
+    return review_services.override_revert(override=override, user=user)
+
+
+# ---------------------------------------------------------------- comments
+
+
+@transaction.atomic(durable=True)
+def comment_create(*, result: Result, user: AbstractBaseUser, body: str) -> Comment:
+    body = (body or "").strip()
+    if not body:
+        raise ApplicationError(
+            "A comment cannot be empty.", field_errors={"body": "Write something."}
+        )
+    if len(body) > COMMENT_MAX_LENGTH:
+        raise ApplicationError(
+            f"A comment is at most {COMMENT_MAX_LENGTH} characters.",
+            field_errors={"body": f"At most {COMMENT_MAX_LENGTH} characters."},
+        )
+    comment = Comment.objects.create(result=result, user=user, body=body)
+    run = result.run
+    review_services.audit_record(
+        project=run.project,
+        actor=user,
+        action="comment.create",
+        summary=f"commented: {body[:80]}{'…' if len(body) > 80 else ''}",
+        after={"comment_id": comment.pk, "body": body},
+        run=run,
+        result=result,
+    )
+    return comment

@@ -1,0 +1,249 @@
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from evalsite.evals.models import Result
+from evalsite.review.forms_queue import ExplorerFilterForm
+from evalsite.review.selectors_explorer import results_filter
+from tests.conftest import login
+from tests.review.builders import make_run
+
+pytestmark = pytest.mark.django_db
+
+
+def _faith(verdicts: list[str]) -> dict:
+    return {
+        "claims": [f"c{i}" for i in range(len(verdicts))],
+        "verdicts": [
+            {"claim": f"c{i}", "verdict": v, "reason": "r"}
+            for i, v in enumerate(verdicts)
+        ],
+    }
+
+
+@pytest.fixture
+def run(project):
+    # Five items: scores 1.0, 0.67, 0.33, 0.0, 0.5 → pass, pass, fail, fail, pass (threshold 0.5).
+    analyses = [
+        _faith(["yes"]),
+        _faith(["yes", "yes", "no"]),
+        _faith(["yes", "no", "no"]),
+        _faith(["no"]),
+        _faith(["yes", "no"]),
+    ]
+    run = make_run(
+        project,
+        kinds=("faithfulness", "hallucination"),
+        n_items=5,
+        analyses={"faithfulness": analyses},
+    )
+    item = run.dataset.items.get(index=4)
+    item.output = "The Eiffel Tower is in Berlin."
+    item.save()
+    return run
+
+
+def _url(run, **params):
+    from urllib.parse import urlencode
+
+    base = reverse("review:explorer", args=[run.project_id, run.pk])
+    return f"{base}?{urlencode(params)}" if params else base
+
+
+def _row_ids(response):
+    return [r["result"].pk for r in response.context["rows"]]
+
+
+def test_explorer_lists_item_by_scorer_rows(client, reviewer, run):
+    login(client, reviewer)
+    response = client.get(_url(run))
+    assert response.status_code == 200
+    assert response.context["page_obj"].paginator.count == 10
+    body = response.content.decode()
+    assert 'id="results-table"' in body
+    assert "Faithfulness" in body and "Hallucination" in body
+    # Default order: item index, then scorer position.
+    rows = [r["result"] for r in response.context["rows"]]
+    assert [(r.item.index, r.run_scorer.position) for r in rows[:3]] == [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+    ]
+
+
+def test_explorer_filters_by_scorer_and_final_verdict(client, reviewer, run):
+    login(client, reviewer)
+    faith = run.run_scorers.get(kind="faithfulness")
+    response = client.get(_url(run, scorer=faith.pk, final="fail"))
+    rows = [r["result"] for r in response.context["rows"]]
+    assert sorted(r.item.index for r in rows) == [2, 3]
+    assert all(r.run_scorer_id == faith.pk for r in rows)
+
+
+def test_explorer_filters_score_range_on_final_score(client, reviewer, run):
+    login(client, reviewer)
+    faith = run.run_scorers.get(kind="faithfulness")
+    Result.objects.filter(run_scorer=faith, item__index=0).update(final_score=0.4)
+    response = client.get(_url(run, scorer=faith.pk, min_score="0.35", max_score="0.6"))
+    rows = [r["result"] for r in response.context["rows"]]
+    assert sorted(r.item.index for r in rows) == [0, 4]
+
+
+def test_explorer_text_search_matches_input_or_output(client, reviewer, run):
+    login(client, reviewer)
+    response = client.get(_url(run, q="eiffel"))
+    rows = [r["result"] for r in response.context["rows"]]
+    assert {r.item.index for r in rows} == {4}
+    assert len(rows) == 2  # both scorers of that item
+
+
+def test_explorer_filters_reviewed_overridden_status_and_mine(client, reviewer, run):
+    login(client, reviewer)
+    first, second, third = Result.objects.filter(run=run).order_by("id")[:3]
+    Result.objects.filter(pk=first.pk).update(reviewed=True)
+    Result.objects.filter(pk=second.pk).update(overridden=True, assignee=reviewer)
+    Result.objects.filter(pk=third.pk).update(
+        status=Result.Status.ERROR, final_score=None
+    )
+    assert _row_ids(client.get(_url(run, reviewed="yes"))) == [first.pk]
+    assert _row_ids(client.get(_url(run, overridden="yes"))) == [second.pk]
+    assert _row_ids(client.get(_url(run, status="error"))) == [third.pk]
+    assert _row_ids(client.get(_url(run, mine="on"))) == [second.pk]
+    assert len(_row_ids(client.get(_url(run, reviewed="no")))) == 9
+
+
+def test_explorer_judge_filter_and_disagreement(client, reviewer, run):
+    login(client, reviewer)
+    faith = run.run_scorers.get(kind="faithfulness")
+    flipped = Result.objects.get(run_scorer=faith, item__index=0)
+    Result.objects.filter(pk=flipped.pk).update(final_passed=False)
+    judge_fail = _row_ids(client.get(_url(run, scorer=faith.pk, judge="fail")))
+    assert len(judge_fail) == 2 and flipped.pk not in judge_fail
+    assert _row_ids(client.get(_url(run, disagree="on"))) == [flipped.pk]
+
+
+@pytest.mark.parametrize(
+    "sort", ["score", "-score", "final", "-final", "-item", "updated"]
+)
+def test_explorer_sorts(client, reviewer, run, sort):
+    login(client, reviewer)
+    faith = run.run_scorers.get(kind="faithfulness")
+    rows = [
+        r["result"]
+        for r in client.get(_url(run, scorer=faith.pk, sort=sort)).context["rows"]
+    ]
+    field = {
+        "score": "judge_score",
+        "final": "final_score",
+        "item": None,
+        "updated": "updated_at",
+    }[sort.lstrip("-")]
+    values = [r.item.index if field is None else getattr(r, field) for r in rows]
+    assert values == sorted(values, reverse=sort.startswith("-"))
+
+
+def test_explorer_page_two_of_many(client, reviewer, project):
+    big = make_run(project, n_items=30, kinds=("faithfulness", "hallucination"))
+    login(client, reviewer)
+    response = client.get(_url(big, per_page=25, page=2))
+    assert response.context["page_obj"].number == 2
+    assert len(response.context["rows"]) == 25
+    assert "page=3" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"min_score": "abc"},
+        {"judge": "maybe"},
+        {"sort": "drop table"},
+        {"min_score": "0.9", "max_score": "0.1"},
+        {"scorer": "999999"},
+        {"per_page": "7"},
+        {"page": "0"},
+        {"q": "x" * 201},
+    ],
+)
+def test_explorer_rejects_invalid_filters_with_400(client, reviewer, run, params):
+    login(client, reviewer)
+    response = client.get(_url(run, **params))
+    assert response.status_code == 400
+    assert 'id="filter-errors"' in response.content.decode()
+
+
+def test_explorer_htmx_returns_only_the_partial(client, reviewer, run):
+    login(client, reviewer)
+    response = client.get(_url(run, final="fail"), headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.lstrip().startswith('<div id="explorer">')
+    assert "<html" not in body
+
+
+def test_explorer_links_are_htmx_with_href_and_push_url(client, reviewer, project):
+    big = make_run(project, n_items=30)
+    login(client, reviewer)
+    body = client.get(_url(big, per_page=25)).content.decode()
+    assert 'id="next-page"' in body
+    assert 'hx-push-url="true"' in body
+    # Every hx-get has a plain href too (works without JS).
+    assert body.count("hx-get=") <= body.count("href=")
+
+
+def test_explorer_requires_get(client, reviewer, run):
+    login(client, reviewer)
+    assert client.post(_url(run)).status_code == 405
+
+
+def test_explorer_outsider_gets_404(client, outsider, run):
+    login(client, outsider)
+    assert client.get(_url(run)).status_code == 404
+
+
+def test_explorer_run_from_another_project_url_is_404(client, reviewer, outsider, run):
+    other_project = outsider.memberships.get().project
+    login(client, reviewer)
+    url = reverse("review:explorer", args=[other_project.pk, run.pk])
+    assert client.get(url).status_code == 404
+
+
+def test_explorer_viewer_sees_rows_but_no_queue_controls(client, viewer, reviewer, run):
+    login(client, viewer)
+    body = client.get(_url(run)).content.decode()
+    assert 'id="results-table"' in body
+    assert 'id="queue-create-form"' not in body
+    login(client, reviewer)
+    assert 'id="queue-create-form"' in client.get(_url(run)).content.decode()
+
+
+def test_explorer_escapes_item_text(client, reviewer, run):
+    item = run.dataset.items.get(index=0)
+    item.output = "<script>alert(1)</script>"
+    item.save()
+    login(client, reviewer)
+    body = client.get(_url(run)).content.decode()
+    assert "<script>alert(1)</script>" not in body
+    assert "&lt;script&gt;" in body
+
+
+def test_explorer_query_count_does_not_grow_with_rows(
+    client, reviewer, project, django_assert_max_num_queries
+):
+    big = make_run(project, n_items=40, kinds=("faithfulness", "hallucination"))
+    Result.objects.filter(run=big).update(assignee=reviewer)
+    login(client, reviewer)
+    with django_assert_max_num_queries(12):
+        response = client.get(_url(big, per_page=50))
+    assert len(response.context["rows"]) == 50
+
+
+def test_results_filter_is_shared_by_form_and_api_shapes(reviewer, run):
+    form = ExplorerFilterForm(
+        {"final": "fail", "reviewed": "no"}, run_scorers=list(run.run_scorers.all())
+    )
+    assert form.is_valid(), form.errors
+    qs = results_filter(run=run, params=form.to_filters(), user=reviewer)
+    assert set(qs.values_list("final_passed", "reviewed").distinct()) == {
+        (False, False)
+    }
