@@ -11,6 +11,7 @@ judge) can tell the steps apart.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -468,9 +469,11 @@ class Step:
         return strict_schema(self.reply_model)
 
 
+@functools.cache
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema in the form OpenAI's strict structured outputs accept:
-    every object closed (additionalProperties false) with all its properties required."""
+    every object closed (additionalProperties false) with all its properties required.
+    Cached: treat the returned dict as read-only."""
     schema = model.model_json_schema()
 
     def fix(node: Any) -> Any:
