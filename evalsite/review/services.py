@@ -40,6 +40,13 @@ from scoring import (
 
 RESCORE_CHUNK = 2000
 
+# Options that only change how a stored analysis is scored: what-if can change them.
+# The others (rubric prompts, ignore_case, reference_tone…) change the analysis itself
+# and need a new run.
+RESCORABLE_OPTIONS = frozenset(
+    {"scale", "threshold", "penalties", "uncertainty_weight", "category_scores"}
+)
+
 # --------------------------------------------------------------------------- audit
 
 
@@ -683,6 +690,17 @@ def run_rescore(
         ) from exc
     except ScoringError as exc:
         raise ApplicationError(str(exc), field_errors={"options": str(exc)}) from exc
+
+    try:
+        current = validate_options(run_scorer.kind, run_scorer.options or {})
+    except ScoringError:
+        current = validated
+    for key in validated:
+        if key not in RESCORABLE_OPTIONS and validated[key] != current.get(key):
+            raise ApplicationError(
+                f"Changing {key} changes the analysis itself: start a new run instead.",
+                field_errors={f"options.{key}": "needs a new run, not a rescore"},
+            )
 
     before = run_aggregates(run_id=run.pk, run_scorer_id=run_scorer.pk)[0]
     qs = Result.objects.filter(run_id=run.pk, run_scorer_id=run_scorer.pk)

@@ -1,0 +1,252 @@
+"""API schemas of the item, override, rescore and compare endpoints (helper D1)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field, model_validator
+
+
+class OverrideIn(Schema):
+    """{kind: "verdict", path: "verdicts.2.verdict", value, note} |
+    {kind: "score", value, note} | {kind: "pass", value, note}.
+
+    expected_version (optional): the result's `version` the client saw; a stale one
+    gets 409 instead of applying.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["verdict", "score", "pass"]
+    path: str = Field(default="", max_length=200)
+    value: bool | int | float | str
+    note: str = Field(default="", max_length=2000)
+    expected_version: int | None = Field(default=None, ge=0)
+
+
+class OverrideRevertIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    expected_version: int | None = Field(default=None, ge=0)
+
+
+class OverrideOut(Schema):
+    id: int
+    result_id: int
+    kind: str
+    path: str
+    old_value: Any = None
+    new_value: Any = None
+    note: str
+    user: str | None
+    created_at: datetime
+    active: bool
+    reverted_at: datetime | None = None
+    reverted_by: str | None = None
+
+
+class JudgeCallOut(Schema):
+    id: int
+    step: str
+    messages: list[dict[str, Any]]
+    raw_response: str
+    response_format: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    attempts: int
+    cache_hit: bool
+    error: str
+
+
+class ItemOut(Schema):
+    id: int
+    index: int
+    input: str
+    output: str
+    context: list[Any]
+    reference: str | None
+    metadata: dict[str, Any]
+
+
+class ResultFinalOut(Schema):
+    """The review state of a result after a change."""
+
+    id: int
+    version: int
+    status: str
+    final_analysis: dict[str, Any] | None = None
+    final_score: float | None = None
+    final_passed: bool | None = None
+    score_overridden: bool
+    pass_overridden: bool
+    overridden: bool
+    reviewed: bool
+    human_passed: bool | None = None
+
+
+class ResultOut(ResultFinalOut):
+    run_id: int
+    item: ItemOut
+    scorer_id: int = Field(description="The run scorer's id.")
+    scorer_config_id: int | None = None
+    scorer_name: str
+    kind: str
+    error: str
+    analysis: dict[str, Any] | None = None
+    judge_score: float | None = None
+    judge_passed: bool | None = None
+    reason: str
+    reviewed_by: str | None = None
+    reviewed_at: datetime | None = None
+    overrides: list[OverrideOut]
+    calls: list[JudgeCallOut]
+
+
+class AgreementOut(Schema):
+    n: int
+    accuracy: float | None = None
+    kappa: float | None = None
+    matrix: dict[str, int]
+
+
+class HistogramOut(Schema):
+    edges: list[float]
+    judge: list[int]
+    final: list[int]
+
+
+class ErrorReasonOut(Schema):
+    message: str
+    count: int
+
+
+class AggregateOut(Schema):
+    scorer_id: int = Field(description="The run scorer's id.")
+    run_scorer_id: int
+    scorer_config_id: int | None = None
+    name: str
+    kind: str
+    label: str
+    direction: str
+    scale: float
+    threshold: float | None = None
+    total: int
+    ok: int
+    errors: int
+    pending: int
+    cancelled: int
+    judge_mean: float | None = None
+    final_mean: float | None = None
+    human_mean: float | None = None
+    judge_pass_rate: float | None = None
+    final_pass_rate: float | None = None
+    human_pass_rate: float | None = None
+    reviewed_judge_pass_rate: float | None = None
+    reviewed: int
+    overridden: int
+    active_overrides: int
+    verdict_flips: int
+    verdict_total: int
+    verdict_flip_rate: float | None = None
+    agreement: AgreementOut
+    histogram: HistogramOut | None = None
+    error_reasons: list[ErrorReasonOut]
+    moved: str
+
+
+class OverrideCreatedOut(Schema):
+    override: OverrideOut
+    result: ResultFinalOut
+    aggregates: list[AggregateOut]
+
+
+class OverrideRevertedOut(Schema):
+    override: OverrideOut
+    result: ResultFinalOut
+    aggregates: list[AggregateOut]
+
+
+class RescoreIn(Schema):
+    """Options of one of the run's scorers; save=false (default) previews only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scorer_id: int | None = Field(
+        default=None, description="A run scorer id, or the ScorerConfig id it used."
+    )
+    run_scorer_id: int | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    save: bool = False
+
+    @model_validator(mode="after")
+    def _one_scorer(self) -> RescoreIn:
+        if self.scorer_id is None and self.run_scorer_id is None:
+            raise ValueError("give scorer_id or run_scorer_id")
+        return self
+
+
+class RescoreOut(Schema):
+    run_scorer_id: int
+    options: dict[str, Any]
+    before: AggregateOut
+    after: AggregateOut
+    changed_scores: int
+    changed_passes: int
+    saved: bool
+    scorer_config_id: int | None = None
+
+
+class ComparePairOut(Schema):
+    scorer_id: int = Field(description="Run A's run scorer id.")
+    b_scorer_id: int
+    name: str
+    kind: str
+    direction: str
+    n: int
+    both_ok: int
+    regressions: int
+    improvements: int
+    unchanged: int
+    pass_to_fail: int
+    fail_to_pass: int
+    missing: int
+    a_mean: float | None = None
+    b_mean: float | None = None
+    mean_delta: float | None = None
+    a_pass_rate: float | None = None
+    b_pass_rate: float | None = None
+
+
+class CompareRowOut(Schema):
+    item_id: int
+    item_index: int
+    a_result_id: int
+    b_result_id: int | None = None
+    a_status: str
+    b_status: str | None = None
+    a_score: float | None = None
+    b_score: float | None = None
+    delta: float | None = None
+    a_passed: bool | None = None
+    b_passed: bool | None = None
+    regression: bool
+    pass_flip: Literal["pass_to_fail", "fail_to_pass", ""]
+
+
+class CompareOut(Schema):
+    run_a: int
+    run_b: int
+    pairs: list[ComparePairOut]
+    scorer_id: int | None = None
+    count: int
+    items: list[CompareRowOut]
+
+
+class CompareQueryIn(Schema):
+    scorer_id: int | None = None
+    only: Literal["", "regressions", "improvements", "flips", "changed"] = ""
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0)
