@@ -1,5 +1,101 @@
+"""Dataset endpoints: upload (multipart), list, detail, items.
+
+Exports (/api/datasets/{id}/export.csv|jsonl) live in evalsite.exports.api.
+"""
+
 from __future__ import annotations
 
-from ninja import Router
+import json
+from typing import Any
 
-router = Router()
+from django.http import HttpRequest
+from ninja import File, Form, Router, Status
+from ninja.files import UploadedFile
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from evalsite.accounts.selectors import project_get_for_user
+from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets import services
+from evalsite.datasets.models import Dataset
+from evalsite.datasets.schemas import DatasetOut, ErrorOut, ItemOut
+from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item_list
+
+router = Router(tags=["datasets"])
+
+_READ_ERRORS = {401: ErrorOut, 404: ErrorOut}
+_WRITE_ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut}
+
+
+def _parse_mapping(raw: str | None) -> dict[str, Any] | None:
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ApplicationError(
+            f"The mapping is not valid JSON: {exc.msg}.",
+            field_errors={"mapping": "Expected a JSON object."},
+        ) from None
+    if not isinstance(value, dict):
+        raise ApplicationError(
+            "The mapping must be a JSON object.",
+            field_errors={"mapping": 'Like {"input": "question", "output": "answer"}.'},
+        )
+    return value
+
+
+@router.post(
+    "/projects/{project_id}/datasets",
+    response={201: DatasetOut, **_WRITE_ERRORS},
+    summary="Upload a dataset (CSV, JSONL or JSON array)",
+    description=(
+        "Multipart form: `file`, `name`, optional `mapping` (a JSON object: input, output, "
+        'context, reference, context_format "json"|"delimited", context_delimiter; '
+        "defaults from columns named input/output/context/reference) and optional "
+        "`file_format` (csv|jsonl|json; default from the file name). Uploading under an "
+        "existing name makes a new version. A bad file imports nothing and answers 400 "
+        'with its first problems in `errors` (field like "row 3, column context").'
+    ),
+)
+def dataset_upload(
+    request: HttpRequest,
+    project_id: int,
+    file: File[UploadedFile],
+    name: Form[str],
+    mapping: Form[str | None] = None,
+    file_format: Form[str | None] = None,
+) -> Status:
+    project = project_get_for_user(user=request.user, pk=project_id, write=True)
+    dataset = services.dataset_create(
+        project=project,
+        user=request.user,
+        file=file,
+        name=name,
+        mapping=_parse_mapping(mapping),
+        file_format=file_format or None,
+    )
+    return Status(201, dataset)
+
+
+@router.get(
+    "/projects/{project_id}/datasets",
+    response={200: list[DatasetOut], **_READ_ERRORS},
+)
+@paginate(LimitOffsetPagination)
+def dataset_list_endpoint(request: HttpRequest, project_id: int) -> Any:
+    project = project_get_for_user(user=request.user, pk=project_id)
+    return dataset_list(project=project)
+
+
+@router.get("/datasets/{dataset_id}", response={200: DatasetOut, **_READ_ERRORS})
+def dataset_detail(request: HttpRequest, dataset_id: int) -> Dataset:
+    return dataset_get_for_user(user=request.user, pk=dataset_id)
+
+
+@router.get(
+    "/datasets/{dataset_id}/items", response={200: list[ItemOut], **_READ_ERRORS}
+)
+@paginate(LimitOffsetPagination)
+def dataset_items(request: HttpRequest, dataset_id: int) -> Any:
+    dataset = dataset_get_for_user(user=request.user, pk=dataset_id)
+    return item_list(dataset=dataset)

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from evalsite.datasets.parsing import escape_delimiter
+
+FORMAT_CHOICES = [
+    ("", "Detect from the file name"),
+    ("csv", "CSV (delimiter sniffed)"),
+    ("jsonl", "JSON Lines (one object per line)"),
+    ("json", "JSON array of objects"),
+]
+_NONE = [("", "— none —")]
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(help_text="CSV, JSON Lines or a JSON array, UTF-8.")
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Uploading again under the same name makes a new version. "
+        "Defaults to the file name.",
+    )
+    file_format = forms.ChoiceField(
+        choices=FORMAT_CHOICES, required=False, label="Format"
+    )
+
+
+class MappingForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    input = forms.ChoiceField(help_text="The question or prompt.")
+    output = forms.ChoiceField(help_text="The answer to judge.")
+    context = forms.ChoiceField(required=False, help_text="Retrieved chunks, if any.")
+    reference = forms.ChoiceField(required=False, help_text="The ideal answer, if any.")
+    context_format = forms.ChoiceField(
+        choices=[
+            ("json", "JSON array of strings"),
+            ("delimited", "Text split on a delimiter"),
+        ],
+        widget=forms.RadioSelect,
+        initial="json",
+    )
+    context_delimiter = forms.CharField(
+        required=False,
+        max_length=20,
+        strip=False,
+        initial="\\n",
+        help_text=r"Used with “Text split on a delimiter”. Type \n for a newline, \t for a tab.",
+    )
+
+    def __init__(self, *args: Any, columns: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [(c, c) for c in columns]
+        self.fields["input"].choices = choices
+        self.fields["output"].choices = choices
+        self.fields["context"].choices = _NONE + choices
+        self.fields["reference"].choices = _NONE + choices
+
+    @staticmethod
+    def initial_from(mapping: dict[str, Any], name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "input": mapping.get("input") or "",
+            "output": mapping.get("output") or "",
+            "context": mapping.get("context") or "",
+            "reference": mapping.get("reference") or "",
+            "context_format": mapping.get("context_format") or "json",
+            "context_delimiter": escape_delimiter(
+                mapping.get("context_delimiter") or "\n"
+            ),
+        }
+
+    def mapping(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "input": data["input"],
+            "output": data["output"],
+            "context": data["context"] or None,
+            "reference": data["reference"] or None,
+            "context_format": data["context_format"],
+            "context_delimiter": data["context_delimiter"] or "\\n",
+        }
+
+
+class PageForm(forms.Form):
+    page = forms.IntegerField(min_value=1, required=False)

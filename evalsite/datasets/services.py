@@ -1,0 +1,267 @@
+"""Dataset writes: preview an upload, create a dataset version from a file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files import File
+from django.db import transaction
+from django.db.models import Max
+
+from evalsite.accounts.models import Project
+from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets.models import Dataset, Item
+from evalsite.datasets.parsing import (
+    Mapping,
+    ParsedRow,
+    ParseError,
+    Preview,
+    Problem,
+    detect_format,
+    parse_rows,
+    preview_rows,
+)
+
+BATCH_SIZE = 2000
+MAX_PROBLEMS = 20
+
+
+class UploadFile(Protocol):
+    """What the services need from an upload: Django's UploadedFile or File both fit."""
+
+    name: str | None
+
+    def read(self, size: int = ..., /) -> bytes: ...
+    def seek(self, offset: int, whence: int = ..., /) -> int: ...
+
+
+class DatasetUploadError(ApplicationError):
+    """A bad upload. `problems` lists the first few (row, column, message); nothing was
+    imported. The API shows them as field errors named like "row 3, column context"."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        self.problems = list(problems or [Problem(message)])[:MAX_PROBLEMS]
+        field_errors: dict[str, str] = {}
+        for problem in self.problems:
+            key = problem.field
+            n = 2
+            while key in field_errors:
+                key = f"{problem.field} ({n})"
+                n += 1
+            field_errors[key] = problem.message
+        super().__init__(message, field_errors=field_errors)
+
+
+def _file_size(file: UploadFile) -> int | None:
+    size = getattr(file, "size", None)
+    return size if isinstance(size, int) else None
+
+
+def _check_size(file: UploadFile) -> None:
+    """Refuse oversized and empty files before reading a byte of them."""
+    size = _file_size(file)
+    limit = settings.DATASET_MAX_UPLOAD_BYTES
+    if size is not None and size > limit:
+        raise DatasetUploadError(
+            f"The file is {_human_bytes(size)}, over the upload limit of "
+            f"{_human_bytes(limit)}. Split it into smaller files.",
+            [
+                Problem(
+                    f"File too large ({_human_bytes(size)} > {_human_bytes(limit)})."
+                )
+            ],
+        )
+    if size == 0:
+        raise DatasetUploadError("The file is empty (0 bytes).")
+
+
+def dataset_check_upload(*, file: UploadFile) -> None:
+    """Raise DatasetUploadError for a file over the size limit or empty, unread."""
+    _check_size(file)
+
+
+def _human_bytes(n: int) -> str:
+    if n >= 1024 * 1024:
+        return f"{n / (1024 * 1024):.1f} MB"
+    if n >= 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n} bytes"
+
+
+def _binary(file: UploadFile) -> BinaryIO:
+    file.seek(0)
+    return file  # type: ignore[return-value]
+
+
+def _format_of(file: UploadFile, file_format: str | None) -> str:
+    binary = _binary(file)
+    head = binary.read(64)
+    try:
+        return detect_format(os.path.basename(file.name or ""), file_format, head)
+    except ParseError as exc:
+        raise DatasetUploadError(exc.message, exc.problems) from None
+
+
+def dataset_preview(*, file: UploadFile, file_format: str | None = None) -> Preview:
+    """The columns, first rows and a suggested mapping of an uploaded file."""
+    _check_size(file)
+    fmt = _format_of(file, file_format)
+    try:
+        return preview_rows(_binary(file), file_format=fmt)  # type: ignore[arg-type]
+    except ParseError as exc:
+        raise DatasetUploadError(exc.message, exc.problems) from None
+
+
+def _resolve_mapping(
+    file: UploadFile, fmt: str, mapping: dict[str, Any] | None
+) -> Mapping:
+    if mapping is None:
+        preview = dataset_preview(file=file, file_format=fmt)
+        mapping = preview.mapping
+        missing = [k for k in ("input", "output") if not mapping.get(k)]
+        if missing:
+            raise DatasetUploadError(
+                f"No column is named {' or '.join(missing)}, so the columns must be "
+                f"mapped. Columns found: {', '.join(preview.columns) or 'none'}.",
+                [
+                    Problem(f"Choose the column that holds the {k}.", column=k)
+                    for k in missing
+                ],
+            )
+    try:
+        return Mapping.from_dict(mapping)
+    except ParseError as exc:
+        raise DatasetUploadError(
+            f"The column mapping is invalid: {exc.message}", exc.problems
+        ) from None
+
+
+def _summary(problems: list[Problem]) -> str:
+    first = problems[0]
+    where = f"{first.field}: " if first.field != "file" else ""
+    if len(problems) == 1:
+        return f"Nothing was imported. {where}{first.message}"
+    count = f"{len(problems)}" if len(problems) < MAX_PROBLEMS else f"{MAX_PROBLEMS}+"
+    return (
+        f"Nothing was imported: {count} problems, the first at {where}{first.message}"
+    )
+
+
+def _item(dataset: Dataset, row: ParsedRow) -> Item:
+    return Item(
+        dataset=dataset,
+        index=row.index,
+        input=row.input,
+        output=row.output,
+        context=row.context,
+        reference=row.reference,
+        metadata=row.metadata,
+    )
+
+
+def dataset_create(
+    *,
+    project: Project,
+    user: AbstractBaseUser | None,
+    file: UploadFile,
+    name: str,
+    mapping: dict[str, Any] | None = None,
+    file_format: str | None = None,
+) -> Dataset:
+    """Import a file as a new version of the dataset `name` in one transaction.
+
+    1. Check the size (before parsing), the format and the mapping (defaults from the
+       column names when `mapping` is None).
+    2. Stream the rows, inserting them in batches of BATCH_SIZE.
+    3. On any problem keep scanning to list up to MAX_PROBLEMS of them, insert nothing
+       more, and raise DatasetUploadError: the transaction rolls back every batch.
+    """
+    name = (name or "").strip()
+    if not name:
+        raise ApplicationError(
+            "A dataset needs a name.", field_errors={"name": "Required."}
+        )
+    if len(name) > 200:
+        raise ApplicationError(
+            "The dataset name is too long.",
+            field_errors={"name": "At most 200 characters."},
+        )
+    _check_size(file)
+    fmt = _format_of(file, file_format)
+    resolved = _resolve_mapping(file, fmt, mapping)
+
+    with transaction.atomic():
+        # Serialise uploads per project so two uploads of one name get distinct versions.
+        Project.objects.select_for_update().filter(pk=project.pk).first()
+        latest = Dataset.objects.filter(project=project, name=name).aggregate(
+            v=Max("version")
+        )["v"]
+        columns: list[str] = []
+        dataset = Dataset.objects.create(
+            project=project,
+            name=name,
+            version=(latest or 0) + 1,
+            source_filename=os.path.basename(file.name or "")[:255],
+            file_format=fmt,
+            mapping=resolved.as_dict(),
+            created_by=user,
+        )
+        problems: list[Problem] = []
+        batch: list[Item] = []
+        count = 0
+        try:
+            for out in parse_rows(
+                _binary(file),
+                file_format=fmt,  # type: ignore[arg-type]
+                mapping=resolved,
+                columns=columns,
+            ):
+                if isinstance(out, Problem):
+                    problems.append(out)
+                    if len(problems) >= MAX_PROBLEMS:
+                        break
+                    continue
+                if problems:
+                    continue  # nothing more gets inserted; just look for more problems
+                batch.append(_item(dataset, out))
+                count += 1
+                if len(batch) >= BATCH_SIZE:
+                    Item.objects.bulk_create(batch)
+                    batch.clear()
+        except ParseError as exc:
+            all_problems = (problems + exc.problems)[:MAX_PROBLEMS]
+            message = exc.message if not problems else _summary(all_problems)
+            raise DatasetUploadError(message, all_problems) from None
+        if problems:
+            raise DatasetUploadError(_summary(problems), problems)
+        if count == 0:
+            raise DatasetUploadError("The file has no rows to import.")
+        if batch:
+            Item.objects.bulk_create(batch)
+        dataset.item_count = count
+        dataset.columns = columns
+        dataset.save(update_fields=["item_count", "columns"])
+    return dataset
+
+
+def dataset_create_from_path(
+    *,
+    project: Project,
+    user: AbstractBaseUser | None,
+    path: str | Path,
+    name: str,
+    mapping: dict[str, Any] | None = None,
+) -> Dataset:
+    """Import a file on disk (the demo loader, management commands)."""
+    with open(path, "rb") as fh:
+        return dataset_create(
+            project=project,
+            user=user,
+            file=File(fh, name=os.path.basename(str(path))),
+            name=name,
+            mapping=mapping,
+        )

@@ -1,0 +1,235 @@
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from django.contrib import messages
+from django.core.files import File
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.middleware import HtmxDetails
+
+from evalsite.accounts.models import Project
+from evalsite.accounts.selectors import project_get_for_user
+from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets import services, uploads
+from evalsite.datasets.forms import MappingForm, PageForm, UploadForm
+from evalsite.datasets.parsing import Preview, Problem
+from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item_list
+
+ITEMS_PER_PAGE = 25
+_SESSION_KEY = "dataset_uploads"
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def _list_context(project: Project, **extra: Any) -> dict[str, Any]:
+    return {
+        "project": project,
+        "datasets": dataset_list(project=project).select_related("created_by"),
+        "can_upload": project.membership.can_review,  # type: ignore[attr-defined]
+        **extra,
+    }
+
+
+@require_GET
+def dataset_list_view(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = project_get_for_user(user=request.user, pk=project_id)
+    return render(
+        request, "datasets/list.html", _list_context(project, form=UploadForm())
+    )
+
+
+def _problems_of(exc: ApplicationError) -> list[Problem]:
+    problems = getattr(exc, "problems", None)
+    if problems:
+        return list(problems)
+    return [Problem(msg, column=field) for field, msg in exc.field_errors.items()]
+
+
+@require_POST
+def dataset_upload(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Step 1: keep the file on disk, check it can be read, go to the mapping step."""
+    project = project_get_for_user(user=request.user, pk=project_id, write=True)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return render(
+            request, "datasets/list.html", _list_context(project, form=form), status=400
+        )
+    upload = form.cleaned_data["file"]
+    file_format = form.cleaned_data["file_format"] or None
+    try:
+        # Size first, so an oversized file is refused before it is copied anywhere.
+        services.dataset_check_upload(file=upload)
+        preview = services.dataset_preview(file=upload, file_format=file_format)
+    except ApplicationError as exc:
+        return render(
+            request,
+            "datasets/list.html",
+            _list_context(
+                project, form=form, error=exc.message, problems=_problems_of(exc)
+            ),
+            status=400,
+        )
+    token = uploads.upload_store(file=upload)
+    name = form.cleaned_data["name"] or os.path.splitext(upload.name or "dataset")[0]
+    pending = request.session.get(_SESSION_KEY, {})
+    pending[token] = {
+        "project_id": project.pk,
+        "user_id": request.user.pk,
+        "filename": os.path.basename(upload.name or ""),
+        "name": name[:200],
+        "file_format": preview.file_format,
+        "created": time.time(),
+    }
+    request.session[_SESSION_KEY] = pending
+    return redirect("datasets:map", project_id=project.pk, token=token)
+
+
+def _pending_upload(
+    request: HttpRequest, project: Project, token: str
+) -> tuple[dict[str, Any], File]:
+    """The stored upload for `token` if this user started it in this project, else 404."""
+    info = request.session.get(_SESSION_KEY, {}).get(token)
+    if (
+        not info
+        or info.get("project_id") != project.pk
+        or info.get("user_id") != request.user.pk
+        or time.time() - info.get("created", 0) > uploads.MAX_AGE_SECONDS
+    ):
+        raise Http404("This upload has expired; upload the file again.")
+    path = uploads.upload_path(token)
+    if path is None:
+        raise Http404("This upload has expired; upload the file again.")
+    return info, File(open(path, "rb"), name=info["filename"])  # noqa: SIM115
+
+
+def _forget_upload(request: HttpRequest, token: str) -> None:
+    uploads.upload_discard(token)
+    pending = request.session.get(_SESSION_KEY, {})
+    pending.pop(token, None)
+    request.session[_SESSION_KEY] = pending
+
+
+def _preview_table(preview: Preview) -> list[list[str]]:
+    return [[_cell(row.get(c)) for c in preview.columns] for row in preview.rows]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _form_ctx(form: MappingForm) -> dict[str, Any]:
+    return {
+        "form": form,
+        "mapping_fields": [
+            form[n] for n in ("input", "output", "context", "reference")
+        ],
+    }
+
+
+@require_http_methods(["GET", "POST"])
+def dataset_map(request: HttpRequest, project_id: int, token: str) -> HttpResponse:
+    """Step 2: show the first rows, map the columns, create the dataset."""
+    project = project_get_for_user(user=request.user, pk=project_id, write=True)
+    info, file = _pending_upload(request, project, token)
+    with file:
+        try:
+            preview = services.dataset_preview(
+                file=file, file_format=info["file_format"]
+            )
+        except ApplicationError as exc:
+            _forget_upload(request, token)
+            messages.error(request, exc.message)
+            return redirect("datasets:list", project_id=project.pk)
+        context: dict[str, Any] = {
+            "project": project,
+            "info": info,
+            "token": token,
+            "preview": preview,
+            "preview_table": _preview_table(preview),
+        }
+        if request.method == "GET":
+            form = MappingForm(
+                columns=preview.columns,
+                initial=MappingForm.initial_from(preview.mapping, info["name"]),
+            )
+            return render(request, "datasets/map.html", {**context, **_form_ctx(form)})
+        form = MappingForm(request.POST, columns=preview.columns)
+        if not form.is_valid():
+            return render(
+                request,
+                "datasets/map.html",
+                {**context, **_form_ctx(form)},
+                status=400,
+            )
+        try:
+            dataset = services.dataset_create(
+                project=project,
+                user=request.user,
+                file=file,
+                name=form.cleaned_data["name"],
+                mapping=form.mapping(),
+                file_format=info["file_format"],
+            )
+        except ApplicationError as exc:
+            return render(
+                request,
+                "datasets/map.html",
+                {
+                    **context,
+                    **_form_ctx(form),
+                    "error": exc.message,
+                    "problems": _problems_of(exc),
+                },
+                status=400,
+            )
+    _forget_upload(request, token)
+    messages.success(
+        request,
+        f"Imported {dataset.item_count} items as “{dataset.name}” v{dataset.version}.",
+    )
+    return redirect("datasets:detail", project_id=project.pk, dataset_id=dataset.pk)
+
+
+@require_GET
+def dataset_detail(
+    request: HtmxHttpRequest, project_id: int, dataset_id: int
+) -> HttpResponse:
+    dataset = dataset_get_for_user(
+        user=request.user, pk=dataset_id, project_id=project_id
+    )
+    page_form = PageForm(request.GET)
+    if not page_form.is_valid():
+        return HttpResponse("Invalid page number.", status=400)
+    paginator = Paginator(item_list(dataset=dataset), ITEMS_PER_PAGE)
+    # item_count is exact (datasets are immutable), so skip the COUNT(*) query.
+    paginator.count = dataset.item_count  # type: ignore[misc]
+    page = paginator.get_page(page_form.cleaned_data["page"] or 1)
+    template = "datasets/detail.html"
+    if request.htmx:
+        template += "#items"
+    return render(
+        request,
+        template,
+        {
+            "project": dataset.project,
+            "dataset": dataset,
+            "page": page,
+            "metadata_columns": [
+                c
+                for c in dataset.columns
+                if c not in set((dataset.mapping or {}).values())
+            ],
+        },
+    )
