@@ -18,7 +18,8 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.evals.models import Result, Run
 from evalsite.review.models import AuditEvent, Comment
 from evalsite.review.models_queue import QueueEntry, ReviewQueue
-from scoring import KINDS
+from evalsite.review.selectors import verdict_flip_target
+from scoring import KINDS, AnalysisError, get_path
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -111,15 +112,26 @@ def results_filter(*, run: Run, params: ResultFilters, user: User) -> QuerySet[R
 
 def filters_to_json(params: ResultFilters) -> dict[str, Any]:
     """Only the constraining keys, for storing on a queue and building query strings."""
-    return {k: v for k, v in params.items() if v not in (None, "", False)}
+    out = {}
+    for key, value in params.items():
+        # `is` checks: False and 0.0 are real constraints for verdicts and scores.
+        if value is None or value == "" or (key in _FLAGS and value is False):
+            continue
+        if key == "sort" and value == DEFAULT_SORT:
+            continue
+        out[key] = value
+    return out
 
 
-# ---------------------------------------------------------------- overridable fields
+_FLAGS = frozenset({"mine", "disagree"})
+
+
+# ---------------------------------------------------------------- flip keys
 
 
 @dataclass(frozen=True)
 class FlipField:
-    """One overridable field of an analysis, numbered for the 1–9 keys."""
+    """What key `number` (1–9) flips: D1's `verdict_flip_target`, with labels for a button."""
 
     number: int
     path: str
@@ -129,60 +141,36 @@ class FlipField:
     new_label: str
 
 
-def _flip_value(current: Any, allowed: list[Any]) -> Any:
-    """What "flip" means for a field.
-
-    Booleans and two-valued verdicts toggle; yes/no/unsure goes yes→no, no→yes and
-    unsure→yes (a reviewer flipping an unverifiable claim is confirming it); longer
-    scales (relevance levels, factuality categories) step to the next value.
-    """
-    if isinstance(current, bool):
-        return not current
-    if set(allowed) >= {"yes", "no"} and set(allowed) <= {"yes", "no", "unsure"}:
-        return "no" if current == "yes" else "yes"
-    if current in allowed:
-        return allowed[(allowed.index(current) + 1) % len(allowed)]
-    return allowed[0]
-
-
 def _label(labels: dict[str, str], value: Any) -> str:
     key = str(value).lower() if isinstance(value, bool) else str(value)
     return labels.get(key, str(value))
 
 
-def flip_fields(*, kind: str, analysis: dict[str, Any] | None) -> list[FlipField]:
-    """The analysis's overridable fields in reading order (by list index, then pattern)."""
+def flip_fields(
+    *, kind: str, analysis: dict[str, Any] | None, limit: int = 9
+) -> list[FlipField]:
+    """The flips keys 1..limit perform on `analysis` (numbered like the item page's rows)."""
     spec = KINDS.get(kind)
-    if spec is None or not analysis:
+    if spec is None or not analysis or not spec.overridable:
         return []
-    found: list[tuple[int, int, str, list[Any], dict[str, str]]] = []
-    for order, (pattern, allowed) in enumerate(spec.overridable.items()):
-        labels = spec.value_labels.get(pattern, {})
-        if "*" not in pattern:
-            found.append((-1, order, pattern, allowed, labels))
-            continue
-        list_key = pattern.split(".*", 1)[0]
-        node: Any = analysis
-        for part in list_key.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        for index in range(len(node) if isinstance(node, list) else 0):
-            found.append(
-                (index, order, pattern.replace("*", str(index), 1), allowed, labels)
-            )
-    found.sort(key=lambda row: (row[0], row[1]))
     fields = []
-    for number, (_, _, path, allowed, labels) in enumerate(found, 1):
-        node = analysis
-        for part in path.split("."):
-            node = node[int(part)] if isinstance(node, list) else node.get(part)
-        new_value = _flip_value(node, allowed)
+    for number in range(1, limit + 1):
+        try:
+            path, new_value = verdict_flip_target(
+                kind=kind, analysis=analysis, number=number
+            )
+            value = get_path(analysis, path)
+        except AnalysisError:
+            break
+        pattern = ".".join("*" if part.isdigit() else part for part in path.split("."))
+        labels = spec.value_labels.get(pattern, {})
         fields.append(
             FlipField(
                 number=number,
                 path=path,
-                value=node,
+                value=value,
                 new_value=new_value,
-                label=_label(labels, node),
+                label=_label(labels, value),
                 new_label=_label(labels, new_value),
             )
         )

@@ -219,9 +219,12 @@ def queue_assign_round_robin(
 def result_flip_field(
     *, result: Result, user: AbstractBaseUser, number: int, note: str = ""
 ) -> Override:
-    """Key 1–9: flip the `number`th overridable field of the result's final analysis."""
+    """Key 1–9: flip the `number`th verdict of the result's final analysis (the same
+    target D1's item page numbers: row `number`, first overridable field, next value)."""
     fields = flip_fields(
-        kind=result.run_scorer.kind, analysis=result.final_analysis or result.analysis
+        kind=result.run_scorer.kind,
+        analysis=result.final_analysis or result.analysis,
+        limit=max(number, 1),
     )
     if not 1 <= number <= len(fields):
         raise ApplicationError(

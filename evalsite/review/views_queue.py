@@ -31,6 +31,7 @@ from evalsite.review.forms_queue import (
 )
 from evalsite.review.models_queue import QueueEntry, ReviewQueue
 from evalsite.review.selectors import (
+    analysis_view,
     result_get_for_user,
     run_aggregates,
     run_get_for_user,
@@ -200,6 +201,7 @@ def _queue_card_context(
     answered = bool(result and (result.human_passed is not None or result.reviewed))
     hidden = blind and not answered
     fields = []
+    view = None
     kind_spec = None
     aggregates = []
     comments = []
@@ -208,12 +210,16 @@ def _queue_card_context(
         fields = flip_fields(
             kind=result.run_scorer.kind,
             analysis=result.final_analysis or result.analysis,
-        )[:9]
-        aggregates = [
-            agg
-            for agg in run_aggregates(run_id=queue.run_id)
-            if agg.run_scorer_id == result.run_scorer_id
-        ]
+        )
+        view = analysis_view(
+            kind=result.run_scorer.kind,
+            analysis=result.analysis,
+            final_analysis=result.final_analysis,
+            context=list(result.item.context or []),
+        )
+        aggregates = run_aggregates(
+            run_id=queue.run_id, run_scorer_id=result.run_scorer_id
+        )
         comments = list(comment_list(result=result))
     can_write = _can_write(queue.project)
     return {
@@ -231,6 +237,7 @@ def _queue_card_context(
         "blind": blind,
         "hidden": hidden,
         "flip_fields": fields,
+        "analysis": view,
         "kind_spec": kind_spec,
         "aggregates": aggregates,
         "estimate": queue_estimate(queue=queue),
