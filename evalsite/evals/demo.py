@@ -1,9 +1,125 @@
+"""The demo: B's dataset, six scorers on the offline judge and a finished run.
+
+`make run` loads it before any worker is up, so the run is executed here, in-process,
+against a private offline judge server on a free port (never through the broker).
+"""
+
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import IO, Any
+
+from django.db import connection
+from django.utils import timezone
+
+from evalsite.evals.models import Result, Run, ScorerConfig
+from evalsite.evals.services import (
+    judge_create_offline,
+    result_score,
+    run_finish_if_complete,
+    run_start,
+    scorer_create,
+)
+from scoring.offline_judge import start_server
+
+DEMO_DATA = (
+    Path(__file__).resolve().parent.parent
+    / "datasets"
+    / "demo_data"
+    / "support_rag.jsonl"
+)
+DEMO_DATASET_NAME = "Support bot RAG (demo)"
+DEMO_SCORERS: list[tuple[str, str, dict[str, Any]]] = [
+    ("Faithfulness", "faithfulness", {}),
+    ("Hallucination", "hallucination", {}),
+    ("Context relevance", "context_relevance", {}),
+    ("Factuality", "factuality", {}),
+    ("Answer relevancy", "answer_relevancy", {}),
+    ("Content similarity", "content_similarity", {}),
+]
+_THREADS = 4
+
+
+def _say(stdout: IO[str] | None, text: str) -> None:
+    if stdout is not None:
+        stdout.write(text)
 
 
 def demo_load(
     *, project: Any, user: Any, with_run: bool = True, stdout: IO[str] | None = None
 ) -> None:
-    """Load the demo dataset and a finished run into the demo project (issue 4 fills this in)."""
+    """Idempotent: creates only what the project lacks.
+
+    1. The offline judge connection (normally made with the project).
+    2. The demo dataset, when the project has no dataset.
+    3. The six demo scorers (matched by name).
+    4. With `with_run` and no finished run yet: a run of all six, judged to completion
+       here by a thread pool against a private offline judge.
+    """
+    from evalsite.datasets.services import dataset_create_from_path
+
+    judge = judge_create_offline(project)
+    dataset = project.datasets.order_by("created_at", "pk").first()
+    if dataset is None:
+        dataset = dataset_create_from_path(
+            project=project, user=user, path=DEMO_DATA, name=DEMO_DATASET_NAME
+        )
+        _say(stdout, f"demo dataset: {dataset.item_count} items")
+    scorers = []
+    for name, kind, options in DEMO_SCORERS:
+        scorer = ScorerConfig.objects.filter(
+            project=project, name=name, archived=False
+        ).first()
+        if scorer is None:
+            scorer = scorer_create(
+                project=project,
+                user=user,
+                name=name,
+                kind=kind,
+                judge=judge,
+                options=options,
+            )
+        scorers.append(scorer)
+    finished = Run.objects.filter(
+        project=project, status__in=(Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)
+    )
+    if not with_run or finished.exists():
+        return
+    started = time.monotonic()
+    run = run_start(
+        project=project,
+        user=user,
+        dataset=dataset,
+        scorers=scorers,
+        name="Demo run (offline heuristic judge)",
+        enqueue=False,
+    )
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, started_at=timezone.now()
+    )
+    ids = list(
+        Result.objects.filter(run=run).order_by("pk").values_list("pk", flat=True)
+    )
+    server = start_server(port=0)
+    try:
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            list(pool.map(lambda pk: _score(pk, server.base_url), ids))
+    finally:
+        server.stop()
+    run_finish_if_complete(run_id=run.pk)
+    run.refresh_from_db()
+    _say(
+        stdout,
+        f"demo run #{run.pk}: {run.get_status_display()}, {len(ids)} results "
+        f"in {time.monotonic() - started:.1f} s",
+    )
+
+
+def _score(result_id: int, base_url: str) -> str:
+    try:
+        return result_score(result_id=result_id, base_url=base_url)
+    finally:
+        # Pool threads each opened their own connection; do not leak them.
+        connection.close()

@@ -129,6 +129,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The watchdog that re-queues work lost with a killed worker ticks at most once per
+    # interval per run, however many copies of it are scheduled.
+    monitor_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -193,6 +196,11 @@ class Result(models.Model):
     )
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    # A worker claims a pending result before judging it (conditional UPDATE) and keeps
+    # the lease fresh while it works; a lease older than EVALS_RESULT_LEASE_SECONDS
+    # belongs to a dead worker and may be taken over.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=120, blank=True)
 
     analysis = models.JSONField(
         null=True, blank=True, help_text="The judge's analysis."

@@ -1,0 +1,249 @@
+"""Forms: judge connections, scorer configs (option fields generated from the kind's
+JSON Schema) and the run start form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from evalsite.evals.models import JudgeConnection, ScorerConfig
+from scoring import KINDS
+
+OPTION_PREFIX = "options."
+# Placeholders the prompt editors accept (mirrors the option descriptions in scoring).
+PROMPT_PLACEHOLDERS = {
+    "custom_rubric": ["{{input}}", "{{output}}", "{{context}}", "{{reference}}"],
+    "factuality": ["{{input}}", "{{ideal}}", "{{completion}}"],
+}
+
+
+class JudgeForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    base_url = forms.CharField(max_length=500, label="Base URL")
+    model = forms.CharField(max_length=200)
+    api_key = forms.CharField(
+        required=False,
+        label="API key",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Stored encrypted and never shown again. Leave empty to keep the current key.",
+    )
+    api_key_env = forms.CharField(
+        required=False,
+        max_length=100,
+        label="…or the name of an environment variable holding it",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Remove the stored key")
+    temperature = forms.FloatField(initial=0.0, min_value=0, max_value=2)
+    timeout_seconds = forms.FloatField(
+        initial=60.0, min_value=0.1, max_value=600, label="Timeout (s)"
+    )
+    max_concurrency = forms.IntegerField(
+        initial=8, min_value=1, max_value=1000, label="Max concurrent requests"
+    )
+    requests_per_minute = forms.IntegerField(
+        initial=600,
+        min_value=0,
+        max_value=1_000_000,
+        label="Requests per minute (0 = no limit)",
+    )
+    price_per_1k_input = forms.DecimalField(
+        required=False, min_value=0, decimal_places=6, label="Price per 1k input tokens"
+    )
+    price_per_1k_output = forms.DecimalField(
+        required=False,
+        min_value=0,
+        decimal_places=6,
+        label="Price per 1k output tokens",
+    )
+
+    @classmethod
+    def for_judge(cls, judge: JudgeConnection) -> JudgeForm:
+        # The key fields start empty: the key is write-only.
+        return cls(
+            initial={
+                name: getattr(judge, name)
+                for name in (
+                    "name",
+                    "base_url",
+                    "model",
+                    "temperature",
+                    "timeout_seconds",
+                    "max_concurrency",
+                    "requests_per_minute",
+                    "price_per_1k_input",
+                    "price_per_1k_output",
+                )
+            }
+            | {"api_key_env": judge.api_key_env}
+        )
+
+
+def _option_fields(
+    schema: dict[str, Any], prefix: str, defaults: dict[str, Any]
+) -> dict[str, forms.Field]:
+    """Form fields for a JSON Schema object: number, integer, boolean, string (and
+    nullable variants), and nested objects whose fields get dotted names."""
+    fields: dict[str, forms.Field] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        key = f"{prefix}{name}"
+        default = defaults.get(name, prop.get("default"))
+        types = [prop.get("type")] + [
+            alt.get("type") for alt in prop.get("anyOf", []) if isinstance(alt, dict)
+        ]
+        bounds = next(
+            (
+                a
+                for a in prop.get("anyOf", [])
+                if a.get("type") in ("number", "integer")
+            ),
+            prop,
+        )
+        nullable = "null" in types
+        label = prop.get("title") or name
+        help_text = prop.get("description", "")
+        if "object" in types:
+            fields.update(
+                _option_fields(
+                    prop, f"{key}.", default if isinstance(default, dict) else {}
+                )
+            )
+            continue
+        attrs: dict[str, Any] = {}
+        if "integer" in types or "number" in types:
+            if "minimum" in bounds:
+                attrs["min"] = bounds["minimum"]
+            if "maximum" in bounds:
+                attrs["max"] = bounds["maximum"]
+            attrs["step"] = "1" if "integer" in types else "any"
+            field_cls = forms.IntegerField if "integer" in types else forms.FloatField
+            fields[key] = field_cls(
+                required=False,
+                label=label,
+                help_text=help_text + (" Leave empty for none." if nullable else ""),
+                initial=default,
+                widget=forms.NumberInput(attrs=attrs),
+            )
+        elif "boolean" in types:
+            fields[key] = forms.BooleanField(
+                required=False, label=label, help_text=help_text, initial=default
+            )
+        else:
+            multiline = "prompt" in name or (
+                isinstance(default, str) and "\n" in default
+            )
+            widget = (
+                forms.Textarea(attrs={"rows": 10, "class": "prompt-editor"})
+                if multiline
+                else forms.TextInput()
+            )
+            fields[key] = forms.CharField(
+                required=False,
+                label=label,
+                help_text=help_text,
+                initial=default,
+                widget=widget,
+                strip=False,
+            )
+        fields[key].nullable = nullable  # type: ignore[attr-defined]
+    return fields
+
+
+class ScorerForm(forms.Form):
+    """Name, kind, judge and the kind's option fields (named "options.<dotted path>")."""
+
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=[(k, spec.label) for k, spec in KINDS.items()])
+    judge = forms.ModelChoiceField(
+        queryset=JudgeConnection.objects.none(),
+        required=False,
+        label="Judge connection",
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        project_id: int,
+        kind: str,
+        current_options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.kind_name = kind if kind in KINDS else next(iter(KINDS))
+        self.spec = KINDS[self.kind_name]
+        self.fields["kind"].initial = self.kind_name
+        self.fields["judge"].queryset = JudgeConnection.objects.filter(
+            project_id=project_id
+        ).order_by("-is_offline", "name")
+        self.fields["judge"].required = self.spec.needs_judge
+        defaults = current_options or self.spec.defaults
+        self.option_names = list(
+            _option_fields(self.spec.options_schema, OPTION_PREFIX, defaults)
+        )
+        self.fields.update(
+            _option_fields(self.spec.options_schema, OPTION_PREFIX, defaults)
+        )
+
+    @property
+    def option_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in self.option_names]
+
+    @property
+    def placeholders(self) -> list[str]:
+        return PROMPT_PLACEHOLDERS.get(self.kind_name, [])
+
+    def options(self) -> dict[str, Any]:
+        """The submitted options as a nested dict (empty number fields are left out so
+        the default applies, unless the option is nullable: then empty means None)."""
+        out: dict[str, Any] = {}
+        for key in self.option_names:
+            field = self.fields[key]
+            value = self.cleaned_data.get(key)
+            if value in (None, ""):
+                if getattr(field, "nullable", False):
+                    value = None
+                else:
+                    continue
+            node = out
+            parts = key[len(OPTION_PREFIX) :].split(".")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        return out
+
+    def add_option_error(self, field: str, message: str) -> None:
+        """Show a service error next to its field (or on the form)."""
+        if field == "options" or not field:
+            self.add_error(None, message)
+            return
+        if field in self.fields:
+            self.add_error(field, message)
+            return
+        if field in ("name", "kind", "judge_id", "judge"):
+            self.add_error("judge" if field == "judge_id" else field, message)
+            return
+        # e.g. "options.penalties" for a whole nested object
+        matches = [n for n in self.option_names if n.startswith(field + ".")]
+        self.add_error(matches[0] if matches else None, message)
+
+
+class RunStartForm(forms.Form):
+    dataset = forms.ModelChoiceField(queryset=None, empty_label=None)  # type: ignore[arg-type]
+    scorers = forms.ModelMultipleChoiceField(
+        queryset=None,  # type: ignore[arg-type]
+        widget=forms.CheckboxSelectMultiple,
+    )
+    name = forms.CharField(max_length=200, required=False)
+
+    def __init__(self, *args: Any, project_id: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from evalsite.datasets.models import Dataset
+
+        self.fields["dataset"].queryset = Dataset.objects.filter(
+            project_id=project_id
+        ).order_by("-created_at")
+        self.fields["scorers"].queryset = (
+            ScorerConfig.objects.filter(project_id=project_id, archived=False)
+            .select_related("judge")
+            .order_by("name")
+        )

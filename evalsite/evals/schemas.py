@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+
+class JudgeIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    base_url: str
+    model: str
+    api_key: str | None = Field(
+        default=None, description="Stored encrypted; write-only."
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="Or: the name of an environment variable holding the key.",
+    )
+    temperature: float = 0.0
+    timeout_seconds: float = 60.0
+    max_concurrency: int = 8
+    rpm: int | None = Field(
+        default=None, description="Requests per minute (0 = no limit)."
+    )
+    requests_per_minute: int | None = Field(default=None, description="Same as rpm.")
+    price_per_1k_input: float | None = None
+    price_per_1k_output: float | None = None
+
+
+class JudgePatch(Schema):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    clear_api_key: bool = False
+    temperature: float | None = None
+    timeout_seconds: float | None = None
+    max_concurrency: int | None = None
+    rpm: int | None = None
+    requests_per_minute: int | None = None
+    price_per_1k_input: float | None = None
+    price_per_1k_output: float | None = None
+
+
+class JudgeOut(Schema):
+    id: int
+    project_id: int
+    name: str
+    base_url: str
+    model: str
+    temperature: float
+    timeout_seconds: float
+    max_concurrency: int
+    rpm: int
+    requests_per_minute: int
+    price_per_1k_input: float | None
+    price_per_1k_output: float | None
+    is_offline: bool
+    label: str
+    has_api_key: bool
+    created_at: datetime
+
+
+class JudgeTestOut(Schema):
+    ok: bool
+    latency_ms: float
+    message: str
+
+
+class ScorerIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    kind: str
+    judge_id: int | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    threshold: float | None = Field(
+        default=None,
+        description="Shortcut for options.threshold (fraction of the scale).",
+    )
+
+
+class ScorerPatch(Schema):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    judge_id: int | None = None
+    options: dict[str, Any] | None = None
+    threshold: float | None = None
+
+
+class ScorerOut(Schema):
+    id: int
+    project_id: int
+    name: str
+    kind: str
+    judge_id: int | None
+    options: dict[str, Any]
+    threshold: float | None
+    version: int
+    parent_id: int | None
+    archived: bool
+    created_at: datetime
+
+
+class RunIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    dataset_id: int
+    scorer_ids: list[int] = Field(min_length=1)
+    name: str = ""
+
+
+class RunStartedOut(Schema):
+    id: int
+    status: str
+    total: int
+    url: str
+
+
+class ProgressOut(Schema):
+    total: int
+    done: int
+    ok: int
+    errors: int
+    pending: int
+    cancelled: int
+    percent: float
+    rate: float | None
+    eta_seconds: float | None
+
+
+class RunScorerOut(Schema):
+    id: int
+    scorer_id: int | None
+    name: str
+    kind: str
+    options: dict[str, Any]
+    judge: dict[str, Any]
+
+
+class ErrorGroupOut(Schema):
+    run_scorer_id: int
+    scorer_name: str
+    message: str
+    count: int
+
+
+class RunOut(Schema):
+    id: int
+    project_id: int
+    dataset_id: int
+    name: str
+    status: str
+    error: str
+    total: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    progress: ProgressOut
+
+
+class RunDetailOut(RunOut):
+    scorers: list[RunScorerOut]
+    aggregates: list[dict[str, Any]]
+    errors_by_message: list[ErrorGroupOut]
+
+
+class RetryOut(Schema):
+    id: int
+    status: str
+    retried: int

@@ -1,0 +1,182 @@
+"""Reads of the evals app: user-scoped lookups, lists, run progress and errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, Min, QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from evalsite.accounts.selectors import project_get_for_user
+from evalsite.datasets.models import Dataset
+from evalsite.evals.models import JudgeConnection, Result, Run, ScorerConfig
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def judge_get_for_user(
+    *, user: User, pk: int, write: bool = False, manage: bool = False
+) -> JudgeConnection:
+    """A judge connection of one of the user's projects (404 otherwise; 403 by role)."""
+    judge = JudgeConnection.objects.filter(pk=pk).first()
+    if judge is None:
+        raise Http404("No such judge connection.")
+    judge.project = project_get_for_user(
+        user=user, pk=judge.project_id, write=write, manage=manage
+    )
+    return judge
+
+
+def scorer_get_for_user(*, user: User, pk: int, write: bool = False) -> ScorerConfig:
+    scorer = ScorerConfig.objects.select_related("judge").filter(pk=pk).first()
+    if scorer is None:
+        raise Http404("No such scorer.")
+    scorer.project = project_get_for_user(user=user, pk=scorer.project_id, write=write)
+    return scorer
+
+
+def run_get_for_user(*, user: User, pk: int, write: bool = False) -> Run:
+    run = Run.objects.select_related("dataset").filter(pk=pk).first()
+    if run is None:
+        raise Http404("No such run.")
+    run.project = project_get_for_user(user=user, pk=run.project_id, write=write)
+    return run
+
+
+def dataset_get_in_project(*, project_id: int, pk: int) -> Dataset:
+    dataset = Dataset.objects.filter(project_id=project_id, pk=pk).first()
+    if dataset is None:
+        raise Http404("No such dataset.")
+    return dataset
+
+
+def judge_list(*, project_id: int) -> QuerySet[JudgeConnection]:
+    return JudgeConnection.objects.filter(project_id=project_id).order_by(
+        "-is_offline", "name", "pk"
+    )
+
+
+def scorer_list(
+    *, project_id: int, include_archived: bool = False
+) -> QuerySet[ScorerConfig]:
+    qs = ScorerConfig.objects.filter(project_id=project_id).select_related("judge")
+    if not include_archived:
+        qs = qs.filter(archived=False)
+    return qs.order_by("name", "-version", "pk")
+
+
+def scorers_in_project(*, project_id: int, ids: list[int]) -> list[ScorerConfig]:
+    """The scorers with these ids in this project, in the given order; Http404 if any
+    is missing (outsiders learn nothing about other projects' ids)."""
+    found = {
+        s.pk: s
+        for s in ScorerConfig.objects.select_related("judge").filter(
+            project_id=project_id, pk__in=ids
+        )
+    }
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise Http404(f"No such scorer: {missing[0]}.")
+    return [found[i] for i in ids]
+
+
+def run_list(*, project_id: int) -> QuerySet[Run]:
+    return (
+        Run.objects.filter(project_id=project_id)
+        .select_related("dataset")
+        .order_by("-created_at", "-pk")
+    )
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    total: int
+    ok: int
+    errors: int
+    pending: int
+    cancelled: int
+    rate: float | None  # finished results per second since the run started
+    eta_seconds: float | None
+
+    @property
+    def done(self) -> int:
+        """Finished results: ok plus errored (errors are finished, not pending)."""
+        return self.ok + self.errors
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.done / self.total if self.total else 100.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "done": self.done,
+            "ok": self.ok,
+            "errors": self.errors,
+            "pending": self.pending,
+            "cancelled": self.cancelled,
+            "percent": round(self.percent, 1),
+            "rate": self.rate,
+            "eta_seconds": self.eta_seconds,
+        }
+
+
+def run_progress(*, run: Run) -> RunProgress:
+    counts = dict(
+        Result.objects.filter(run=run)
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .values_list("status", "n")
+    )
+    ok = counts.get(Result.Status.OK, 0)
+    errors = counts.get(Result.Status.ERROR, 0)
+    pending = counts.get(Result.Status.PENDING, 0)
+    cancelled = counts.get(Result.Status.CANCELLED, 0)
+    rate = eta = None
+    if run.started_at:
+        end = run.finished_at or timezone.now()
+        elapsed = (end - run.started_at).total_seconds()
+        if elapsed > 0 and ok + errors:
+            rate = (ok + errors) / elapsed
+            eta = pending / rate if pending and not run.is_finished else None
+    return RunProgress(
+        total=run.total or sum(counts.values()),
+        ok=ok,
+        errors=errors,
+        pending=pending,
+        cancelled=cancelled,
+        rate=rate,
+        eta_seconds=eta,
+    )
+
+
+@dataclass(frozen=True)
+class ErrorGroup:
+    scorer_name: str
+    run_scorer_id: int
+    message: str
+    count: int
+    example_result_id: int
+
+
+def run_error_groups(*, run: Run, limit: int = 50) -> list[ErrorGroup]:
+    """Errored results grouped by scorer and message, most frequent first."""
+    rows = (
+        Result.objects.filter(run=run, status=Result.Status.ERROR)
+        .values("run_scorer_id", "run_scorer__name", "error")
+        .annotate(n=Count("pk"), example=Min("pk"))
+        .order_by("-n", "run_scorer_id", "error")[:limit]
+    )
+    return [
+        ErrorGroup(
+            scorer_name=r["run_scorer__name"],
+            run_scorer_id=r["run_scorer_id"],
+            message=r["error"],
+            count=r["n"],
+            example_result_id=r["example"],
+        )
+        for r in rows
+    ]

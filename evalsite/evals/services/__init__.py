@@ -1,0 +1,52 @@
+"""Services of the evals app (writes): judges, scorers, runs and judging one result."""
+
+from __future__ import annotations
+
+from evalsite.evals.services.execution import result_claim, result_score
+from evalsite.evals.services.judges import (
+    JudgeTestResult,
+    judge_api_key,
+    judge_create,
+    judge_create_offline,
+    judge_test,
+    judge_update,
+)
+from evalsite.evals.services.runs import (
+    RunPreview,
+    results_enqueue,
+    run_cancel,
+    run_fanout,
+    run_finish_if_complete,
+    run_preview,
+    run_recover,
+    run_retry_failed,
+    run_start,
+)
+from evalsite.evals.services.scorers import (
+    scorer_create,
+    scorer_options_clean,
+    scorer_update,
+)
+
+__all__ = [
+    "JudgeTestResult",
+    "RunPreview",
+    "judge_api_key",
+    "judge_create",
+    "judge_create_offline",
+    "judge_test",
+    "judge_update",
+    "result_claim",
+    "result_score",
+    "results_enqueue",
+    "run_cancel",
+    "run_fanout",
+    "run_finish_if_complete",
+    "run_preview",
+    "run_recover",
+    "run_retry_failed",
+    "run_start",
+    "scorer_create",
+    "scorer_options_clean",
+    "scorer_update",
+]

@@ -1,0 +1,356 @@
+"""Judging one result: claim it, call the judge (shared limiter, DB cache), store it all.
+
+A task is delivered at least once (acks_late, redelivery after a lost worker), so:
+- the claim is a conditional UPDATE on a pending result with no live lease: a second
+  delivery finds it claimed (or finished) and does nothing;
+- while judging, a heartbeat keeps the lease fresh; a lease that stops being refreshed
+  belongs to a dead worker and the watchdog (run_recover) hands the result out again;
+- the write is conditional on still holding the claim, so a result is stored once;
+- each judge step's reply is cached in the database as soon as it arrives, so work
+  redone after a crash does not pay for the steps already answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import openai
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from evalsite.core.exceptions import ApplicationError
+from evalsite.evals import conf
+from evalsite.evals.limiter import Limiter, judge_limiter
+from evalsite.evals.models import (
+    JudgeCacheEntry,
+    JudgeCall,
+    JudgeConnection,
+    Result,
+    Run,
+)
+from evalsite.evals.scoring_api import JudgeResult, StepRecord, judge_case, make_client
+from evalsite.evals.services.judges import judge_api_key
+from evalsite.evals.services.runs import run_finish_if_complete
+from scoring import ScoringError
+
+logger = logging.getLogger(__name__)
+
+# Errors of the infrastructure (not of the judge): the task is retried by Celery.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+
+
+class RunCancelledError(Exception):
+    """The run was cancelled while this result was being judged."""
+
+
+class DbJudgeCache:
+    """scoring.JudgeCache backed by JudgeCacheEntry (shared by every worker)."""
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return (
+            JudgeCacheEntry.objects.filter(key=key)
+            .values_list("value", flat=True)
+            .first()
+        )
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        JudgeCacheEntry.objects.bulk_create(
+            [JudgeCacheEntry(key=key, value=value)], ignore_conflicts=True
+        )
+
+
+# --------------------------------------------------------------------------- per process
+
+_lock = threading.Lock()
+_clients: dict[tuple[Any, ...], openai.OpenAI] = {}
+_limiters: dict[tuple[Any, ...], Limiter] = {}
+
+
+def _client_for(judge: JudgeConnection, base_url: str) -> openai.OpenAI:
+    """One client (one HTTP connection pool) per judge settings per process."""
+    key = judge_api_key(judge=judge)
+    fingerprint = hashlib.sha256((key or "").encode()).hexdigest()
+    cache_key = (judge.pk, base_url, fingerprint, judge.timeout_seconds)
+    with _lock:
+        client = _clients.get(cache_key)
+        if client is None:
+            client = make_client(base_url, key, judge.timeout_seconds)
+            _clients[cache_key] = client
+        return client
+
+
+def _limiter_for(judge: JudgeConnection) -> Limiter:
+    cache_key = (judge.pk, judge.max_concurrency, judge.requests_per_minute)
+    with _lock:
+        limiter = _limiters.get(cache_key)
+        if limiter is None:
+            limiter = judge_limiter(
+                key=f"judge-{judge.pk}",
+                max_concurrency=judge.max_concurrency,
+                requests_per_minute=judge.requests_per_minute,
+                lease_seconds=judge.timeout_seconds + 30,
+            )
+            _limiters[cache_key] = limiter
+        return limiter
+
+
+class _Heartbeat:
+    """Refreshes the leases of the results this process is judging."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, str] = {}
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.pid = 0
+
+    def add(self, result_id: int, token: str) -> None:
+        with self.lock:
+            self.held[result_id] = token
+            if (
+                self.thread is None
+                or not self.thread.is_alive()
+                or self.pid != os.getpid()
+            ):
+                self.pid = os.getpid()
+                self.thread = threading.Thread(
+                    target=self._loop, name="result-lease-heartbeat", daemon=True
+                )
+                self.thread.start()
+
+    def remove(self, result_id: int) -> None:
+        with self.lock:
+            self.held.pop(result_id, None)
+
+    def _loop(self) -> None:
+        from django.db import connection
+
+        while True:
+            time.sleep(max(0.5, conf.lease_seconds() / 4))
+            with self.lock:
+                held = dict(self.held)
+            if not held:
+                continue
+            try:
+                now = timezone.now()
+                for result_id, token in held.items():
+                    Result.objects.filter(
+                        pk=result_id, claimed_by=token, status=Result.Status.PENDING
+                    ).update(claimed_at=now)
+            except DatabaseError:
+                logger.warning("lease heartbeat failed", exc_info=True)
+                connection.close()
+
+
+_heartbeat = _Heartbeat()
+
+
+def _new_claim_token() -> str:
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def result_claim(*, result_id: int) -> str | None:
+    """Claim a pending result of an active run; the claim token, or None if taken."""
+    now = timezone.now()
+    token = _new_claim_token()
+    cutoff = now - timedelta(seconds=conf.lease_seconds())
+    claimed = (
+        Result.objects.filter(
+            pk=result_id,
+            status=Result.Status.PENDING,
+            run__status__in=(Run.Status.QUEUED, Run.Status.RUNNING),
+        )
+        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=cutoff))
+        .update(claimed_at=now, claimed_by=token, attempts=F("attempts") + 1)
+    )
+    return token if claimed else None
+
+
+def _release(result_id: int, token: str) -> None:
+    Result.objects.filter(pk=result_id, claimed_by=token).update(
+        claimed_at=None, claimed_by=""
+    )
+
+
+def _cancel_guard(run_id: int, limiter: Limiter) -> Limiter:
+    """Wrap the limiter: before each judge request, stop if the run was cancelled
+    (checked at most once a second)."""
+    state = {"checked": 0.0}
+
+    @contextmanager
+    def guarded() -> Iterator[None]:
+        now = time.monotonic()
+        if now - state["checked"] >= 1.0:
+            state["checked"] = now
+            status = (
+                Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+            )
+            if status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+                raise RunCancelledError(f"run {run_id} is {status}")
+        with limiter():
+            yield
+
+    return guarded
+
+
+def _calls(result_id: int, steps: list[StepRecord]) -> list[JudgeCall]:
+    calls = []
+    for step in steps:
+        usage = step.usage or {}
+        calls.append(
+            JudgeCall(
+                result_id=result_id,
+                step=step.name[:40],
+                messages=step.messages or [],
+                raw_response=step.raw or "",
+                response_format=(step.response_format or "")[:16],
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                latency_ms=float(step.latency_ms or 0),
+                attempts=max(1, int(step.attempts or 1)),
+                cache_hit=bool(step.cached),
+                error=step.error or "",
+            )
+        )
+    return calls
+
+
+def _store(
+    result_id: int,
+    token: str,
+    *,
+    judged: JudgeResult | None,
+    error: str = "",
+    steps: list[StepRecord],
+) -> bool:
+    """Write the outcome iff this claim still holds; False when it does not."""
+    with transaction.atomic():
+        fields: dict[str, Any] = {
+            "claimed_at": None,
+            "claimed_by": "",
+            "updated_at": timezone.now(),
+        }
+        if judged is not None:
+            fields.update(
+                status=Result.Status.OK,
+                error="",
+                analysis=judged.analysis,
+                judge_score=judged.score,
+                judge_passed=judged.passed,
+                reason=judged.reason or "",
+                final_analysis=judged.analysis,
+                final_score=judged.score,
+                final_passed=judged.passed,
+            )
+        else:
+            fields.update(status=Result.Status.ERROR, error=error or "unknown error")
+        updated = Result.objects.filter(
+            pk=result_id, claimed_by=token, status=Result.Status.PENDING
+        ).update(**fields)
+        if updated:
+            JudgeCall.objects.bulk_create(_calls(result_id, steps))
+    return bool(updated)
+
+
+def result_score(*, result_id: int, base_url: str | None = None) -> str:
+    """Judge one result; returns "ok", "error", "skipped" or "cancelled".
+
+    1. Claim it (nothing to do if another delivery has it or it is finished).
+    2. Build the case from the item and run scoring.judge_case with the judge's client,
+       the shared limiter (guarded by a cancel check) and the database cache.
+    3. Store the analysis and scores (final = judge's), or the error with the calls
+       made so far; a judge or case error fails only this result.
+    4. Finish the run if nothing is pending any more.
+    `base_url` overrides the judge's URL for the call (the demo's private offline
+    judge); cache keys keep the configured URL so later runs reuse the replies.
+    """
+    token = result_claim(result_id=result_id)
+    if token is None:
+        return "skipped"
+    _heartbeat.add(result_id, token)
+    try:
+        outcome = _judge_and_store(result_id, token, base_url)
+    except RunCancelledError:
+        _release(result_id, token)
+        outcome = "cancelled"
+    except TRANSIENT_ERRORS:
+        # Give the result back so the retried task (or the watchdog) can claim it.
+        try:
+            _release(result_id, token)
+        except DatabaseError:
+            logger.warning("could not release result %s", result_id, exc_info=True)
+        raise
+    finally:
+        _heartbeat.remove(result_id)
+    run_id = (
+        Result.objects.filter(pk=result_id).values_list("run_id", flat=True).first()
+    )
+    if run_id is not None:
+        run_finish_if_complete(run_id=run_id)
+    return outcome
+
+
+def _judge_and_store(result_id: int, token: str, base_url: str | None) -> str:
+    result = Result.objects.select_related(
+        "item", "run_scorer", "run_scorer__judge"
+    ).get(pk=result_id)
+    run_scorer = result.run_scorer
+    judge = run_scorer.judge
+    steps: list[StepRecord] = []
+    try:
+        client = None
+        limiter = None
+        model = ""
+        temperature = 0.0
+        configured_url = None
+        if judge is not None:
+            configured_url = judge.base_url
+            client = _client_for(judge, base_url or judge.base_url)
+            limiter = _cancel_guard(result.run_id, _limiter_for(judge))
+            snapshot = run_scorer.judge_snapshot or {}
+            model = str(snapshot.get("model") or judge.model)
+            temperature = float(snapshot.get("temperature", judge.temperature))
+        judged = judge_case(
+            run_scorer.kind,
+            result.item.as_case(),
+            run_scorer.options,
+            client,
+            model=model,
+            temperature=temperature,
+            cache=DbJudgeCache(),
+            limiter=limiter,
+            base_url=configured_url,
+        )
+    except RunCancelledError:
+        raise
+    except TRANSIENT_ERRORS:
+        raise
+    except ScoringError as exc:
+        steps = list(getattr(exc, "steps", None) or [])
+        return _store_error(result_id, token, str(exc), steps)
+    except ApplicationError as exc:
+        return _store_error(result_id, token, exc.message, steps)
+    except Exception as exc:  # noqa: BLE001 - a run must finish: any other failure fails this result only
+        logger.exception("result %s: unexpected error while judging", result_id)
+        return _store_error(
+            result_id, token, f"unexpected error: {type(exc).__name__}: {exc}", steps
+        )
+    stored = _store(result_id, token, judged=judged, steps=judged.steps)
+    return "ok" if stored else "skipped"
+
+
+def _store_error(
+    result_id: int, token: str, message: str, steps: list[StepRecord]
+) -> str:
+    stored = _store(result_id, token, judged=None, error=message[:5000], steps=steps)
+    return "error" if stored else "skipped"

@@ -1,0 +1,146 @@
+"""Scorer configs: a kind, validated options (scale, threshold, penalties, …) and a judge."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+
+from evalsite.accounts.models import Project
+from evalsite.core.exceptions import ApplicationError
+from evalsite.evals.models import JudgeConnection, RunScorer, ScorerConfig
+from scoring import KINDS, OptionsError, UnknownKindError, validate_options
+
+_UNSET: Any = object()
+
+
+def scorer_options_clean(
+    *, kind: str, options: dict[str, Any] | None, threshold: Any = _UNSET
+) -> dict[str, Any]:
+    """The full validated options; `threshold`, when given, replaces options.threshold.
+
+    OptionsError becomes ApplicationError with field_errors {"options.<field>": message}.
+    """
+    if kind not in KINDS:
+        raise ApplicationError(
+            f"Unknown scorer kind {kind!r}.",
+            field_errors={"kind": f"Choose one of: {', '.join(KINDS)}."},
+        )
+    merged = copy.deepcopy(options) if options else {}
+    if not isinstance(merged, dict):
+        raise ApplicationError(
+            "options must be a JSON object.",
+            field_errors={"options": "Must be a JSON object."},
+        )
+    if threshold is not _UNSET:
+        merged["threshold"] = threshold
+    try:
+        return validate_options(kind, merged)
+    except (OptionsError, UnknownKindError) as exc:
+        field = getattr(exc, "field", "") or ""
+        key = f"options.{field}" if field else "options"
+        raise ApplicationError(str(exc), field_errors={key: str(exc)}) from exc
+
+
+def _judge_for(
+    *, project: Project, kind: str, judge: JudgeConnection | None
+) -> JudgeConnection | None:
+    if not KINDS[kind].needs_judge:
+        return None  # text kinds are computed locally; a judge would be misleading
+    if judge is None:
+        raise ApplicationError(
+            f"{KINDS[kind].label} needs a judge connection.",
+            field_errors={"judge_id": "Choose a judge connection."},
+        )
+    if judge.project_id != project.pk:
+        raise ApplicationError(
+            "That judge connection is not in this project.",
+            field_errors={"judge_id": "Not in this project."},
+        )
+    return judge
+
+
+def _clean_name(name: str) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise ApplicationError(
+            "A scorer needs a name.", field_errors={"name": "Required."}
+        )
+    if len(name) > 200:
+        raise ApplicationError(
+            "Scorer name is too long.", field_errors={"name": "At most 200 characters."}
+        )
+    return name
+
+
+def scorer_create(
+    *,
+    project: Project,
+    user: AbstractBaseUser | None,
+    name: str,
+    kind: str,
+    judge: JudgeConnection | None = None,
+    options: dict[str, Any] | None = None,
+    threshold: Any = _UNSET,
+) -> ScorerConfig:
+    name = _clean_name(name)
+    full = scorer_options_clean(kind=kind, options=options, threshold=threshold)
+    judge = _judge_for(project=project, kind=kind, judge=judge)
+    return ScorerConfig.objects.create(
+        project=project,
+        name=name,
+        kind=kind,
+        judge=judge,
+        options=full,
+        created_by=user if user and user.is_authenticated else None,
+    )
+
+
+@transaction.atomic
+def scorer_update(
+    *,
+    scorer: ScorerConfig,
+    user: AbstractBaseUser | None,
+    name: str | None = None,
+    judge: JudgeConnection | None = _UNSET,
+    options: dict[str, Any] | None = None,
+    threshold: Any = _UNSET,
+) -> ScorerConfig:
+    """Edit a scorer. When a run used it, the edit becomes a new version (parent = the
+    old one, which is archived) so the run's snapshot keeps pointing at what it ran.
+
+    `options` (when given) is validated as a whole, on top of the defaults; to change
+    one option pass the current options with that value changed.
+    """
+    locked = ScorerConfig.objects.select_for_update().get(pk=scorer.pk)
+    if locked.archived:
+        raise ApplicationError(
+            "This is an old version of the scorer; edit the newest version instead."
+        )
+    new_name = _clean_name(name) if name is not None else locked.name
+    base = options if options is not None else locked.options
+    full = scorer_options_clean(kind=locked.kind, options=base, threshold=threshold)
+    new_judge = locked.judge if judge is _UNSET else judge
+    new_judge = _judge_for(project=locked.project, kind=locked.kind, judge=new_judge)
+    if not RunScorer.objects.filter(scorer=locked).exists():
+        locked.name, locked.options, locked.judge = new_name, full, new_judge
+        locked.save(update_fields=["name", "options", "judge"])
+        return locked
+    top = ScorerConfig.objects.filter(
+        project=locked.project, name=locked.name
+    ).aggregate(v=Max("version"))["v"]
+    locked.archived = True
+    locked.save(update_fields=["archived"])
+    return ScorerConfig.objects.create(
+        project=locked.project,
+        name=new_name,
+        kind=locked.kind,
+        judge=new_judge,
+        options=full,
+        version=max(top or 0, locked.version) + 1,
+        parent=locked,
+        created_by=user if user and user.is_authenticated else None,
+    )

@@ -1,0 +1,485 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.utils import timezone
+
+from evalsite.accounts.services import project_create
+from evalsite.core.exceptions import ApplicationError, ConflictError
+from evalsite.evals import services
+from evalsite.evals.crypto import SecretUnreadableError, secret_decrypt, secret_encrypt
+from evalsite.evals.models import JudgeCall, JudgeConnection, Result, Run, ScorerConfig
+from tests.evals.conftest import judge_control, judge_stats, make_dataset
+from tests.factories import ProjectFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _start(project, owner, dataset, scorers, capture):
+    with capture(execute=True):
+        run = services.run_start(
+            project=project, user=owner, dataset=dataset, scorers=scorers
+        )
+    run.refresh_from_db()
+    return run
+
+
+# --------------------------------------------------------------------------- judges
+
+
+def test_project_create_adds_the_offline_judge_connection(owner):
+    project = project_create(user=owner, name="Fresh")
+    judge = JudgeConnection.objects.get(project=project)
+    assert judge.is_offline
+    assert judge.model == "offline-judge"
+    assert judge.base_url == "http://127.0.0.1:8011/v1" or judge.base_url.endswith(
+        "/v1"
+    )
+
+
+def test_secret_encrypt_round_trips_and_hides_the_plaintext():
+    token = secret_encrypt("sk-live-abc123")
+    assert "sk-live-abc123" not in token
+    assert secret_decrypt(token) == "sk-live-abc123"
+
+
+def test_secret_decrypt_rejects_a_token_made_with_another_secret_key(settings):
+    token = secret_encrypt("sk-live-abc123")
+    settings.SECRET_KEY = "another-secret-key-entirely-0123456789abcdef"
+    with pytest.raises(SecretUnreadableError, match="SECRET_KEY"):
+        secret_decrypt(token)
+
+
+def test_judge_create_stores_the_key_encrypted_only(project, owner):
+    judge = services.judge_create(
+        project=project,
+        user=owner,
+        name="GPT",
+        base_url="https://api.example.com/v1/",
+        model="gpt-4o-mini",
+        api_key="sk-live-abc123",
+    )
+    judge.refresh_from_db()
+    assert judge.base_url == "https://api.example.com/v1"
+    assert judge.has_api_key
+    assert "sk-live-abc123" not in judge.api_key_encrypted
+    assert services.judge_api_key(judge=judge) == "sk-live-abc123"
+
+
+def test_judge_api_key_reads_the_named_environment_variable(
+    project, owner, monkeypatch
+):
+    judge = services.judge_create(
+        project=project,
+        user=owner,
+        name="Env",
+        base_url="https://api.example.com/v1",
+        model="m",
+        api_key_env="EVALSITE_TEST_KEY",
+    )
+    monkeypatch.setenv("EVALSITE_TEST_KEY", "sk-from-env")
+    assert services.judge_api_key(judge=judge) == "sk-from-env"
+    monkeypatch.delenv("EVALSITE_TEST_KEY")
+    with pytest.raises(ApplicationError, match="EVALSITE_TEST_KEY is not set"):
+        services.judge_api_key(judge=judge)
+
+
+def test_judge_update_keeps_the_key_unless_a_new_one_is_given(project, owner):
+    judge = services.judge_create(
+        project=project,
+        user=owner,
+        name="J",
+        base_url="http://h/v1",
+        model="m",
+        api_key="k1",
+    )
+    services.judge_update(judge=judge, user=owner, model="m2")
+    assert services.judge_api_key(judge=judge) == "k1"
+    services.judge_update(judge=judge, user=owner, api_key="k2")
+    assert services.judge_api_key(judge=judge) == "k2"
+    services.judge_update(judge=judge, user=owner, clear_api_key=True)
+    assert not judge.has_api_key
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("base_url", "ftp://x"),
+        ("max_concurrency", 0),
+        ("temperature", 3),
+        ("name", "  "),
+        ("price_per_1k_input", -1),
+    ],
+)
+def test_judge_create_names_the_bad_field(project, owner, field, value):
+    fields = {"name": "J", "base_url": "http://h/v1", "model": "m", field: value}
+    with pytest.raises(ApplicationError) as exc:
+        services.judge_create(project=project, user=owner, **fields)
+    assert field in exc.value.field_errors
+
+
+def test_judge_create_rejects_a_duplicate_name(project, owner):
+    services.judge_create(
+        project=project, user=owner, name="J", base_url="http://h/v1", model="m"
+    )
+    with pytest.raises(ApplicationError) as exc:
+        services.judge_create(
+            project=project, user=owner, name="J", base_url="http://h/v1", model="m"
+        )
+    assert "name" in exc.value.field_errors
+
+
+def test_judge_test_reports_latency_against_the_offline_judge(judge):
+    outcome = services.judge_test(judge=judge)
+    assert outcome.ok, outcome.message
+    assert outcome.latency_ms > 0
+
+
+def test_judge_test_reports_the_endpoint_error(judge, offline_judge):
+    judge_control(offline_judge, script=["400"])
+    outcome = services.judge_test(judge=judge)
+    assert not outcome.ok
+    assert "HTTP 400" in outcome.message and "Bad request" in outcome.message
+
+
+def test_judge_test_reports_an_unreachable_endpoint(project, owner):
+    judge = services.judge_create(
+        project=project,
+        user=owner,
+        name="Nowhere",
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+    )
+    outcome = services.judge_test(judge=judge)
+    assert not outcome.ok
+    assert "Connection" in outcome.message or "connect" in outcome.message
+
+
+# --------------------------------------------------------------------------- scorers
+
+
+def test_scorer_create_merges_defaults_and_threshold(project, owner, judge):
+    scorer = services.scorer_create(
+        project=project,
+        user=owner,
+        name="CR",
+        kind="context_relevance",
+        judge=judge,
+        options={"penalties": {"unused_high_relevance": 0}},
+        threshold=0.7,
+    )
+    assert scorer.options["threshold"] == 0.7
+    assert scorer.options["penalties"] == {
+        "unused_high_relevance": 0,
+        "missing_context_per_item": 0.15,
+        "max_missing_context_penalty": 0.5,
+    }
+
+
+def test_scorer_create_names_the_bad_option(project, owner, judge):
+    with pytest.raises(ApplicationError) as exc:
+        services.scorer_create(
+            project=project,
+            user=owner,
+            name="CR",
+            kind="context_relevance",
+            judge=judge,
+            options={"penalties": {"unused_high_relevance": 2}},
+        )
+    assert list(exc.value.field_errors) == ["options.penalties.unused_high_relevance"]
+
+
+def test_scorer_create_requires_a_judge_only_for_llm_kinds(project, owner):
+    with pytest.raises(ApplicationError) as exc:
+        services.scorer_create(
+            project=project, user=owner, name="F", kind="faithfulness"
+        )
+    assert "judge_id" in exc.value.field_errors
+    scorer = services.scorer_create(
+        project=project, user=owner, name="S", kind="content_similarity"
+    )
+    assert scorer.judge is None
+
+
+def test_scorer_create_refuses_a_judge_of_another_project(project, owner):
+    other = services.judge_create_offline(ProjectFactory())
+    with pytest.raises(ApplicationError) as exc:
+        services.scorer_create(
+            project=project, user=owner, name="F", kind="faithfulness", judge=other
+        )
+    assert "judge_id" in exc.value.field_errors
+
+
+def test_scorer_update_edits_in_place_while_unused(project, owner, scorers):
+    scorer = scorers[0]
+    saved = services.scorer_update(scorer=scorer, user=owner, threshold=0.9)
+    assert saved.pk == scorer.pk
+    assert saved.options["threshold"] == 0.9
+
+
+def test_scorer_update_makes_a_new_version_once_a_run_used_it(
+    project, owner, dataset, scorers, django_capture_on_commit_callbacks
+):
+    run = _start(project, owner, dataset, scorers, django_capture_on_commit_callbacks)
+    old = scorers[0]
+    new = services.scorer_update(scorer=old, user=owner, threshold=0.9)
+    old.refresh_from_db()
+    assert (new.version, new.parent_id, old.archived) == (2, old.pk, True)
+    snapshot = run.run_scorers.get(scorer=old)
+    assert snapshot.options["threshold"] == 0.5
+    with pytest.raises(ApplicationError, match="old version"):
+        services.scorer_update(scorer=old, user=owner, threshold=0.1)
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def test_run_start_snapshots_scorers_and_creates_pending_results(
+    project, owner, dataset, scorers
+):
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    assert run.total == 6
+    assert Result.objects.filter(run=run, status=Result.Status.PENDING).count() == 6
+    snapshot = run.run_scorers.get(kind="faithfulness")
+    assert snapshot.judge_snapshot["model"] == "offline-judge"
+    assert "api_key" not in str(snapshot.judge_snapshot)
+
+
+def test_run_start_rejects_a_scorer_of_another_project(project, owner, dataset):
+    foreign = ScorerConfig.objects.create(
+        project=ProjectFactory(), name="X", kind="content_similarity"
+    )
+    with pytest.raises(ApplicationError) as exc:
+        services.run_start(
+            project=project, user=owner, dataset=dataset, scorers=[foreign]
+        )
+    assert "scorer_ids" in exc.value.field_errors
+
+
+def test_run_start_rejects_an_empty_dataset(project, owner, scorers):
+    empty = make_dataset(project, n=0, name="empty")
+    with pytest.raises(ApplicationError) as exc:
+        services.run_start(project=project, user=owner, dataset=empty, scorers=scorers)
+    assert "dataset_id" in exc.value.field_errors
+
+
+def test_run_completes_and_stores_every_judge_step(
+    project, owner, dataset, scorers, django_capture_on_commit_callbacks
+):
+    run = _start(project, owner, dataset, scorers, django_capture_on_commit_callbacks)
+    assert run.status == Run.Status.DONE
+    assert run.finished_at is not None
+    results = Result.objects.filter(run=run)
+    assert results.count() == 6
+    for result in results:
+        assert result.status == Result.Status.OK
+        assert result.judge_score is not None
+        assert result.final_score == result.judge_score
+        assert result.final_passed == result.judge_passed
+        assert result.final_analysis == result.analysis
+    faithful = results.filter(run_scorer__kind="faithfulness")
+    for result in faithful:
+        steps = list(result.calls.values_list("step", flat=True))
+        assert steps[0] == "claims" and steps[-1] == "reason"
+        call = result.calls.first()
+        assert call.messages and call.raw_response and call.prompt_tokens > 0
+    # The non-LLM scorer makes no judge call.
+    assert not JudgeCall.objects.filter(
+        result__run_scorer__kind="content_similarity"
+    ).exists()
+    # The faithful first case scores high, the contradicting second one low.
+    by_index = {r.item.index: r.judge_score for r in faithful}
+    assert by_index[0] > by_index[1]
+
+
+def test_identical_calls_are_answered_from_the_cache(
+    project, owner, dataset, scorers, offline_judge, django_capture_on_commit_callbacks
+):
+    _start(project, owner, dataset, scorers, django_capture_on_commit_callbacks)
+    before = judge_stats(offline_judge)["chat_completions"]
+    second = _start(
+        project, owner, dataset, scorers, django_capture_on_commit_callbacks
+    )
+    assert judge_stats(offline_judge)["chat_completions"] == before
+    calls = JudgeCall.objects.filter(result__run=second)
+    assert calls.exists() and all(c.cache_hit for c in calls)
+
+
+def test_result_score_twice_neither_duplicates_nor_calls_again(
+    project, owner, dataset, scorers, offline_judge
+):
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    result = run.results.first()
+    assert services.result_score(result_id=result.pk) == "ok"
+    calls = result.calls.count()
+    completions = judge_stats(offline_judge)["chat_completions"]
+    assert services.result_score(result_id=result.pk) == "skipped"
+    assert result.calls.count() == calls
+    assert judge_stats(offline_judge)["chat_completions"] == completions
+
+
+def test_result_claim_respects_a_live_lease_and_takes_over_an_expired_one(
+    project, owner, dataset, scorers
+):
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
+    )
+    result = run.results.first()
+    assert services.result_claim(result_id=result.pk) is not None
+    assert services.result_claim(result_id=result.pk) is None
+    Result.objects.filter(pk=result.pk).update(
+        claimed_at=timezone.now() - timedelta(hours=1)
+    )
+    assert services.result_claim(result_id=result.pk) is not None
+    result.refresh_from_db()
+    assert result.attempts == 2
+
+
+def test_judge_error_fails_only_that_result_and_the_run_finishes(
+    project, owner, dataset, scorers, offline_judge, django_capture_on_commit_callbacks
+):
+    judge_control(offline_judge, script=["400"])
+    run = _start(
+        project, owner, dataset, scorers[:1], django_capture_on_commit_callbacks
+    )
+    assert run.status == Run.Status.DONE_WITH_ERRORS
+    failed = Result.objects.get(run=run, status=Result.Status.ERROR)
+    assert "HTTP 400" in failed.error
+    assert failed.judge_score is None and failed.final_score is None
+    assert failed.calls.count() == 1 and failed.calls.get().error
+    assert Result.objects.filter(run=run, status=Result.Status.OK).count() == 2
+
+
+def test_case_error_marks_the_result_with_the_field(
+    project, owner, judge, scorers, django_capture_on_commit_callbacks
+):
+    dataset = make_dataset(project, n=1, name="bad")
+    dataset.items.update(output="")
+    run = _start(
+        project, owner, dataset, scorers[:1], django_capture_on_commit_callbacks
+    )
+    result = Result.objects.get(run=run)
+    assert result.status == Result.Status.ERROR
+    assert "output" in result.error
+    assert run.status == Run.Status.DONE_WITH_ERRORS
+
+
+def test_run_cancel_cancels_pending_results_and_work_stops(
+    project, owner, dataset, scorers
+):
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    services.run_cancel(run=run, user=owner)
+    assert run.status == Run.Status.CANCELLED
+    assert set(run.results.values_list("status", flat=True)) == {
+        Result.Status.CANCELLED
+    }
+    assert services.result_score(result_id=run.results.first().pk) == "skipped"
+    with pytest.raises(ConflictError):
+        services.run_cancel(run=run, user=owner)
+
+
+def test_run_retry_failed_requeues_only_the_errors(
+    project, owner, dataset, scorers, offline_judge, django_capture_on_commit_callbacks
+):
+    judge_control(offline_judge, script=["400"])
+    run = _start(project, owner, dataset, scorers, django_capture_on_commit_callbacks)
+    ok_before = dict(
+        Result.objects.filter(run=run, status=Result.Status.OK).values_list(
+            "pk", "updated_at"
+        )
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.run_retry_failed(run=run, user=owner) == 1
+    run.refresh_from_db()
+    assert run.status == Run.Status.DONE
+    assert (
+        dict(Result.objects.filter(pk__in=ok_before).values_list("pk", "updated_at"))
+        == ok_before
+    )
+    with pytest.raises(ApplicationError, match="no failed"):
+        services.run_retry_failed(run=run, user=owner)
+
+
+def test_run_recover_requeues_results_of_a_dead_worker(
+    project, owner, dataset, scorers
+):
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
+    )
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, started_at=timezone.now()
+    )
+    Result.objects.filter(run=run).update(
+        claimed_at=timezone.now() - timedelta(hours=1),
+        claimed_by="dead:1:x",
+        attempts=1,
+    )
+    assert services.run_recover(run_id=run.pk) == 3
+    run.refresh_from_db()
+    assert run.status == Run.Status.DONE
+    assert set(run.results.values_list("attempts", flat=True)) == {2}
+    # A second tick right away is skipped: one watchdog tick per interval.
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    assert services.run_recover(run_id=run.pk) is None
+
+
+def test_run_finish_if_complete_waits_for_pending_results(
+    project, owner, dataset, scorers
+):
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    assert not services.run_finish_if_complete(run_id=run.pk)
+    Result.objects.filter(run=run).update(status=Result.Status.OK)
+    Result.objects.filter(pk=run.results.first().pk).update(status=Result.Status.ERROR)
+    assert services.run_finish_if_complete(run_id=run.pk)
+    assert not services.run_finish_if_complete(run_id=run.pk)  # once only
+    run.refresh_from_db()
+    assert run.status == Run.Status.DONE_WITH_ERRORS
+
+
+# --------------------------------------------------------------------------- preview
+
+
+def test_run_preview_renders_the_first_prompt_and_extrapolates(
+    project, owner, judge, scorers
+):
+    dataset = make_dataset(project, n=120, name="big")
+    judge.price_per_1k_input = Decimal("0.5")
+    judge.price_per_1k_output = Decimal("1.5")
+    judge.save()
+    preview = services.run_preview(dataset=dataset, scorers=scorers)
+    faithful, similarity = preview.scorers
+    first = faithful.prompts[0]
+    assert first["step"] == "claims"
+    assert (
+        "Refunds are processed within 5 business days."
+        in first["messages"][-1]["content"]
+    )
+    assert [p["step"] for p in faithful.prompts[1:]] == ["verdicts", "reason"]
+    assert faithful.calls == 360  # 3 judge calls per item x 120 items
+    assert faithful.prompt_tokens > 0
+    expected = (
+        Decimal("0.5") * faithful.prompt_tokens
+        + Decimal("1.5") * faithful.completion_tokens
+    ) / 1000
+    assert faithful.cost == expected
+    assert (similarity.calls, similarity.prompts, similarity.cost) == (0, [], None)
+    assert preview.results == 240
+
+
+def test_viewer_cannot_reach_write_lookups(project, viewer, dataset, scorers):
+    from evalsite.evals.selectors import scorer_get_for_user
+
+    with pytest.raises(PermissionDenied):
+        scorer_get_for_user(user=viewer, pk=scorers[0].pk, write=True)
