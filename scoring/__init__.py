@@ -7,6 +7,8 @@ rounding and pass rules are those of SCORERS.md.
 from __future__ import annotations
 
 from scoring.analysis import parse_factuality_reply, validate_analysis
+from scoring.cache import InMemoryCache, JudgeCache, cache_key
+from scoring.client import StepRecord
 from scoring.errors import (
     AnalysisError,
     CaseError,
@@ -16,6 +18,13 @@ from scoring.errors import (
     UnknownKindError,
 )
 from scoring.formulas import compute_score, passes, round_half_up
+from scoring.judge import (
+    JudgeResult,
+    estimate_tokens,
+    judge_case,
+    make_client,
+    preview_prompts,
+)
 from scoring.options import options_schema, validate_options
 from scoring.overrides import apply_override, get_path
 from scoring.registry import KINDS, LLM_KINDS, TEXT_KINDS, KindSpec
@@ -44,4 +53,13 @@ __all__ = [
     "round_half_up",
     "validate_analysis",
     "validate_options",
+    "InMemoryCache",
+    "JudgeCache",
+    "JudgeResult",
+    "StepRecord",
+    "cache_key",
+    "estimate_tokens",
+    "judge_case",
+    "make_client",
+    "preview_prompts",
 ]
