@@ -24,11 +24,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.http import QueryDict
 
 from evalsite.core.exceptions import ApplicationError
@@ -71,30 +73,30 @@ RUN_TAIL = (
 )
 DATASET_HEAD = ("item_id", "index", "input", "output", "context", "reference")
 
-# Fields loaded per result: never the analyses (large JSON the export does not show).
-_RESULT_FIELDS = (
+# Columns read per result, as tuples: model instances cost ~3x the time at 100k rows,
+# and the analyses (large JSON the export does not show) are never loaded.
+_RESULT_VALUES = (
     "id",
-    "status",
-    "error",
-    "judge_score",
-    "judge_passed",
-    "reason",
-    "final_score",
-    "final_passed",
-    "reviewed",
-    "item__id",
+    "item_id",
     "item__index",
     "item__input",
     "item__output",
     "item__context",
     "item__reference",
     "item__metadata",
-    "run_scorer__id",
-    "run_scorer__name",
-    "run_scorer__kind",
-    "reviewed_by__id",
-    "reviewed_by__username",
+    "run_scorer_id",
+    "status",
+    "judge_score",
+    "final_score",
+    "judge_passed",
+    "final_passed",
+    "reviewed",
+    "reviewed_by_id",
+    "reason",
+    "error",
 )
+_ITEM_VALUES = ("id", "index", "input", "output", "context", "reference", "metadata")
+_FORMULA_FIRST = frozenset("=+-@\t\r")
 
 MEDIA_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -140,24 +142,92 @@ def is_filtered(filters: dict[str, Any]) -> bool:
 def run_export_queryset(
     *, run: Run, filters: dict[str, Any] | None = None, user: User | None = None
 ) -> QuerySet[Result]:
-    """The results to export: the explorer's filter (whole run when empty), lean columns."""
+    """The results to export: the explorer's filter and sort (whole run when empty)."""
     from evalsite.review.selectors_explorer import results_filter
 
     qs = results_filter(run=run, params=filters or {}, user=user or AnonymousUser())  # type: ignore[arg-type]
-    notes = Prefetch(
-        "overrides",
-        queryset=Override.objects.filter(reverted_at__isnull=True)
-        .exclude(note="")
-        .only("id", "result_id", "note", "created_at")
-        .order_by("created_at", "id"),
-        to_attr="export_notes",
-    )
-    return (
-        qs.select_related(None)
-        .select_related("item", "run_scorer", "reviewed_by")
-        .only(*_RESULT_FIELDS)
-        .prefetch_related(notes)
-    )
+    return qs.select_related(None)
+
+
+def _batched(iterable: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for row in iterable:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _result_records(qs: QuerySet[Result], run: Run) -> Iterator[dict[str, Any]]:
+    """One dict per result, read in chunks; override notes and reviewer names are fetched
+    per chunk (two small queries per 2000 rows), never per row."""
+    scorers = {rs.pk: (rs.name, rs.kind) for rs in run.run_scorers.all()}
+    user_model = get_user_model()
+    rows = qs.values_list(*_RESULT_VALUES).iterator(chunk_size=CHUNK_SIZE)
+    for chunk in _batched(rows, CHUNK_SIZE):
+        ids = [row[0] for row in chunk]
+        notes: dict[int, list[str]] = defaultdict(list)
+        for result_id, note in (
+            Override.objects.filter(result_id__in=ids, reverted_at__isnull=True)
+            .exclude(note="")
+            .order_by("created_at", "id")
+            .values_list("result_id", "note")
+        ):
+            notes[result_id].append(note)
+        reviewer_ids = {row[15] for row in chunk if row[15] is not None}
+        reviewers = (
+            {
+                u.pk: u.get_username()
+                for u in user_model.objects.filter(pk__in=reviewer_ids)
+            }
+            if reviewer_ids
+            else {}
+        )
+        for (
+            result_id,
+            item_id,
+            index,
+            input_,
+            output,
+            context,
+            reference,
+            metadata,
+            run_scorer_id,
+            status,
+            judge_score,
+            final_score,
+            judge_passed,
+            final_passed,
+            reviewed,
+            reviewed_by_id,
+            reason,
+            error,
+        ) in chunk:
+            name, kind = scorers.get(run_scorer_id, ("", ""))
+            yield {
+                "result_id": result_id,
+                "item_id": item_id,
+                "item_index": index,
+                "input": input_,
+                "output": output,
+                "context": context if isinstance(context, list) else [],
+                "reference": reference,
+                "metadata": metadata if isinstance(metadata, dict) else {},
+                "scorer": name,
+                "scorer_kind": kind,
+                "status": status,
+                "judge_score": judge_score,
+                "final_score": final_score,
+                "judge_passed": judge_passed,
+                "final_passed": final_passed,
+                "reviewed": reviewed,
+                "reviewer": reviewers.get(reviewed_by_id),
+                "override_notes": notes.get(result_id, []),
+                "reason": reason,
+                "error": error,
+            }
 
 
 # ------------------------------------------------------------------ rows
@@ -167,46 +237,33 @@ def run_columns(*, metadata_keys: list[str]) -> list[str]:
     return [*RUN_HEAD, *(f"metadata.{k}" for k in metadata_keys), *RUN_TAIL]
 
 
-def _run_record(result: Result) -> dict[str, Any]:
-    item = result.item
-    notes = getattr(result, "export_notes", None)
-    if notes is None:  # not prefetched (a plain queryset was passed)
-        notes = result.overrides.filter(reverted_at__isnull=True).exclude(note="")
-    return {
-        "result_id": result.pk,
-        "item_id": item.pk,
-        "item_index": item.index,
-        "input": item.input,
-        "output": item.output,
-        "context": list(item.context or []),
-        "reference": item.reference,
-        "metadata": item.metadata if isinstance(item.metadata, dict) else {},
-        "scorer": result.run_scorer.name,
-        "scorer_kind": result.run_scorer.kind,
-        "status": result.status,
-        "judge_score": result.judge_score,
-        "final_score": result.final_score,
-        "judge_passed": result.judge_passed,
-        "final_passed": result.final_passed,
-        "reviewed": result.reviewed,
-        "reviewer": result.reviewed_by.get_username() if result.reviewed_by else None,
-        "override_notes": [o.note for o in notes],
-        "reason": result.reason,
-        "error": result.error,
-    }
+def _cell(value: Any) -> str:
+    """Exactly `safe_cell`, with the common types inlined: it runs ~2M times per 100k rows."""
+    cls = value.__class__
+    if cls is str:
+        return "'" + value if value and value[0] in _FORMULA_FIRST else value
+    if value is None:
+        return ""
+    if cls is int:
+        return str(value)
+    if cls is float:
+        return repr(value)
+    if cls is bool:
+        return "true" if value else "false"
+    return safe_cell(value)
 
 
 def _csv_cells(
     record: dict[str, Any], head: Iterable[str], keys: list[str], tail: Iterable[str]
 ) -> list[str]:
-    cells = [safe_cell(record[c]) for c in head]
+    cells = [_cell(record[c]) for c in head]
     meta = record["metadata"]
-    cells.extend(safe_cell(meta.get(k)) for k in keys)
+    cells.extend(_cell(meta.get(k)) for k in keys)
     for column in tail:
         value = record[column]
         if column == "override_notes":
             value = NOTES_SEPARATOR.join(value)
-        cells.append(safe_cell(value))
+        cells.append(_cell(value))
     return cells
 
 
@@ -255,7 +312,7 @@ def run_export_stream(
     so filtered and whole-run exports of one run have the same columns.
     """
     qs = run_export_queryset(run=run, filters=filters, user=user)
-    records = (_run_record(r) for r in qs.iterator(chunk_size=CHUNK_SIZE))
+    records = _result_records(qs, run)
     if fmt == "jsonl":
         return _jsonl_stream(records)
     keys = dataset_metadata_keys(dataset=run.dataset)
@@ -275,27 +332,29 @@ def dataset_columns(*, metadata_keys: list[str]) -> list[str]:
     ]
 
 
-def _item_record(item: Item) -> dict[str, Any]:
-    return {
-        "item_id": item.pk,
-        "index": item.index,
-        "input": item.input,
-        "output": item.output,
-        "context": list(item.context or []),
-        "reference": item.reference,
-        "metadata": item.metadata if isinstance(item.metadata, dict) else {},
-    }
+def _item_records(dataset: Dataset) -> Iterator[dict[str, Any]]:
+    rows = (
+        Item.objects.filter(dataset=dataset)
+        .order_by("index")
+        .values_list(*_ITEM_VALUES)
+        .iterator(chunk_size=CHUNK_SIZE)
+    )
+    for item_id, index, input_, output, context, reference, metadata in rows:
+        yield {
+            "item_id": item_id,
+            "index": index,
+            "input": input_,
+            "output": output,
+            "context": context if isinstance(context, list) else [],
+            "reference": reference,
+            "metadata": metadata if isinstance(metadata, dict) else {},
+        }
 
 
 def dataset_export_stream(
     *, dataset: Dataset, fmt: Format, excel: bool = False
 ) -> Iterator[bytes]:
-    items = (
-        Item.objects.filter(dataset=dataset)
-        .order_by("index")
-        .iterator(chunk_size=CHUNK_SIZE)
-    )
-    records = (_item_record(i) for i in items)
+    records = _item_records(dataset)
     if fmt == "jsonl":
         return _jsonl_stream(records)
     keys = dataset_metadata_keys(dataset=dataset)

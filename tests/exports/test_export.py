@@ -402,3 +402,34 @@ def test_dataset_export_is_404_for_outsiders(client, outsider, project):
         ).status_code
         == 404
     )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "",
+        "=1+1",
+        "+x",
+        "-x",
+        "@x",
+        "\tx",
+        "\rx",
+        0,
+        -3,
+        0.5,
+        -0.25,
+        1e-9,
+        True,
+        False,
+        None,
+        ["=a"],
+        {"k": "=v"},
+        "'quoted",
+    ],
+)
+def test_fast_cell_matches_safe_cell(value):
+    from evalsite.exports.services import _cell
+    from evalsite.lib.csvsafe import safe_cell
+
+    assert _cell(value) == safe_cell(value)
