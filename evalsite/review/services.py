@@ -433,6 +433,7 @@ def override_create(
             note=(note or "").strip(),
         )
     _copy_back(result, locked)
+    override.result = result
     return override
 
 
@@ -458,12 +459,12 @@ def override_revert(
         current.counts_as_flip = False
         current.save(update_fields=["reverted_at", "reverted_by", "counts_as_flip"])
         _recompute_locked(locked, run_scorer)
-        if not newer_active and current.prior_review:
-            prior = current.prior_review
-            locked.reviewed = prior.get("reviewed", locked.reviewed)
-            locked.human_passed = prior.get("human_passed")
-            locked.reviewed_by_id = prior.get("reviewed_by_id")
-            reviewed_at = prior.get("reviewed_at")
+        restore = _review_state_to_restore(locked, current, newer_active=newer_active)
+        if restore:
+            locked.reviewed = restore.get("reviewed", locked.reviewed)
+            locked.human_passed = restore.get("human_passed")
+            locked.reviewed_by_id = restore.get("reviewed_by_id")
+            reviewed_at = restore.get("reviewed_at")
             locked.reviewed_at = (
                 datetime.fromisoformat(reviewed_at) if reviewed_at else None
             )
@@ -496,6 +497,36 @@ def override_revert(
     override.reverted_by = current.reverted_by
     _copy_back(override.result, locked)
     return locked
+
+
+def _review_state_to_restore(
+    result: Result, undone: Override, *, newer_active: bool
+) -> dict[str, Any]:
+    """The review state an undo goes back to ({} = leave it).
+
+    Undoing the latest active override restores the state it replaced. When no active
+    override remains, the state before the first override since the last accept /
+    pass-fail answer comes back, so "flip, flip, undo, undo" ends unreviewed again.
+    """
+    if newer_active:
+        return {}
+    still_active = Override.objects.filter(
+        result=result, reverted_at__isnull=True
+    ).exists()
+    if still_active:
+        return undone.prior_review
+    last_answer = (
+        AuditEvent.objects.filter(
+            result=result, action__in=("result.accept", "result.human_pass")
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    overrides = Override.objects.filter(result=result)
+    if last_answer is not None:
+        overrides = overrides.filter(created_at__gt=last_answer.created_at)
+    first = overrides.order_by("created_at", "id").first() or undone
+    return first.prior_review
 
 
 def result_accept(*, result: Result, user: AbstractBaseUser) -> Result:
