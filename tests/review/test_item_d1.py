@@ -53,7 +53,7 @@ def test_item_page_shows_item_analysis_calls_and_controls(client, reviewer, resu
     # verdict labels from KINDS value_labels, with reasons
     assert "supported" in html and "contradicted" in html and "unverifiable" in html
     assert "Context says 2.1M." in html
-    assert 'id="result-scores-%d"' % result.pk in html
+    assert f'id="result-scores-{result.pk}"' in html
     assert "120 prompt + 30 completion tokens" in html and "412 ms" in html
     assert "Judge &lt;these&gt; claims" in html  # escaped, in a collapsed <details>
     assert 'name="path" value="verdicts.1.verdict"' in html
