@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count
 from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Query, Router
 from ninja.pagination import LimitOffsetPagination, paginate
 
-from evalsite.evals.models import Result
 from evalsite.review import services_queue
 from evalsite.review.models import Comment
 from evalsite.review.models_queue import QueueEntry, ReviewQueue
@@ -21,7 +20,7 @@ from evalsite.review.schemas_queue import (
     QueueIn,
     QueueOut,
     ResultFiltersIn,
-    ResultRowOut,
+    ResultPageOut,
 )
 from evalsite.review.selectors import result_get_for_user, run_get_for_user
 from evalsite.review.selectors_explorer import (
@@ -53,13 +52,18 @@ def _filters(data: ResultFiltersIn | QueueFiltersIn) -> ResultFilters:
     )
 
 
-@router.get("/runs/{run_id}/results", response=list[ResultRowOut])
-@paginate(LimitOffsetPagination)
+@router.get("/runs/{run_id}/results", response=ResultPageOut)
 def result_list(
-    request: HttpRequest, run_id: int, filters: Query[ResultFiltersIn]
-) -> QuerySet[Result]:
+    request: HttpRequest,
+    run_id: int,
+    filters: ResultFiltersIn = Query(...),  # noqa: B008 - ninja's declaration style
+) -> dict[str, Any]:
+    """Filtered results, `{"items", "count"}` like every other list. Paginated by hand:
+    ninja's @paginate wrapper breaks postponed annotations of a Query schema."""
     run = run_get_for_user(user=request.user, pk=run_id)
-    return results_filter(run=run, params=_filters(filters), user=request.user)
+    qs = results_filter(run=run, params=_filters(filters), user=request.user)
+    offset = filters.offset
+    return {"count": qs.count(), "items": list(qs[offset : offset + filters.limit])}
 
 
 def _comment_out(comment: Comment) -> dict[str, Any]:

@@ -30,6 +30,8 @@ class ResultFiltersIn(Schema):
     max_score: float | None = None
     assignee: Literal["me"] | None = None
     sort: SortKey = "item"  # type: ignore[valid-type]
+    limit: int = Field(default=100, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _range(self) -> ResultFiltersIn:
@@ -85,6 +87,11 @@ class ResultRowOut(Schema):
     @staticmethod
     def resolve_assignee(obj: Any) -> str | None:
         return obj.assignee.get_username() if obj.assignee_id else None
+
+
+class ResultPageOut(Schema):
+    count: int
+    items: list[ResultRowOut]
 
 
 class CommentIn(Schema):
