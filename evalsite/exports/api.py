@@ -1,6 +1,7 @@
 """Export endpoints: GET /api/runs/{id}/export.csv|jsonl, /api/datasets/{id}/export.csv|jsonl.
 
-Streamed (constant memory). Any project member may export; outsiders get 404.
+Streamed (constant memory). Any project member may export; outsiders get 404. A run
+export takes the same filters as GET /api/runs/{id}/results (scorer_id, passed, ...).
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Query, Router
 
-from evalsite.core.exceptions import ApplicationError
 from evalsite.exports import services
 from evalsite.exports.http import export_response
 from evalsite.exports.schemas import ErrorOut, ExportQuery
@@ -20,12 +20,6 @@ from evalsite.exports.selectors import (
 router = Router(tags=["export"])
 
 _ERRORS = {401: ErrorOut, 404: ErrorOut, 422: ErrorOut}
-
-
-class FilterError(ApplicationError):
-    """A filter the explorer's form rejects: the same status as ninja's own validation."""
-
-    status_code = 422
 
 
 def _openapi(media_type: str, what: str) -> dict:
@@ -43,10 +37,7 @@ def _run(
     request: HttpRequest, run_id: int, fmt: services.Format, query: ExportQuery
 ) -> StreamingHttpResponse:
     run = export_run_get_for_user(user=request.user, pk=run_id)
-    try:
-        filters = services.export_filters_from_query(run=run, query=request.GET)
-    except ApplicationError as exc:
-        raise FilterError(exc.message, field_errors=exc.field_errors) from exc
+    filters = query.to_filters()
     stream = services.run_export_stream(
         run=run, fmt=fmt, filters=filters, user=request.user, excel=query.excel
     )

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
 from ninja import Schema
 from pydantic import Field
+
+from evalsite.review.schemas_queue import ResultFiltersIn
 
 
 class ErrorFieldOut(Schema):
@@ -18,37 +20,26 @@ class ErrorOut(Schema):
     errors: list[ErrorFieldOut]
 
 
-class ExportQuery(Schema):
-    """The results explorer's filters (same names as the page's query string) + excel.
-
-    Declared here for the OpenAPI docs; the explorer's own form validates them again
-    (evalsite.review.forms_queue.ExplorerFilterForm), so the export and the page agree.
-    """
+class ExportQuery(ResultFiltersIn):
+    """The filters of GET /api/runs/{id}/results (inherited, so they never drift) + excel."""
 
     excel: bool = Field(
         False, description="CSV only: start with a UTF-8 BOM for Excel."
     )
-    scorer: int | None = Field(
-        None, description="RunScorer id (see GET /api/runs/{id})."
-    )
-    judge: Literal["pass", "fail", ""] | None = Field(
-        None, description="Judge verdict."
-    )
-    final: Literal["pass", "fail", ""] | None = Field(
-        None, description="Final verdict."
-    )
-    min_score: float | None = Field(None, description="Final score ≥.")
-    max_score: float | None = Field(None, description="Final score ≤.")
-    reviewed: Literal["yes", "no", ""] | None = None
-    overridden: Literal["yes", "no", ""] | None = None
-    status: Literal["pending", "ok", "error", "cancelled", ""] | None = None
-    mine: bool = Field(False, description="Only results assigned to me.")
-    disagree: bool = Field(False, description="Final verdict differs from the judge's.")
-    q: str | None = Field(
-        None, max_length=200, description="Text search in input and output."
-    )
-    sort: str | None = Field(
-        None,
-        max_length=20,
-        description="item, -item, score, -score, final, -final, updated, -updated",
-    )
+
+    def to_filters(self) -> dict[str, Any]:
+        """As the explorer's `ResultFilters` (the results list maps them the same way)."""
+        return {
+            "scorer": self.scorer_id,
+            "judge_passed": self.judge_passed,
+            "final_passed": self.passed,
+            "min_score": self.min_score,
+            "max_score": self.max_score,
+            "reviewed": self.reviewed,
+            "overridden": self.overridden,
+            "status": self.status,
+            "mine": self.assignee == "me",
+            "disagree": bool(self.disagree),
+            "q": self.q or "",
+            "sort": self.sort,
+        }

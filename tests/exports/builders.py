@@ -143,3 +143,73 @@ def make_run(
         for rs in run_scorers
     )
     return run
+
+
+def build_world(project: Project, owner: Any) -> dict[str, Any]:
+    """One of every project-scoped object, for walking every URL and API operation."""
+    from evalsite.accounts.services import api_token_create
+    from evalsite.evals.models import JudgeCall
+    from evalsite.review.models import AuditEvent, Comment, Override
+    from evalsite.review.models_queue import QueueEntry, ReviewQueue
+
+    judge = make_judge(project, name="secret-judge", api_key="sk-world-SECRET-KEY-777")
+    scorer = make_scorer(project, judge)
+    dataset = make_dataset(project)
+    run = make_run(project, dataset, [scorer])
+    other_run = make_run(project, dataset, [scorer])
+    run_scorer = run.run_scorers.get()
+    result = run.results.order_by("item__index").first()
+    item = result.item
+    call = JudgeCall.objects.create(
+        result=result,
+        step="claims",
+        messages=[{"role": "user", "content": "extract claims"}],
+        raw_response='{"claims": ["c"]}',
+        prompt_tokens=10,
+        completion_tokens=5,
+        latency_ms=12.5,
+    )
+    override = Override.objects.create(
+        result=result,
+        kind="verdict",
+        path="verdicts.0.verdict",
+        old_value="yes",
+        new_value="no",
+        note="not supported",
+        user=owner,
+    )
+    Result.objects.filter(pk=result.pk).update(overridden=True)
+    comment = Comment.objects.create(result=result, user=owner, body="look again")
+    audit = AuditEvent.objects.create(
+        project=project,
+        run=run,
+        result=result,
+        actor=owner,
+        action="override",
+        summary="flipped",
+    )
+    queue = ReviewQueue.objects.create(
+        project=project, run=run, name="failing", size=1, created_by=owner
+    )
+    entry = QueueEntry.objects.create(queue=queue, result=result, position=1)
+    token, raw = api_token_create(user=owner, name="world")
+    return {
+        "project": project,
+        "judge": judge,
+        "scorer": scorer,
+        "dataset": dataset,
+        "item": item,
+        "run": run,
+        "other_run": other_run,
+        "run_scorer": run_scorer,
+        "result": result,
+        "call": call,
+        "override": override,
+        "comment": comment,
+        "audit": audit,
+        "queue": queue,
+        "entry": entry,
+        "token": token,
+        "raw_token": raw,
+        "membership": project.memberships.get(user=owner),
+    }

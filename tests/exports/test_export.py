@@ -324,7 +324,7 @@ def test_api_exports_csv_and_jsonl_with_a_bearer_token(client, viewer, run):
     assert body.startswith(b"\xef\xbb\xbf")
     assert len(list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))) == 4
 
-    response = client.get(f"/api/runs/{run.pk}/export.jsonl?final=pass", **headers)
+    response = client.get(f"/api/runs/{run.pk}/export.jsonl?passed=true", **headers)
     assert response.status_code == 200
     assert len(_body(response).splitlines()) == 4
 
@@ -333,15 +333,19 @@ def test_api_export_filters_and_errors(client, owner, outsider, run):
     headers = _bearer(owner)
     scorer = run.run_scorers.get(kind="faithfulness")
     response = client.get(
-        f"/api/runs/{run.pk}/export.jsonl?scorer={scorer.pk}", **headers
+        f"/api/runs/{run.pk}/export.jsonl?scorer_id={scorer.pk}", **headers
     )
     assert {json.loads(line)["scorer"] for line in _body(response).splitlines()} == {
         "Faithfulness"
     }
 
-    bad = client.get(f"/api/runs/{run.pk}/export.csv?scorer=999999", **headers)
+    bad = client.get(f"/api/runs/{run.pk}/export.csv?passed=maybe", **headers)
     assert bad.status_code == 422
-    assert bad.json()["errors"][0]["field"] == "scorer"
+    assert bad.json()["errors"][0]["field"] == "passed"
+    failing = run.results.first()
+    Result.objects.filter(pk=failing.pk).update(final_passed=False)
+    response = client.get(f"/api/runs/{run.pk}/export.csv?passed=false", **headers)
+    assert [r["result_id"] for r in _csv_rows(response)] == [str(failing.pk)]
 
     missing = client.get("/api/runs/999999/export.csv", **headers)
     assert missing.status_code == 404
