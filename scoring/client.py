@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import openai
 
@@ -67,7 +67,7 @@ class RetryPolicy:
     ) -> float:
         if retry_after is not None:
             return max(0.0, min(retry_after, self.max_retry_after))
-        delay = min(self.base_delay * (2**attempt), self.max_delay)
+        delay = min(self.base_delay * (2.0**attempt), self.max_delay)
         return delay * rng.uniform(0.5, 1.0)
 
 
@@ -360,5 +360,5 @@ class StepRunner:
         )
         with limiter:
             return self.client.chat.completions.create(
-                model=self.model, messages=messages, **params
+                model=self.model, messages=cast(Any, messages), **params
             )

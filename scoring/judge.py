@@ -198,15 +198,15 @@ def _analyse(
     if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
         reply = run.step(first, first_step_messages(kind, case, options))
         assert isinstance(reply, ClaimsReply | StatementsReply | OpinionsReply)
-        items = [s for s in getattr(reply, first) if s.strip()]
+        items = [s for s in reply.model_dump()[first] if s.strip()]
         verdicts: list[dict[str, Any]] = []
         if items:  # nothing extracted: no verdict call, no verdicts
             verdict_reply = run.step("verdicts", verdict_messages(kind, case, items))
-            verdicts = [v.model_dump() for v in verdict_reply.verdicts]
+            verdicts = list(verdict_reply.model_dump()["verdicts"])
         return {first: items, "verdicts": verdicts}
     if kind == "toxicity":
         reply = run.step(first, first_step_messages(kind, case, options))
-        return {"verdicts": [v.model_dump() for v in reply.verdicts]}
+        return {"verdicts": list(reply.model_dump()["verdicts"])}
     if kind == "context_relevance":
         if not context:
             return {"evaluations": [], "missing_context": [], "context_count": 0}
@@ -330,7 +330,7 @@ def judge_case(
                     kind, case, analysis, score, float(opts["scale"]), passed
                 ),
             )
-            reason = str(reply.reason)
+            reason = str(reply.model_dump()["reason"])
     else:
         reason = str(analysis.get("reason", ""))
     return JudgeResult(kind, analysis, score, passed, reason, run.steps)

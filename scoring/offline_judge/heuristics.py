@@ -113,7 +113,9 @@ def proper_nouns(text: str) -> set[str]:
     return {
         _stem(word.lower())
         for word in tokens(text)
-        if word[:1].isupper() and word.lower() not in STOPWORDS and word.lower() not in NEGATIONS
+        if word[:1].isupper()
+        and word.lower() not in STOPWORDS
+        and word.lower() not in NEGATIONS
     }
 
 

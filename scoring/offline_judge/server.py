@@ -326,6 +326,8 @@ class OfflineJudgeServer(ThreadingHTTPServer):
     @property
     def base_url(self) -> str:
         host, port = self.server_address[:2]
+        if isinstance(host, bytes):
+            host = host.decode()
         return f"http://{host}:{port}/v1"
 
     def start(self) -> OfflineJudgeServer:

@@ -27,7 +27,9 @@ class JudgeControl:
         return self.server.base_url
 
     def script(self, *actions: str) -> None:
-        httpx.post(f"{self.root}/_control", json={"script": list(actions)}).raise_for_status()
+        httpx.post(
+            f"{self.root}/_control", json={"script": list(actions)}
+        ).raise_for_status()
 
     def control(self, **data: Any) -> None:
         httpx.post(f"{self.root}/_control", json=data).raise_for_status()
