@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpRequest
-from ninja import Query, Router
+from ninja import Query, Router, Status
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, RunScorer
@@ -111,7 +111,7 @@ def result_detail(request: HttpRequest, result_id: int) -> dict[str, Any]:
 @router.post("/results/{result_id}/overrides", response={201: OverrideCreatedOut})
 def override_create(
     request: HttpRequest, result_id: int, payload: OverrideIn
-) -> tuple[int, dict[str, Any]]:
+) -> Status:
     r = selectors.result_get_for_user(user=request.user, pk=result_id, write=True)
     override = services.override_create(
         result=r,
@@ -122,11 +122,14 @@ def override_create(
         note=payload.note,
         expected_version=payload.expected_version,
     )
-    return 201, {
-        "override": _override_out(override),
-        "result": _final_out(r),
-        "aggregates": _aggregates(r),
-    }
+    return Status(
+        201,
+        {
+            "override": _override_out(override),
+            "result": _final_out(r),
+            "aggregates": _aggregates(r),
+        },
+    )
 
 
 @router.delete("/overrides/{override_id}", response=OverrideRevertedOut)
