@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count
 from django.http import HttpRequest
 from django.urls import reverse
-from ninja import Query, Router
+from ninja import Query, Router, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from evalsite.review import services_queue
@@ -86,12 +86,12 @@ def comment_list_api(request: HttpRequest, result_id: int) -> list[dict[str, Any
 @router.post("/results/{result_id}/comments", response={201: CommentOut})
 def comment_create_api(
     request: HttpRequest, result_id: int, payload: CommentIn
-) -> tuple[int, dict[str, Any]]:
+) -> Status:
     result = result_get_for_user(user=request.user, pk=result_id, write=True)
     comment = services_queue.comment_create(
         result=result, user=request.user, body=payload.body
     )
-    return 201, _comment_out(comment)
+    return Status(201, _comment_out(comment))
 
 
 def _queue_out(queue: ReviewQueue) -> dict[str, Any]:
@@ -125,9 +125,7 @@ def _queue_out(queue: ReviewQueue) -> dict[str, Any]:
 
 
 @router.post("/runs/{run_id}/queues", response={201: QueueOut})
-def queue_create_api(
-    request: HttpRequest, run_id: int, payload: QueueIn
-) -> tuple[int, dict[str, Any]]:
+def queue_create_api(request: HttpRequest, run_id: int, payload: QueueIn) -> Status:
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
     source = ReviewQueue.Source(payload.source)
     if payload.stratified is not None:
@@ -143,7 +141,7 @@ def queue_create_api(
         seed=payload.stratified.seed if payload.stratified else 0,
         assign_round_robin=payload.assign_round_robin,
     )
-    return 201, _queue_out(queue)
+    return Status(201, _queue_out(queue))
 
 
 @router.get("/queues/{queue_id}", response=QueueOut)
