@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest
 from django.urls import reverse
-from ninja import Router
+from ninja import Router, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from evalsite.accounts.selectors import project_get_for_user
@@ -28,10 +28,9 @@ from evalsite.evals.schemas import (
     ScorerOut,
     ScorerPatch,
 )
+from evalsite.evals.services.scorers import UNSET
 
 router = Router(tags=["judges, scorers, runs"])
-
-_UNSET: Any = object()
 
 
 def _judge_out(judge: JudgeConnection) -> dict[str, Any]:
@@ -70,7 +69,7 @@ def judge_list(request: HttpRequest, project_id: int) -> list[dict[str, Any]]:
 @router.post("/projects/{project_id}/judges", response={201: JudgeOut})
 def judge_create(
     request: HttpRequest, project_id: int, payload: JudgeIn
-) -> tuple[int, dict[str, Any]]:
+) -> Status[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     data = payload.model_dump(exclude={"rpm", "requests_per_minute"})
     rpm = _rpm(payload)
@@ -80,7 +79,7 @@ def judge_create(
         **data,
         **({"requests_per_minute": rpm} if rpm is not None else {}),
     )
-    return 201, _judge_out(judge)
+    return Status(201, _judge_out(judge))
 
 
 @router.get("/judges/{judge_id}", response=JudgeOut)
@@ -170,9 +169,8 @@ def scorer_list(
 @router.post("/projects/{project_id}/scorers", response={201: ScorerOut})
 def scorer_create(
     request: HttpRequest, project_id: int, payload: ScorerIn
-) -> tuple[int, dict[str, Any]]:
+) -> Status[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
-    fields = payload.model_dump(exclude_unset=True)
     scorer = services.scorer_create(
         project=project,
         user=request.user,
@@ -180,9 +178,10 @@ def scorer_create(
         kind=payload.kind,
         judge=_judge_in_project(project.pk, payload.judge_id),
         options=payload.options,
-        threshold=fields.get("threshold", _UNSET),
+        # None means "not given": factuality's null threshold is also its default.
+        threshold=payload.threshold if payload.threshold is not None else UNSET,
     )
-    return 201, _scorer_out(scorer)
+    return Status(201, _scorer_out(scorer))
 
 
 @router.get("/scorers/{scorer_id}", response=ScorerOut)
@@ -199,7 +198,7 @@ def scorer_update(
     kwargs: dict[str, Any] = {}
     if "judge_id" in fields:
         kwargs["judge"] = _judge_in_project(scorer.project_id, fields["judge_id"])
-    if "threshold" in fields:
+    if fields.get("threshold") is not None:
         kwargs["threshold"] = fields["threshold"]
     saved = services.scorer_update(
         scorer=scorer,
@@ -256,7 +255,7 @@ def run_list(request: HttpRequest, project_id: int) -> list[dict[str, Any]]:
 @router.post("/projects/{project_id}/runs", response={202: RunStartedOut})
 def run_create(
     request: HttpRequest, project_id: int, payload: RunIn
-) -> tuple[int, dict[str, Any]]:
+) -> Status[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     try:
         dataset = selectors.dataset_get_in_project(
@@ -275,12 +274,15 @@ def run_create(
         scorers=scorers,
         name=payload.name,
     )
-    return 202, {
-        "id": run.pk,
-        "status": run.status,
-        "total": run.total,
-        "url": reverse("api:run_detail", kwargs={"run_id": run.pk}),
-    }
+    return Status(
+        202,
+        {
+            "id": run.pk,
+            "status": run.status,
+            "total": run.total,
+            "url": reverse("api:run_detail", kwargs={"run_id": run.pk}),
+        },
+    )
 
 
 @router.get("/runs/{run_id}", response=RunDetailOut, url_name="run_detail")

@@ -424,6 +424,7 @@ def _after_control(request: HttpRequest, run: Run) -> HttpResponse:
     """htmx swaps the fresh progress region (polling again after a retry); without JS
     the browser goes back to the run page."""
     if request.htmx:
-        run.refresh_from_db()
+        # Only the run's own fields: a full refresh would drop run.project.membership.
+        run.refresh_from_db(fields=["status", "started_at", "finished_at", "error"])
         return render(request, "evals/run_detail.html#run-progress", _run_context(run))
     return redirect("evals:run_detail", project_id=run.project_id, pk=run.pk)

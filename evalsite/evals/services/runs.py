@@ -26,6 +26,8 @@ from scoring import KINDS, ScoringError
 logger = logging.getLogger(__name__)
 
 ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+# Refresh only these so callers keep what they attached to the run (e.g. its project).
+_STATE_FIELDS = ["status", "started_at", "finished_at", "error", "total"]
 # Items whose estimate is computed exactly; the rest of the run is extrapolated.
 _ESTIMATE_SAMPLE = 50
 
@@ -249,7 +251,7 @@ def run_cancel(*, run: Run, user: AbstractBaseUser | None) -> Run:
         Result.objects.filter(run=run, status=Result.Status.PENDING).update(
             status=Result.Status.CANCELLED, claimed_at=None, claimed_by=""
         )
-    run.refresh_from_db()
+    run.refresh_from_db(fields=_STATE_FIELDS)
     return run
 
 
@@ -279,7 +281,7 @@ def run_retry_failed(*, run: Run, user: AbstractBaseUser | None) -> int:
         from evalsite.evals.tasks import run_fanout as run_fanout_task
 
         run_fanout_task.delay_on_commit(locked.pk)
-    run.refresh_from_db()
+    run.refresh_from_db(fields=_STATE_FIELDS)
     return len(ids)
 
 

@@ -14,11 +14,12 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import JudgeConnection, RunScorer, ScorerConfig
 from scoring import KINDS, OptionsError, UnknownKindError, validate_options
 
-_UNSET: Any = object()
+# "Not given" (None is a meaningful threshold for factuality).
+UNSET: Any = object()
 
 
 def scorer_options_clean(
-    *, kind: str, options: dict[str, Any] | None, threshold: Any = _UNSET
+    *, kind: str, options: dict[str, Any] | None, threshold: Any = UNSET
 ) -> dict[str, Any]:
     """The full validated options; `threshold`, when given, replaces options.threshold.
 
@@ -35,7 +36,7 @@ def scorer_options_clean(
             "options must be a JSON object.",
             field_errors={"options": "Must be a JSON object."},
         )
-    if threshold is not _UNSET:
+    if threshold is not UNSET:
         merged["threshold"] = threshold
     try:
         return validate_options(kind, merged)
@@ -84,7 +85,7 @@ def scorer_create(
     kind: str,
     judge: JudgeConnection | None = None,
     options: dict[str, Any] | None = None,
-    threshold: Any = _UNSET,
+    threshold: Any = UNSET,
 ) -> ScorerConfig:
     name = _clean_name(name)
     full = scorer_options_clean(kind=kind, options=options, threshold=threshold)
@@ -105,9 +106,9 @@ def scorer_update(
     scorer: ScorerConfig,
     user: AbstractBaseUser | None,
     name: str | None = None,
-    judge: JudgeConnection | None = _UNSET,
+    judge: JudgeConnection | None = UNSET,
     options: dict[str, Any] | None = None,
-    threshold: Any = _UNSET,
+    threshold: Any = UNSET,
 ) -> ScorerConfig:
     """Edit a scorer. When a run used it, the edit becomes a new version (parent = the
     old one, which is archived) so the run's snapshot keeps pointing at what it ran.
@@ -123,7 +124,7 @@ def scorer_update(
     new_name = _clean_name(name) if name is not None else locked.name
     base = options if options is not None else locked.options
     full = scorer_options_clean(kind=locked.kind, options=base, threshold=threshold)
-    new_judge = locked.judge if judge is _UNSET else judge
+    new_judge = locked.judge if judge is UNSET else judge
     new_judge = _judge_for(project=locked.project, kind=locked.kind, judge=new_judge)
     if not RunScorer.objects.filter(scorer=locked).exists():
         locked.name, locked.options, locked.judge = new_name, full, new_judge
