@@ -20,6 +20,7 @@ from evalsite.review.schemas_queue import (
     QueueIn,
     QueueOut,
     ResultFiltersIn,
+    ResultListIn,
     ResultPageOut,
 )
 from evalsite.review.selectors import result_get_for_user, run_get_for_user
@@ -56,7 +57,7 @@ def _filters(data: ResultFiltersIn | QueueFiltersIn) -> ResultFilters:
 def result_list(
     request: HttpRequest,
     run_id: int,
-    filters: ResultFiltersIn = Query(...),  # noqa: B008 - ninja's declaration style
+    filters: ResultListIn = Query(...),  # noqa: B008 - ninja's declaration style
 ) -> dict[str, Any]:
     """Filtered results, `{"items", "count"}` like every other list. Paginated by hand:
     ninja's @paginate wrapper breaks postponed annotations of a Query schema."""

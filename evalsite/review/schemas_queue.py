@@ -30,8 +30,6 @@ class ResultFiltersIn(Schema):
     max_score: float | None = None
     assignee: Literal["me"] | None = None
     sort: SortKey = "item"  # type: ignore[valid-type]
-    limit: int = Field(default=100, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _range(self) -> ResultFiltersIn:
@@ -42,6 +40,13 @@ class ResultFiltersIn(Schema):
         ):
             raise ValueError("min_score must not exceed max_score")
         return self
+
+
+class ResultListIn(ResultFiltersIn):
+    """The filters plus limit/offset (the export reuses ResultFiltersIn without them)."""
+
+    limit: int = Field(default=100, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
 
 
 class ResultRowOut(Schema):

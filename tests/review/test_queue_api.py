@@ -119,6 +119,9 @@ def test_results_list_filters(client, reviewer, run):
         {"min_score": 0.9, "max_score": 0.1},
         {"sort": "nope"},
         {"assignee": "bob"},
+        {"limit": 0},
+        {"limit": 5000},
+        {"offset": -1},
     ],
 )
 def test_results_list_rejects_bad_filters_with_422(client, reviewer, run, params):
