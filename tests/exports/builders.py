@@ -212,4 +212,8 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         "token": token,
         "raw_token": raw,
         "membership": project.memberships.get(user=owner),
+        "reviewer_membership": project.memberships.exclude(user=owner)
+        .order_by("id")
+        .first()
+        or project.memberships.get(user=owner),
     }
