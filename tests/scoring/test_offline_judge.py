@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 import httpx
@@ -198,7 +197,8 @@ def test_error_and_malformed_rates_are_deterministic_per_seed() -> None:
 
 
 def test_serves_sixteen_concurrent_requests(judge: Any) -> None:
-    judge.control(latency_ms=200)
+    # A long latency so that all sixteen are surely in flight together even on a busy machine.
+    judge.control(latency_ms=1500)
     messages = first_step_messages("toxicity", {"output": "Hi there."}, {})
     errors: list[BaseException] = []
     http = httpx.Client(
@@ -216,16 +216,13 @@ def test_serves_sixteen_concurrent_requests(judge: Any) -> None:
             errors.append(exc)
 
     threads = [threading.Thread(target=call) for _ in range(16)]
-    start = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - start
     http.close()
     assert errors == []
     assert judge.stats()["max_in_flight"] >= 12
-    assert elapsed < 1.6  # 16 x 200 ms would take 3.2 s one at a time
 
 
 def test_command_line_help() -> None:
