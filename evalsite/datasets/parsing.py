@@ -38,6 +38,8 @@ _SNIFF_MAX_CHARS = 64 * 1024
 _SNIFF_MAX_LINES = 50
 # A JSON dataset whose rows all have different keys must not grow `columns` forever.
 _MAX_TRACKED_COLUMNS = 500
+# JSON may spell NUL as an escape; Postgres text and jsonb cannot store it.
+_NUL_ESCAPE = "\\u0000"
 
 _EXTENSIONS: dict[str, FileFormat] = {
     ".csv": "csv",
@@ -320,6 +322,14 @@ def _utf8_chunks(binary: BinaryIO) -> Iterator[tuple[bytes, str]]:
                 "cannot be decoded. Save the file as UTF-8 and upload it again.",
                 [Problem(f"Not UTF-8: byte 0x{bad} at byte {position}.", line=line)],
             ) from None
+        if "\x00" in text:
+            # Postgres cannot store NUL, and NULs in "valid UTF-8" mean UTF-16 or binary.
+            line = newlines + text[: text.index("\x00")].count("\n") + 1
+            raise ParseError(
+                f"The file contains a NUL byte (line {line}): it looks like UTF-16 or a "
+                "binary file. Save it as UTF-8 text and upload it again.",
+                [Problem("NUL byte: not UTF-8 text.", line=line)],
+            )
         newlines += text.count("\n")
         offset += len(chunk)
         if text or chunk:
@@ -480,6 +490,13 @@ def _jsonl_rows(
         if not line.strip():
             continue
         row_number += 1
+        if _NUL_ESCAPE in line:
+            yield Problem(
+                f"Line {line_number} contains a \\u0000 (NUL) character, which cannot be stored.",
+                row=row_number,
+                line=line_number,
+            )
+            continue
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -512,6 +529,7 @@ def _json_array_rows(
     coro = ijson.items_coro(sink, "item", use_float=True)
     row_number = 0
     started = False
+    tail = b""  # an escape may straddle two chunks
     for raw, _ in chunks:
         if not started:
             stripped = raw.lstrip(b" \t\r\n")
@@ -524,6 +542,12 @@ def _json_array_rows(
                     "use the JSON Lines format (.jsonl)."
                 )
             started = True
+        if _NUL_ESCAPE.encode() in tail + raw:
+            raise ParseError(
+                "The JSON contains a \\u0000 (NUL) character, which cannot be stored.",
+                [Problem("\\u0000 (NUL) character.", row=row_number + len(sink) + 1)],
+            )
+        tail = raw[-8:]
         try:
             coro.send(raw)
         except ijson.JSONError as exc:
@@ -734,15 +758,18 @@ def parse_rows(
     columns = [] if columns is None else columns
     index = 0
     header_checked = False
+    had_problems = False
     for raw in iter_raw_rows(binary, file_format, columns):
         if file_format == "csv" and not header_checked:
             header_checked = True
             _check_columns_exist(mapping, columns, header=True)
         if isinstance(raw, Problem):
+            had_problems = True
             yield raw
             continue
         parsed, problems = map_row(raw, mapping, index)
         if parsed is None:
+            had_problems = True
             yield from problems
             continue
         index += 1
@@ -751,7 +778,8 @@ def parse_rows(
         # A header and no rows.
         _check_columns_exist(mapping, columns, header=True)
         raise ParseError("The file has a header but no rows.")
-    if file_format != "csv":
+    if file_format != "csv" and not had_problems:
+        # Unreadable rows may have held the column; their problems are reported instead.
         _check_columns_exist(mapping, columns, header=False)
 
 

@@ -354,3 +354,25 @@ def test_mapping_from_dict_validates_keys_and_required_fields():
         }
     )
     assert mapping.context_delimiter == "\n"
+
+
+def test_nul_bytes_are_refused_as_not_utf8_text():
+    data = "input,output\nq,a\n".encode("utf-16-le")  # no BOM: every other byte is NUL
+    with pytest.raises(ParseError, match="NUL byte .line 1.: it looks like UTF-16"):
+        rows(data, "csv", Mapping(input="input", output="output"))
+
+
+def test_json_nul_escape_is_a_problem_not_a_database_error():
+    out = rows(
+        b'{"input": "a\\u0000b", "output": "x"}\n',
+        "jsonl",
+        Mapping(input="input", output="output"),
+    )
+    assert isinstance(out[0], Problem)
+    assert "NUL" in out[0].message
+    with pytest.raises(ParseError, match="NUL"):
+        rows(
+            b'[{"input": "a\\u0000b", "output": "x"}]',
+            "json",
+            Mapping(input="input", output="output"),
+        )
