@@ -97,6 +97,7 @@ _RESULT_VALUES = (
 )
 _ITEM_VALUES = ("id", "index", "input", "output", "context", "reference", "metadata")
 _FORMULA_FIRST = frozenset("=+-@\t\r")
+_BOOL_CELLS = {True: "true", False: "false", None: ""}
 
 MEDIA_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -160,17 +161,20 @@ def _batched(iterable: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _result_records(qs: QuerySet[Result], run: Run) -> Iterator[dict[str, Any]]:
-    """One dict per result, read in chunks; override notes and reviewer names are fetched
-    per chunk (two small queries per 2000 rows), never per row."""
-    scorers = {rs.pk: (rs.name, rs.kind) for rs in run.run_scorers.all()}
+def _result_chunks(
+    qs: QuerySet[Result], run: Run
+) -> Iterator[tuple[list[tuple], dict[int, list[str]], dict[int, str]]]:
+    """Result rows as tuples (`_RESULT_VALUES`), 2000 at a time, with the active
+    override notes and reviewer names of that chunk: two small queries per chunk,
+    never one per row, and never anything for the whole run at once."""
     user_model = get_user_model()
     rows = qs.values_list(*_RESULT_VALUES).iterator(chunk_size=CHUNK_SIZE)
     for chunk in _batched(rows, CHUNK_SIZE):
-        ids = [row[0] for row in chunk]
         notes: dict[int, list[str]] = defaultdict(list)
         for result_id, note in (
-            Override.objects.filter(result_id__in=ids, reverted_at__isnull=True)
+            Override.objects.filter(
+                result_id__in=[row[0] for row in chunk], reverted_at__isnull=True
+            )
             .exclude(note="")
             .order_by("created_at", "id")
             .values_list("result_id", "note")
@@ -185,6 +189,13 @@ def _result_records(qs: QuerySet[Result], run: Run) -> Iterator[dict[str, Any]]:
             if reviewer_ids
             else {}
         )
+        yield chunk, notes, reviewers
+
+
+def _result_records(qs: QuerySet[Result], run: Run) -> Iterator[dict[str, Any]]:
+    """One dict per result (the JSONL shape)."""
+    scorers = {rs.pk: (rs.name, rs.kind) for rs in run.run_scorers.all()}
+    for chunk, notes, reviewers in _result_chunks(qs, run):
         for (
             result_id,
             item_id,
@@ -228,6 +239,68 @@ def _result_records(qs: QuerySet[Result], run: Run) -> Iterator[dict[str, Any]]:
                 "reason": reason,
                 "error": error,
             }
+
+
+def _result_csv_rows(
+    qs: QuerySet[Result], run: Run, keys: list[str]
+) -> Iterator[list[str]]:
+    """CSV cells straight from the tuples (no dict per row: this loop is the hot path)."""
+    scorers = {rs.pk: (_cell(rs.name), _cell(rs.kind)) for rs in run.run_scorers.all()}
+    cell = _cell
+    for chunk, notes, reviewers in _result_chunks(qs, run):
+        for (
+            result_id,
+            item_id,
+            index,
+            input_,
+            output,
+            context,
+            reference,
+            metadata,
+            run_scorer_id,
+            status,
+            judge_score,
+            final_score,
+            judge_passed,
+            final_passed,
+            reviewed,
+            reviewed_by_id,
+            reason,
+            error,
+        ) in chunk:
+            name, kind = scorers.get(run_scorer_id, ("", ""))
+            row = [
+                str(result_id),
+                str(item_id),
+                str(index),
+                cell(input_),
+                cell(output),
+                # JSON text starts with "[": never formula-like.
+                json.dumps(
+                    context if isinstance(context, list) else [], ensure_ascii=False
+                ),
+                cell(reference),
+            ]
+            if keys:
+                meta = metadata if isinstance(metadata, dict) else {}
+                row.extend([cell(meta.get(k)) for k in keys])
+            row += [
+                name,
+                kind,
+                status,
+                cell(judge_score),
+                cell(final_score),
+                _BOOL_CELLS[judge_passed],
+                _BOOL_CELLS[final_passed],
+                _BOOL_CELLS[reviewed],
+                cell(reviewers.get(reviewed_by_id)),
+                cell(NOTES_SEPARATOR.join(notes[result_id]))
+                if result_id in notes
+                else "",
+                cell(reason),
+                cell(error),
+            ]
+            yield row
 
 
 # ------------------------------------------------------------------ rows
@@ -312,11 +385,10 @@ def run_export_stream(
     so filtered and whole-run exports of one run have the same columns.
     """
     qs = run_export_queryset(run=run, filters=filters, user=user)
-    records = _result_records(qs, run)
     if fmt == "jsonl":
-        return _jsonl_stream(records)
+        return _jsonl_stream(_result_records(qs, run))
     keys = dataset_metadata_keys(dataset=run.dataset)
-    rows = (_csv_cells(r, RUN_HEAD, keys, RUN_TAIL) for r in records)
+    rows = _result_csv_rows(qs, run, keys)
     return _csv_stream(run_columns(metadata_keys=keys), rows, excel=excel)
 
 
