@@ -112,9 +112,13 @@ def dataset_preview(*, file: UploadFile, file_format: str | None = None) -> Prev
     _check_size(file)
     fmt = _format_of(file, file_format)
     try:
-        return preview_rows(_binary(file), file_format=fmt)  # type: ignore[arg-type]
+        preview = preview_rows(_binary(file), file_format=fmt)  # type: ignore[arg-type]
     except ParseError as exc:
         raise DatasetUploadError(exc.message, exc.problems) from None
+    if not preview.rows and preview.problems:
+        # Nothing readable to map: say why now rather than at the mapping step.
+        raise DatasetUploadError(_summary(preview.problems), preview.problems)
+    return preview
 
 
 def _resolve_mapping(

@@ -378,3 +378,11 @@ def test_invalid_mapping_is_refused(project, owner, good_csv):
         )
     assert exc.value.message.startswith("The column mapping is invalid")
     assert "context_format" in exc.value.field_errors["column context_format"]
+
+
+def test_preview_of_a_file_with_no_readable_row_is_an_error():
+    with pytest.raises(DatasetUploadError) as exc:
+        dataset_preview(file=upload("x.jsonl", "not json\nnor this\n"))
+    assert exc.value.message.startswith(
+        "Nothing was imported: 2 problems, the first at row 1: Line 1 is not valid JSON"
+    )
