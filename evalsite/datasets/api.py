@@ -22,8 +22,14 @@ from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item
 
 router = Router(tags=["datasets"])
 
-_READ_ERRORS = {401: ErrorOut, 404: ErrorOut}
-_WRITE_ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut}
+_READ_ERRORS = {401: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+_WRITE_ERRORS = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    422: ErrorOut,
+}
 
 
 def _parse_mapping(raw: str | None) -> dict[str, Any] | None:

@@ -79,14 +79,20 @@ def dataset_upload(request: HttpRequest, project_id: int) -> HttpResponse:
         )
     token = uploads.upload_store(file=upload)
     name = form.cleaned_data["name"] or os.path.splitext(upload.name or "dataset")[0]
-    pending = request.session.get(_SESSION_KEY, {})
+    now = time.time()
+    # Forget abandoned uploads (their files are swept by uploads_cleanup).
+    pending = {
+        t: info
+        for t, info in request.session.get(_SESSION_KEY, {}).items()
+        if now - info.get("created", 0) <= uploads.MAX_AGE_SECONDS
+    }
     pending[token] = {
         "project_id": project.pk,
         "user_id": request.user.pk,
         "filename": os.path.basename(upload.name or ""),
         "name": name[:200],
         "file_format": preview.file_format,
-        "created": time.time(),
+        "created": now,
     }
     request.session[_SESSION_KEY] = pending
     return redirect("datasets:map", project_id=project.pk, token=token)

@@ -286,3 +286,14 @@ def test_dataset_text_is_escaped(client, project, owner):
     )
     assert "<script>alert(1)" not in body
     assert "&lt;script&gt;" in body
+
+
+def test_uploads_cleanup_task_removes_stale_files():
+    from evalsite.datasets.tasks import dataset_uploads_cleanup
+
+    path = uploads.uploads_dir() / ("c" * 32 + ".upload")
+    path.write_bytes(b"x")
+    os.utime(path, (0, 0))
+    assert dataset_uploads_cleanup.delay().get() == 1
+    assert dataset_uploads_cleanup.delay().get() == 0  # safe to run twice
+    assert not path.exists()
