@@ -31,6 +31,7 @@ from evalsite.review.selectors_explorer import (
     queue_get_for_user,
     queue_progress,
     results_filter,
+    results_page,
 )
 
 router = Router(tags=["review"])
@@ -63,8 +64,10 @@ def result_list(
     ninja's @paginate wrapper breaks postponed annotations of a Query schema."""
     run = run_get_for_user(user=request.user, pk=run_id)
     qs = results_filter(run=run, params=_filters(filters), user=request.user)
-    offset = filters.offset
-    return {"count": qs.count(), "items": list(qs[offset : offset + filters.limit])}
+    return {
+        "count": qs.count(),
+        "items": results_page(qs, offset=filters.offset, limit=filters.limit),
+    }
 
 
 def _comment_out(comment: Comment) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from evalsite.review.selectors import (
 from evalsite.review.selectors_explorer import (
     DEFAULT_SORT,
     SORT_LABELS,
+    PagedResults,
     ResultFilters,
     assigned_results,
     assigned_runs_summary,
@@ -86,7 +87,8 @@ def _explorer_context(
     results = run_results = None
     if valid:
         run_results = Paginator(
-            results_filter(run=run, params=filters, user=request.user), per_page
+            PagedResults(results_filter(run=run, params=filters, user=request.user)),
+            per_page,
         )
         results = run_results.get_page(page_number)
     query = filters_to_query(filters)

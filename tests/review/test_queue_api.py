@@ -141,7 +141,7 @@ def test_results_list_query_count_is_constant(
     client, reviewer, run, django_assert_max_num_queries
 ):
     headers = auth(reviewer)
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):
         response = client.get(f"/api/runs/{run.pk}/results", {"limit": 100}, **headers)
     assert len(response.json()["items"]) == 8
 
