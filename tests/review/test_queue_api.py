@@ -84,9 +84,13 @@ def test_results_list_paginates_with_count(client, reviewer, run):
 
 def test_results_list_filters(client, reviewer, run):
     faith = run.run_scorers.get(kind="faithfulness")
-    ids = lambda **p: [
-        r["item_index"] for r in _results(client, run, reviewer, **p).json()["items"]
-    ]  # noqa: E731
+
+    def ids(**p):
+        return [
+            r["item_index"]
+            for r in _results(client, run, reviewer, **p).json()["items"]
+        ]
+
     assert ids(scorer_id=faith.pk, passed="false") == [1, 2]
     assert ids(scorer_id=faith.pk, judge_passed="true") == [0, 3]
     assert ids(scorer_id=faith.pk, min_score=0.3, max_score=0.7) == [2, 3]
@@ -166,9 +170,10 @@ def test_comments_post_and_list(client, reviewer, viewer, run):
 def test_comments_api_errors_and_permissions(client, reviewer, viewer, outsider, run):
     result = run.results.first()
     url = f"/api/results/{result.pk}/comments"
-    post = lambda user, body: client.post(
-        url, body, content_type="application/json", **auth(user)
-    )  # noqa: E731
+
+    def post(user, body):
+        return client.post(url, body, content_type="application/json", **auth(user))
+
     assert post(viewer, {"body": "x"}).status_code == 403
     assert post(outsider, {"body": "x"}).status_code == 404
     assert client.get(url, **auth(outsider)).status_code == 404
@@ -242,9 +247,10 @@ def test_queue_create_api_disagreement(client, reviewer, run):
 
 def test_queue_api_errors_and_permissions(client, reviewer, viewer, outsider, run):
     url = f"/api/runs/{run.pk}/queues"
-    post = lambda user, body: client.post(
-        url, body, content_type="application/json", **auth(user)
-    )  # noqa: E731
+
+    def post(user, body):
+        return client.post(url, body, content_type="application/json", **auth(user))
+
     assert post(viewer, {}).status_code == 403
     assert post(outsider, {}).status_code == 404
     assert post(reviewer, {"filters": {"q": "no such text"}}).status_code == 400
