@@ -33,8 +33,9 @@ def _scratch_database_url() -> str:
             if not exists:
                 conn.execute(f'CREATE DATABASE "{bench_name}"')
         return f"{base}/{bench_name}"
-    (ROOT / "var").mkdir(exist_ok=True)
-    return f"sqlite:///{ROOT / 'var' / 'bench.sqlite3'}"
+    var_dir = Path(os.environ.get("EVALSITE_VAR_DIR", ROOT / "var"))
+    var_dir.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{var_dir / 'bench.sqlite3'}"
 
 
 def _setup_django() -> None:
@@ -82,6 +83,10 @@ def main() -> int:
         print(f"# {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr)
     _print_table(rows)
     out = ROOT / "bench" / "results.json"
+    if args.only and out.exists():
+        # A partial run replaces only the rows of the modules it ran.
+        previous = json.loads(out.read_text()).get("rows", [])
+        rows = [r for r in previous if r.get("module") not in names] + rows
     out.write_text(
         json.dumps(
             {
