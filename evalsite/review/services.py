@@ -630,7 +630,6 @@ _RESCORE_COLUMNS = (
     "status",
     "error",
     "analysis",
-    "final_analysis",
     "judge_score",
     "judge_passed",
     "final_score",
@@ -656,25 +655,36 @@ def _verdict_count(kind: str, analysis: dict | None) -> int:
 
 
 def _rescore_row(kind: str, row: dict[str, Any], options: dict) -> dict[str, Any]:
-    """New judge and final numbers of one result under `options` (ok rows only)."""
+    """New judge and final numbers of one result under `options` (ok rows only).
+
+    Without an active override the final numbers are the judge's, so the score is
+    computed once; otherwise from the final analysis (fetched for those rows only),
+    keeping score/pass overrides.
+    """
     new = dict(row)
     if row["status"] != Result.Status.OK or row["analysis"] is None:
         return new
     new["judge_score"] = compute_score(kind, row["analysis"], options)
     new["judge_passed"] = passes(kind, new["judge_score"], options)
-    if not row["score_overridden"]:
-        new["final_score"] = compute_score(
-            kind, row["final_analysis"] or row["analysis"], options
+    if not row["overridden"]:
+        new["final_score"], new["final_passed"] = (
+            new["judge_score"],
+            new["judge_passed"],
         )
-    if not row["pass_overridden"]:
-        new["final_passed"] = passes(kind, new["final_score"], options)
+    else:
+        if not row["score_overridden"]:
+            final_analysis = row.get("final_analysis") or row["analysis"]
+            new["final_score"] = compute_score(kind, final_analysis, options)
+        if not row["pass_overridden"]:
+            new["final_passed"] = passes(kind, new["final_score"], options)
     if row["reviewed"]:
         new["verdict_count"] = _verdict_count(kind, row["analysis"])
     return new
 
 
 def _iter_chunks(qs: Any, *, lock: bool) -> Iterable[list[dict[str, Any]]]:
-    """Rows of `qs` in id order, RESCORE_CHUNK at a time (keyset pagination)."""
+    """Rows of `qs` in id order, RESCORE_CHUNK at a time (keyset pagination); the
+    final analysis is read only for rows with active overrides."""
     last = 0
     while True:
         page = qs.filter(pk__gt=last).order_by("pk")
@@ -683,6 +693,16 @@ def _iter_chunks(qs: Any, *, lock: bool) -> Iterable[list[dict[str, Any]]]:
         rows = list(page.values(*_RESCORE_COLUMNS)[:RESCORE_CHUNK])
         if not rows:
             return
+        overridden = [r["id"] for r in rows if r["overridden"]]
+        if overridden:
+            finals = dict(
+                Result.objects.filter(pk__in=overridden).values_list(
+                    "id", "final_analysis"
+                )
+            )
+            for r in rows:
+                if r["overridden"]:
+                    r["final_analysis"] = finals.get(r["id"])
         yield rows
         last = rows[-1]["id"]
 

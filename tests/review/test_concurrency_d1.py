@@ -18,15 +18,15 @@ from evalsite.review import services
 from evalsite.review.models import AuditEvent, Override
 from tests.review.builders import make_run
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="row-level locking needs Postgres; SQLite serialises writers (IMMEDIATE)",
-    ),
-]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="row-level locking needs Postgres; SQLite serialises writers (IMMEDIATE)",
+)
 
 
+@postgres_only
 def test_two_sessions_flipping_one_result_both_land(
     project, owner, reviewer, monkeypatch
 ):

@@ -1,0 +1,340 @@
+"""Review on a 100k-result run (25k items × 4 LLM scorers), section "review".
+
+Times, with the Django test client and a logged-in reviewer:
+- an override request (POST /api/results/{id}/overrides, a verdict flip) including the
+  recomputed aggregates it returns, and the same through the item page's htmx POST
+  (updated panel + aggregates card out of band): p50 / p95, target p95 ≤ 50 ms;
+- the filtered results page (the explorer's htmx partial, judge fail of one scorer):
+  p95 ≤ 150 ms;
+- run_aggregates of the whole run, and a what-if rescore preview of one scorer (25k).
+Runs on the configured database (`make bench` gives it a scratch one); the data is
+built once and reused. Run alone: `python -m bench bench_review`.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from typing import Any
+
+N_ITEMS = 25_000
+KINDS_USED = ("faithfulness", "hallucination", "context_relevance", "factuality")
+BATCH = 5_000
+REPEAT = 40
+OVERRIDE_TARGET_MS = 50.0
+PAGE_TARGET_MS = 150.0
+DATASET_NAME = "bench-review-100k"
+
+
+def _analysis(kind: str, rng: random.Random) -> dict[str, Any]:
+    n = rng.randint(1, 8)
+    if kind == "faithfulness":
+        claims = [
+            f"Claim {i}: revenue in region {rng.randint(1, 17)} grew." for i in range(n)
+        ]
+        return {
+            "claims": claims,
+            "verdicts": [
+                {
+                    "claim": c,
+                    "verdict": rng.choice(["yes", "yes", "no", "unsure"]),
+                    "reason": "The context states the figure for that region.",
+                }
+                for c in claims
+            ],
+        }
+    if kind == "hallucination":
+        claims = [f"Statement {i} about the quarterly report." for i in range(n)]
+        return {
+            "claims": claims,
+            "verdicts": [
+                {
+                    "claim": c,
+                    "verdict": rng.choice(["no", "no", "no", "yes"]),
+                    "reason": "Supported by the second chunk.",
+                }
+                for c in claims
+            ],
+        }
+    if kind == "context_relevance":
+        k = rng.randint(1, 5)
+        return {
+            "evaluations": [
+                {
+                    "context_index": i,
+                    "relevance": rng.choice(["high", "medium", "low", "none"]),
+                    "used": rng.random() < 0.7,
+                    "reason": "Mentions the region asked about.",
+                }
+                for i in range(k)
+            ],
+            "missing_context": ["the year"] if rng.random() < 0.2 else [],
+            "context_count": k,
+        }
+    return {
+        "category": rng.choice("ABCDE"),
+        "reason": "The answer matches the reference.",
+    }
+
+
+def _build() -> tuple[Any, Any]:
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+
+    from evalsite.accounts.models import Membership, Project, Role
+    from evalsite.datasets.models import Dataset, Item
+    from evalsite.evals.models import Result, Run, RunScorer
+    from scoring import KINDS, compute_score, passes, validate_options
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-review")
+    project, _ = Project.objects.get_or_create(name="bench-review")
+    Membership.objects.get_or_create(
+        project=project, user=user, defaults={"role": Role.REVIEWER}
+    )
+    run = (
+        Run.objects.filter(project=project, dataset__name=DATASET_NAME)
+        .order_by("-id")
+        .first()
+    )
+    if run is not None and run.results.count() == N_ITEMS * len(KINDS_USED):
+        return run, user
+    rng = random.Random(5)
+    with transaction.atomic():
+        Dataset.objects.filter(project=project, name=DATASET_NAME).delete()
+        dataset = Dataset.objects.create(
+            project=project, name=DATASET_NAME, file_format="jsonl", item_count=N_ITEMS
+        )
+        for start in range(0, N_ITEMS, BATCH):
+            Item.objects.bulk_create(
+                Item(
+                    dataset=dataset,
+                    index=i,
+                    input=f"Question {i}: what does the report say about region {i % 17}?",
+                    output=f"Revenue in region {i % 17} grew by {i % 9} percent in 2023.",
+                    context=[
+                        f"Revenue in region {i % 17} grew {i % 9}%.",
+                        "Costs fell.",
+                    ],
+                    reference=f"Region {i % 17} grew {i % 9}%.",
+                )
+                for i in range(start, min(start + BATCH, N_ITEMS))
+            )
+        run = Run.objects.create(
+            project=project,
+            dataset=dataset,
+            status="done",
+            total=N_ITEMS * len(KINDS_USED),
+        )
+        scorers = []
+        for pos, kind in enumerate(KINDS_USED):
+            options = validate_options(kind, {})
+            scorers.append(
+                RunScorer.objects.create(
+                    run=run,
+                    name=KINDS[kind].label,
+                    kind=kind,
+                    position=pos,
+                    options=options,
+                )
+            )
+        item_ids = list(dataset.items.order_by("index").values_list("id", flat=True))
+        rows = []
+        for n, item_id in enumerate(item_ids):
+            for rs in scorers:
+                if n % 97 == 0:
+                    rows.append(
+                        Result(
+                            run=run,
+                            item_id=item_id,
+                            run_scorer=rs,
+                            status="error",
+                            error="judge timed out",
+                        )
+                    )
+                    continue
+                analysis = _analysis(rs.kind, rng)
+                score = compute_score(rs.kind, analysis, rs.options)
+                passed = passes(rs.kind, score, rs.options)
+                rows.append(
+                    Result(
+                        run=run,
+                        item_id=item_id,
+                        run_scorer=rs,
+                        status="ok",
+                        analysis=analysis,
+                        final_analysis=analysis,
+                        judge_score=score,
+                        final_score=score,
+                        judge_passed=passed,
+                        final_passed=passed,
+                        reason="Most claims are supported.",
+                    )
+                )
+            if len(rows) >= BATCH:
+                Result.objects.bulk_create(rows)
+                rows = []
+        Result.objects.bulk_create(rows)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE evals_result")
+    return run, user
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _rows(name: str, samples: list[float], target: float) -> list[dict]:
+    p95 = _pct(samples, 0.95)
+    return [
+        {
+            "section": "review",
+            "name": f"{name} p50",
+            "value": statistics.median(samples),
+            "unit": "ms",
+            "target": None,
+            "ok": None,
+        },
+        {
+            "section": "review",
+            "name": f"{name} p95",
+            "value": p95,
+            "unit": "ms",
+            "target": f"≤ {target:g}",
+            "ok": p95 <= target,
+        },
+    ]
+
+
+def run() -> list[dict]:
+    from django.conf import settings
+    from django.test import Client
+    from django.urls import reverse
+
+    from evalsite.evals.models import Result
+    from evalsite.review.selectors import run_aggregates
+    from evalsite.review.services import run_rescore
+    from scoring import KINDS
+
+    if "testserver" not in settings.ALLOWED_HOSTS:
+        settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    started = time.perf_counter()
+    bench_run, user = _build()
+    out: list[dict] = [
+        {
+            "section": "review",
+            "name": "setup (build or reuse 100k results)",
+            "value": time.perf_counter() - started,
+            "unit": "s",
+            "target": None,
+            "ok": None,
+        }
+    ]
+    client = Client()
+    client.force_login(user)
+    faith = bench_run.run_scorers.get(kind="faithfulness")
+    candidates = list(
+        Result.objects.filter(
+            run=bench_run, run_scorer=faith, status="ok", overridden=False
+        )
+        .order_by("?")
+        .values_list("id", "final_analysis")[: 2 * REPEAT + 2]
+    )
+
+    def flip_body(analysis: dict) -> dict:
+        current = analysis["verdicts"][0]["verdict"]
+        allowed = KINDS["faithfulness"].overridable["verdicts.*.verdict"]
+        return {
+            "kind": "verdict",
+            "path": "verdicts.0.verdict",
+            "value": next(v for v in allowed if v != current),
+            "note": "bench",
+        }
+
+    # API override (201 with final fields + this scorer's aggregates).
+    samples = []
+    for i, (pk, analysis) in enumerate(candidates[: REPEAT + 1]):
+        t0 = time.perf_counter()
+        resp = client.post(
+            f"/api/results/{pk}/overrides",
+            flip_body(analysis),
+            content_type="application/json",
+        )
+        elapsed = (time.perf_counter() - t0) * 1000
+        if resp.status_code != 201:
+            raise RuntimeError(
+                f"override answered {resp.status_code}: {resp.content[:200]}"
+            )
+        if i:  # the first one warms caches
+            samples.append(elapsed)
+    out += _rows("override via API incl. aggregates", samples, OVERRIDE_TARGET_MS)
+
+    # The item page's htmx POST: panel + aggregates card (hx-swap-oob).
+    samples = []
+    for i, (pk, analysis) in enumerate(candidates[REPEAT + 1 :]):
+        url = reverse("review:override_create", args=[bench_run.project_id, pk])
+        body = flip_body(analysis)
+        t0 = time.perf_counter()
+        resp = client.post(url, body, headers={"HX-Request": "true"})
+        elapsed = (time.perf_counter() - t0) * 1000
+        if resp.status_code != 200 or b"hx-swap-oob" not in resp.content:
+            raise RuntimeError(f"htmx override answered {resp.status_code}")
+        if i:
+            samples.append(elapsed)
+    out += _rows(
+        "override via htmx (panel + OOB aggregates)", samples, OVERRIDE_TARGET_MS
+    )
+
+    # The filtered results page (D2's explorer partial) or, without it, the results API.
+    try:
+        page = reverse("review:explorer", args=[bench_run.project_id, bench_run.pk])
+        url, headers = f"{page}?scorer={faith.pk}&judge=fail", {"HX-Request": "true"}
+    except Exception:
+        url, headers = (
+            f"/api/runs/{bench_run.pk}/results?scorer_id={faith.pk}&judge_passed=false",
+            {},
+        )
+    client.get(url, headers=headers)
+    samples = []
+    for _ in range(REPEAT):
+        t0 = time.perf_counter()
+        resp = client.get(url, headers=headers)
+        samples.append((time.perf_counter() - t0) * 1000)
+        if resp.status_code != 200:
+            raise RuntimeError(f"{url} answered {resp.status_code}")
+    out += _rows("filtered results page (scorer + judge fail)", samples, PAGE_TARGET_MS)
+
+    # Whole-run aggregates (4 scorers) and a what-if preview of one scorer (25k results).
+    samples = []
+    for _ in range(10):
+        t0 = time.perf_counter()
+        run_aggregates(run_id=bench_run.pk)
+        samples.append((time.perf_counter() - t0) * 1000)
+    out.append(
+        {
+            "section": "review",
+            "name": "run_aggregates, 4 scorers × 25k (median)",
+            "value": statistics.median(samples),
+            "unit": "ms",
+            "target": None,
+            "ok": None,
+        }
+    )
+    t0 = time.perf_counter()
+    preview = run_rescore(
+        run=bench_run, run_scorer=faith, options={"scale": 10}, user=user, save=False
+    )
+    out.append(
+        {
+            "section": "review",
+            "name": "what-if rescore preview, 25k results",
+            "value": time.perf_counter() - t0,
+            "unit": "s",
+            "target": None,
+            "ok": None,
+            "note": f"{preview.changed_scores} scores change",
+        }
+    )
+    return out
