@@ -164,7 +164,7 @@ def run() -> list[dict]:
         ("assigned to me, sort updated ↓", f"{page}?mine=on&sort=-updated", htmx),
         ("disagreement", f"{page}?disagree=on", htmx),
         ("text search", f"{page}?q=region+13", htmx),
-        ("page 500 of 2000", f"{page}?page=500", htmx),
+        ("page 150 (offset 7,450)", f"{page}?page=150", htmx),
         (
             "API: final fail, limit 100",
             f"/api/runs/{bench_run.pk}/results?passed=false&limit=100",

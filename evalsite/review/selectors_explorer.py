@@ -131,14 +131,28 @@ def results_page(qs: QuerySet[Result], *, offset: int, limit: int) -> list[Resul
     return [by_id[pk] for pk in ids if pk in by_id]
 
 
-class PagedResults:
-    """What Django's Paginator needs (count + slicing), paging through `results_page`."""
+# Counting 100k matching rows costs more than fetching a page; past this many the list
+# says "10,000+" and people narrow the filters (or sort) rather than page to the end.
+COUNT_CAP = 10_000
 
-    def __init__(self, qs: QuerySet[Result]) -> None:
+
+class PagedResults:
+    """What Django's Paginator needs (count + slicing), paging through `results_page`.
+
+    The count stops at COUNT_CAP (`capped` tells the template to print "10,000+")."""
+
+    def __init__(self, qs: QuerySet[Result], *, cap: int | None = None) -> None:
         self.qs = qs
+        self.cap = COUNT_CAP if cap is None else cap
+        self.capped = False
+        self._count: int | None = None
 
     def count(self) -> int:
-        return self.qs.count()
+        if self._count is None:
+            counted = self.qs.order_by()[: self.cap + 1].count()
+            self.capped = counted > self.cap
+            self._count = min(counted, self.cap)
+        return self._count
 
     def __len__(self) -> int:
         return self.count()

@@ -84,13 +84,10 @@ def _explorer_context(
     filters: ResultFilters = form.to_filters() if valid else {"sort": DEFAULT_SORT}
     per_page = (form.cleaned_data.get("per_page") if valid else None) or 50
     page_number = (form.cleaned_data.get("page") if valid else None) or 1
-    results = run_results = None
+    results = paged = None
     if valid:
-        run_results = Paginator(
-            PagedResults(results_filter(run=run, params=filters, user=request.user)),
-            per_page,
-        )
-        results = run_results.get_page(page_number)
+        paged = PagedResults(results_filter(run=run, params=filters, user=request.user))
+        results = Paginator(paged, per_page).get_page(page_number)
     query = filters_to_query(filters)
     if per_page != 50:
         query["per_page"] = str(per_page)
@@ -104,6 +101,7 @@ def _explorer_context(
         "run": run,
         "form": form,
         "page_obj": results,
+        "count_capped": bool(paged and paged.capped),
         "rows": rows,
         "query": urlencode(query),
         "sort_links": _sort_links(base_url, query, filters.get("sort") or DEFAULT_SORT),

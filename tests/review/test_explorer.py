@@ -247,3 +247,19 @@ def test_results_filter_is_shared_by_form_and_api_shapes(reviewer, run):
     assert set(qs.values_list("final_passed", "reviewed").distinct()) == {
         (False, False)
     }
+
+
+def test_explorer_count_stops_at_the_cap(client, reviewer, project, monkeypatch):
+    from evalsite.review import selectors_explorer
+
+    monkeypatch.setattr(selectors_explorer, "COUNT_CAP", 30)
+    big = make_run(project, n_items=20, kinds=("faithfulness", "hallucination"))
+    login(client, reviewer)
+    response = client.get(_url(big, per_page=25))
+    assert response.context["count_capped"] is True
+    assert "30+</strong> results" in response.content.decode()
+    assert response.context["page_obj"].paginator.num_pages == 2
+    # Under the cap the count is exact.
+    small = client.get(_url(big, per_page=25, scorer=big.run_scorers.first().pk))
+    assert small.context["count_capped"] is False
+    assert small.context["page_obj"].paginator.count == 20
