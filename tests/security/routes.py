@@ -62,15 +62,16 @@ class Operation:
 
 
 def operations() -> list[Operation]:
+    """Every mounted API operation, from the generated OpenAPI document (nested routers
+    included), with paths relative to /api."""
     from evalsite.api import api
 
-    ops: list[Operation] = []
-    for prefix, router in api._routers:
-        for path, path_view in router.path_operations.items():
-            for op in path_view.operations:
-                for method in op.methods:
-                    ops.append(Operation(method, prefix + path, op.view_func.__name__))
-    return ops
+    schema = api.get_openapi_schema(path_prefix="")
+    return [
+        Operation(method.upper(), path, op.get("operationId", ""))
+        for path, methods in schema["paths"].items()
+        for method, op in methods.items()
+    ]
 
 
 def value_for(name: str, route: str, world: dict[str, Any]) -> Any:

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+import pytest
+
+from evalsite.accounts.services import api_token_create
+from tests.exports.builders import build_world
+
+
+@pytest.fixture
+def world(project, owner, reviewer, viewer):
+    return build_world(project, owner)
+
+
+@pytest.fixture
+def owner_headers(owner) -> dict[str, str]:
+    _, raw = api_token_create(user=owner, name="api-tests")
+    return {"Authorization": f"Bearer {raw}"}
