@@ -19,7 +19,6 @@ from evalsite.datasets.models import Item
 from evalsite.evals.models import Result, Run
 from evalsite.review.models import AuditEvent, Comment
 from evalsite.review.models_queue import QueueEntry, ReviewQueue
-from evalsite.review.selectors import verdict_flip_target
 from scoring import KINDS, AnalysisError, get_path
 
 User = AbstractBaseUser | AnonymousUser
@@ -183,7 +182,7 @@ _FLAGS = frozenset({"mine", "disagree"})
 
 @dataclass(frozen=True)
 class FlipField:
-    """What key `number` (1–9) flips: D1's `verdict_flip_target`, with labels for a button."""
+    """What key `number` (1–9) flips, with labels for its button."""
 
     number: int
     path: str
@@ -198,24 +197,51 @@ def _label(labels: dict[str, str], value: Any) -> str:
     return labels.get(key, str(value))
 
 
+def _flip_value(current: Any, allowed: list[Any]) -> Any:
+    """What "flip" means for one field.
+
+    Booleans and yes/no verdicts toggle; an "unsure" verdict flips to "yes" (a reviewer
+    flipping an unverifiable claim is confirming it; the item page sets "unsure"
+    explicitly); longer scales (relevance levels, factuality categories) step to the
+    next allowed value.
+    """
+    if isinstance(current, bool):
+        return not current
+    norm = str(current).strip().lower()
+    if {"yes", "no"} <= set(allowed) <= {"yes", "no", "unsure"}:
+        return "no" if norm == "yes" else "yes"
+    lowered = [str(v).lower() for v in allowed]
+    if norm in lowered:
+        return allowed[(lowered.index(norm) + 1) % len(allowed)]
+    return allowed[0]
+
+
 def flip_fields(
     *, kind: str, analysis: dict[str, Any] | None, limit: int = 9
 ) -> list[FlipField]:
-    """The flips keys 1..limit perform on `analysis` (numbered like the item page's rows)."""
+    """The flips keys 1..limit perform, numbered like the item page's analysis rows:
+    key n is the first overridable field of list element n (for context relevance the
+    relevance level); a kind without a list (factuality) has key 1 for its category."""
     spec = KINDS.get(kind)
     if spec is None or not analysis or not spec.overridable:
         return []
+    pattern, allowed = next(iter(spec.overridable.items()))
+    labels = spec.value_labels.get(pattern, {})
+    if "*" in pattern:
+        node = analysis.get(pattern.split(".", 1)[0])
+        paths = [
+            pattern.replace("*", str(i), 1)
+            for i in range(len(node) if isinstance(node, list) else 0)
+        ]
+    else:
+        paths = [pattern]
     fields = []
-    for number in range(1, limit + 1):
+    for number, path in enumerate(paths[:limit], 1):
         try:
-            path, new_value = verdict_flip_target(
-                kind=kind, analysis=analysis, number=number
-            )
             value = get_path(analysis, path)
         except AnalysisError:
             break
-        pattern = ".".join("*" if part.isdigit() else part for part in path.split("."))
-        labels = spec.value_labels.get(pattern, {})
+        new_value = _flip_value(value, allowed)
         fields.append(
             FlipField(
                 number=number,

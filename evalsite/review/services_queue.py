@@ -219,8 +219,8 @@ def queue_assign_round_robin(
 def result_flip_field(
     *, result: Result, user: AbstractBaseUser, number: int, note: str = ""
 ) -> Override:
-    """Key 1–9: flip the `number`th verdict of the result's final analysis (the same
-    target D1's item page numbers: row `number`, first overridable field, next value)."""
+    """Key 1–9: flip the `number`th verdict of the result's final analysis (numbered
+    like the item page's analysis rows; see selectors_explorer.flip_fields)."""
     fields = flip_fields(
         kind=result.run_scorer.kind,
         analysis=result.final_analysis or result.analysis,

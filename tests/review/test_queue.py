@@ -237,11 +237,7 @@ def test_flip_key_overrides_verdict_and_returns_card_with_new_score(
     result = _result_at(queue, 1)  # item 2: [yes, no, no] → 0.33, fail
     login(client, reviewer)
     url = _action_url(queue, 1, "flip")
-    # Key 2 moves verdict 2 to the next allowed value, as on the item page: no → unsure → yes.
-    client.post(url, {"n": "2"}, headers={"HX-Request": "true"})
-    result.refresh_from_db()
-    assert result.final_analysis["verdicts"][1]["verdict"] == "unsure"
-    assert result.final_score == 0.33
+    # Key 2 flips verdict 2: no (contradicted) → yes (supported).
     response = client.post(url, {"n": "2"}, headers={"HX-Request": "true"})
     body = response.content.decode()
     result.refresh_from_db()
@@ -252,10 +248,12 @@ def test_flip_key_overrides_verdict_and_returns_card_with_new_score(
     assert body.lstrip().startswith('<div id="queue-card"')
     assert 'class="num final-score"><strong>0.67</strong>' in body
     assert "1 of 3 reviewed" in body
-    assert list(Override.objects.filter(result=result).values_list("path", "user")) == [
-        ("verdicts.1.verdict", reviewer.pk),
-        ("verdicts.1.verdict", reviewer.pk),
-    ]
+    override = Override.objects.get(result=result)
+    assert (override.path, override.new_value, override.user) == (
+        "verdicts.1.verdict",
+        "yes",
+        reviewer,
+    )
 
 
 def test_flip_buttons_show_what_each_key_does(client, reviewer, queue):
@@ -395,3 +393,64 @@ def test_assigned_page_htmx_partial_and_permissions(client, project, viewer, out
     assert client.post(url).status_code == 405
     login(client, outsider)
     assert client.get(url).status_code == 404
+
+
+# ------------------------------------------------------------------ what each key flips
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        (
+            "faithfulness",  # [yes, no, unsure]
+            [
+                ("verdicts.0.verdict", "no"),
+                ("verdicts.1.verdict", "yes"),
+                ("verdicts.2.verdict", "yes"),
+            ],
+        ),
+        (
+            "hallucination",
+            [("verdicts.0.verdict", "no")]
+            + [(f"verdicts.{i}.verdict", "yes") for i in (1, 2, 3)],
+        ),
+        (
+            "context_relevance",  # high, medium, low → next level
+            [
+                ("evaluations.0.relevance", "medium"),
+                ("evaluations.1.relevance", "low"),
+                ("evaluations.2.relevance", "none"),
+            ],
+        ),
+        ("factuality", [("category", "E")]),  # D → E
+        ("custom_rubric", []),
+    ],
+)
+def test_flip_fields_per_kind(kind, expected):
+    from evalsite.review.selectors_explorer import flip_fields
+    from tests.review.builders import ANALYSES
+
+    fields = flip_fields(kind=kind, analysis=ANALYSES[kind])
+    assert [(f.path, f.new_value) for f in fields] == expected
+    assert [f.number for f in fields] == list(range(1, len(expected) + 1))
+
+
+def test_flip_fields_stop_at_nine():
+    from evalsite.review.selectors_explorer import flip_fields
+
+    analysis = _faith(["yes"] * 12)
+    assert len(flip_fields(kind="faithfulness", analysis=analysis)) == 9
+
+
+def test_flip_key_on_factuality_cycles_category_and_recomputes(
+    client, reviewer, project
+):
+    run = make_run(project, kinds=("factuality",))
+    queue = queue_create(run=run, user=reviewer, filters=ResultFilters())
+    login(client, reviewer)
+    client.post(_action_url(queue, 1, "flip"), {"n": "1"})
+    result = _result_at(queue, 1)
+    assert result.final_analysis["category"] == "E"
+    assert (
+        result.final_score == 1.0 and result.final_passed
+    )  # E: differences don't matter
