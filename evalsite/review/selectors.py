@@ -665,36 +665,6 @@ def analysis_view(
     return view
 
 
-def verdict_flip_target(*, kind: str, analysis: dict, number: int) -> tuple[str, Any]:
-    """(path, value) that the `number` key (1-based) flips: the first overridable field
-    of list element `number` moves to the next allowed value (yes → no → unsure → yes);
-    for a scalar kind (factuality) number 1 cycles the category. Raises AnalysisError."""
-    from scoring import AnalysisError, get_path
-
-    spec = KINDS[kind]
-    patterns = list(spec.overridable)
-    if not patterns:
-        raise AnalysisError(
-            f"{kind} has no verdicts to flip; override the score or pass instead.",
-            path="",
-        )
-    pattern = patterns[0]
-    path = pattern.replace("*", str(number - 1)) if "*" in pattern else pattern
-    if "*" not in pattern and number != 1:
-        raise AnalysisError(f"{kind} has one verdict only", path=str(number))
-    current = get_path(analysis, path)
-    allowed = spec.overridable[pattern]
-    norm = [_posted(v) for v in allowed]
-    try:
-        position = norm.index(_posted(current).strip().lower())
-    except ValueError:
-        try:
-            position = norm.index(_posted(current).strip().upper())
-        except ValueError:
-            position = -1
-    return path, allowed[(position + 1) % len(allowed)]
-
-
 # --------------------------------------------------------------------------- compare
 
 
@@ -731,10 +701,6 @@ class Comparison:
     pairs: list[ComparePair]
     unmatched_a: list[RunScorer]
     unmatched_b: list[RunScorer]
-
-    @property
-    def summary(self) -> Comparison:
-        return self
 
     def pair_for(self, run_scorer_id: int | None) -> ComparePair | None:
         if not self.pairs:

@@ -238,3 +238,10 @@ def test_hide_judge_hook_hides_verdicts_scores_and_reason(client, reviewer, resu
     assert "Context says 2.1M." not in html and "The judge&#x27;s reason." not in html
     assert 'class="final-value"' not in html and "flip-form" not in html
     assert "Override score" not in html  # its default value would show the score
+
+
+def test_htmx_get_returns_only_the_result_panel(client, viewer, result):
+    resp = login(client, viewer).get(_item_url(result), HTTP_HX_REQUEST="true")
+    html = resp.content.decode()
+    assert resp.status_code == 200 and "<html" not in html
+    assert html.lstrip().startswith(f'<article id="result-panel-{result.pk}"')
