@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('review', '0002_queues'),
+        ("review", "0002_queues"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='override',
-            name='counts_as_flip',
+            model_name="override",
+            name="counts_as_flip",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='override',
-            name='prior_review',
+            model_name="override",
+            name="prior_review",
             field=models.JSONField(blank=True, default=dict),
         ),
     ]
