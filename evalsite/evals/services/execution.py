@@ -20,12 +20,19 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import Any
 
 import openai
-from django.db import DatabaseError, InterfaceError, OperationalError, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -65,9 +72,17 @@ class DbJudgeCache:
         )
 
     def set(self, key: str, value: dict[str, Any]) -> None:
-        JudgeCacheEntry.objects.bulk_create(
-            [JudgeCacheEntry(key=key, value=value)], ignore_conflicts=True
-        )
+        # A concurrent identical call may have stored it first: ignore the conflict.
+        # Workers run in autocommit, where one INSERT is one round trip (bulk_create
+        # would add BEGIN/COMMIT on every judge step); inside a transaction (tests)
+        # ON CONFLICT keeps the transaction usable.
+        if connection.in_atomic_block:
+            JudgeCacheEntry.objects.bulk_create(
+                [JudgeCacheEntry(key=key, value=value)], ignore_conflicts=True
+            )
+            return
+        with suppress(IntegrityError):
+            JudgeCacheEntry.objects.create(key=key, value=value)
 
 
 # --------------------------------------------------------------------------- per process
@@ -96,7 +111,8 @@ def _limiter_for(judge: JudgeConnection) -> Limiter:
         limiter = _limiters.get(cache_key)
         if limiter is None:
             limiter = judge_limiter(
-                key=f"judge-{judge.pk}",
+                # The creation time keeps keys apart when ids are reused (test databases).
+                key=f"judge-{judge.pk}-{int(judge.created_at.timestamp())}",
                 max_concurrency=judge.max_concurrency,
                 requests_per_minute=judge.requests_per_minute,
                 lease_seconds=judge.timeout_seconds + 30,
@@ -185,22 +201,35 @@ def _release(result_id: int, token: str) -> None:
 def _cancel_guard(run_id: int, limiter: Limiter) -> Limiter:
     """Wrap the limiter: before each judge request, stop if the run was cancelled
     (checked at most once a second)."""
-    state = {"checked": 0.0}
 
     @contextmanager
     def guarded() -> Iterator[None]:
-        now = time.monotonic()
-        if now - state["checked"] >= 1.0:
-            state["checked"] = now
-            status = (
-                Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
-            )
-            if status not in (Run.Status.QUEUED, Run.Status.RUNNING):
-                raise RunCancelledError(f"run {run_id} is {status}")
+        status = _run_status(run_id)
+        if status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+            raise RunCancelledError(f"run {run_id} is {status}")
         with limiter():
             yield
 
     return guarded
+
+
+_STATUS_TTL = 1.0
+_run_statuses: dict[int, tuple[float, str | None]] = {}
+
+
+def _run_status(run_id: int) -> str | None:
+    """The run's status, read at most once a second per process (cancel takes effect
+    within a second without a query before every judge request)."""
+    now = time.monotonic()
+    cached = _run_statuses.get(run_id)
+    if cached is not None and now - cached[0] < _STATUS_TTL:
+        return cached[1]
+    status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    with _lock:
+        if len(_run_statuses) > 1000:
+            _run_statuses.clear()
+        _run_statuses[run_id] = (now, status)
+    return status
 
 
 def _calls(result_id: int, steps: list[StepRecord]) -> list[JudgeCall]:
@@ -278,8 +307,9 @@ def result_score(*, result_id: int, base_url: str | None = None) -> str:
     if token is None:
         return "skipped"
     _heartbeat.add(result_id, token)
+    run_id: int | None = None
     try:
-        outcome = _judge_and_store(result_id, token, base_url)
+        run_id, outcome = _judge_and_store(result_id, token, base_url)
     except RunCancelledError:
         _release(result_id, token)
         outcome = "cancelled"
@@ -292,18 +322,23 @@ def result_score(*, result_id: int, base_url: str | None = None) -> str:
         raise
     finally:
         _heartbeat.remove(result_id)
-    run_id = (
-        Result.objects.filter(pk=result_id).values_list("run_id", flat=True).first()
-    )
+    if run_id is None:
+        run_id = (
+            Result.objects.filter(pk=result_id).values_list("run_id", flat=True).first()
+        )
     if run_id is not None:
         run_finish_if_complete(run_id=run_id)
     return outcome
 
 
-def _judge_and_store(result_id: int, token: str, base_url: str | None) -> str:
+def _judge_and_store(
+    result_id: int, token: str, base_url: str | None
+) -> tuple[int, str]:
+    """(run id, outcome)."""
     result = Result.objects.select_related(
         "item", "run_scorer", "run_scorer__judge"
     ).get(pk=result_id)
+    run_id = result.run_id
     run_scorer = result.run_scorer
     judge = run_scorer.judge
     steps: list[StepRecord] = []
@@ -337,16 +372,16 @@ def _judge_and_store(result_id: int, token: str, base_url: str | None) -> str:
         raise
     except ScoringError as exc:
         steps = list(getattr(exc, "steps", None) or [])
-        return _store_error(result_id, token, str(exc), steps)
+        return run_id, _store_error(result_id, token, str(exc), steps)
     except ApplicationError as exc:
-        return _store_error(result_id, token, exc.message, steps)
+        return run_id, _store_error(result_id, token, exc.message, steps)
     except Exception as exc:  # noqa: BLE001 - a run must finish: any other failure fails this result only
         logger.exception("result %s: unexpected error while judging", result_id)
-        return _store_error(
+        return run_id, _store_error(
             result_id, token, f"unexpected error: {type(exc).__name__}: {exc}", steps
         )
     stored = _store(result_id, token, judged=judged, steps=judged.steps)
-    return "ok" if stored else "skipped"
+    return run_id, "ok" if stored else "skipped"
 
 
 def _store_error(
