@@ -171,7 +171,7 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 else:
-    for _sub in ("out", "processed"):
+    for _sub in ("out", "processed", "control"):
         (CELERY_FS_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -179,6 +179,7 @@ else:
         "data_folder_out": str(CELERY_FS_DIR / "out"),
         "processed_folder": str(CELERY_FS_DIR / "processed"),
         "store_processed": False,
+        "control_folder": str(CELERY_FS_DIR / "control"),
     }
 CACHES = {
     "default": {
