@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "evalsite.core.middleware.ApiErrorShapeMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -147,6 +148,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATASET_MAX_UPLOAD_BYTES = env.int(
     "DATASET_MAX_UPLOAD_BYTES", default=200 * 1024 * 1024
 )
+
+# API lists are paginated with limit/offset; a client cannot ask for everything at once.
+NINJA_PAGINATION_PER_PAGE = 50
+NINJA_PAGINATION_MAX_LIMIT = 1000
 
 # Judges
 OFFLINE_JUDGE_URL = env.str("OFFLINE_JUDGE_URL", default="http://127.0.0.1:8011/v1")

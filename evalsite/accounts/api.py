@@ -38,11 +38,11 @@ def project_list(request: HttpRequest) -> list[dict]:
 
 
 @router.post("/projects", response={201: ProjectOut})
-def project_create(request: HttpRequest, payload: ProjectIn) -> tuple[int, dict]:
+def project_create(request: HttpRequest, payload: ProjectIn) -> dict:
     project = services.project_create(
         user=request.user, name=payload.name, description=payload.description
     )
-    return 201, _project_out(project, "owner")
+    return _project_out(project, "owner")
 
 
 @router.get("/projects/{project_id}", response=ProjectOut)

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.middleware import (
     LoginRequiredMiddleware as DjangoLoginRequired,
 )
-from django.http import HttpRequest, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponseBase, JsonResponse
 
 
 class LoginRequiredMiddleware(DjangoLoginRequired):
@@ -17,3 +18,41 @@ class LoginRequiredMiddleware(DjangoLoginRequired):
         if request.path.startswith("/api/"):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+class ApiErrorShapeMiddleware:
+    """Give /api/ the one error body shape even where Django answers before ninja does.
+
+    Unknown API paths (Django's 404) and wrong methods (ninja's plain 405) become
+    {"detail", "errors"} JSON; an id too large for the database is a 404, not a 500.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = self.get_response(request)
+        if not request.path.startswith("/api/") or response.status_code not in (
+            404,
+            405,
+        ):
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        detail = "Not found." if response.status_code == 404 else "Method not allowed."
+        shaped = JsonResponse(
+            {"detail": detail, "errors": []}, status=response.status_code
+        )
+        if response.has_header("Allow"):
+            shaped["Allow"] = response["Allow"]
+        return shaped
+
+    def process_exception(
+        self, request: HttpRequest, exception: Exception
+    ) -> HttpResponseBase | None:
+        # SQLite raises OverflowError for ids beyond 64 bits; Postgres simply finds nothing.
+        if isinstance(exception, OverflowError):
+            if request.path.startswith("/api/"):
+                return JsonResponse({"detail": "Not found.", "errors": []}, status=404)
+            raise Http404("No such object.") from exception
+        return None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.db import connection
 
 from tests.security.routes import fill, operations
 
@@ -159,24 +158,15 @@ def test_revoked_tokens_are_refused(client, owner):
     _assert_error_body(client.get("/api/projects", **headers), 401)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GAP (lead, evalsite/accounts/selectors.py membership_get): an id beyond "
-    "SQLite's 64-bit range raises OverflowError -> 500; guard the id and raise Http404",
-)
 def test_out_of_range_ids_are_404_not_500(client, project, owner):
-    if connection.vendor != "sqlite":
-        pytest.xfail("Postgres already answers 404")  # keeps strict xfail honest on PG
     client.raise_request_exception = False
     response = client.get(f"/api/projects/{2**70}/members", **_headers(owner))
     _assert_error_body(response, 404)
+    assert client.get(f"/projects/{2**70}/").status_code in (302, 404)
+    client.force_login(owner)
+    assert client.get(f"/projects/{2**70}/").status_code == 404
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GAP (lead, evalsite/api.py / urls.py): unknown /api/ paths and wrong methods "
-    "answer Django's HTML 404 / plain 405, not the API error body",
-)
 def test_unknown_paths_and_methods_use_the_error_body(client, owner):
     _assert_error_body(client.get("/api/no-such-thing", **_headers(owner)), 404)
     _assert_error_body(client.put("/api/projects", **_headers(owner)), 405)
