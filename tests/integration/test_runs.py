@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from django.conf import settings
 from django.db.models import Count
 
 from evalsite.evals import services
@@ -19,6 +20,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 # Short leases so a killed worker's results are handed out again within seconds.
 WORKER_ENV = {"EVALS_RESULT_LEASE_SECONDS": "4"}
 TIMEOUT = 300
+# Celery's filesystem transport (no REDIS_URL) polls its folder once a second by
+# default, so a worker takes at most `concurrency` tasks per second: use more slots
+# there to keep these tests short.
+CONCURRENCY = 4 if settings.REDIS_URL else 12
 
 
 class _ExactInFlightHandler(Handler):
@@ -116,7 +121,7 @@ def test_200_items_with_3_scorers_end_with_600_results(start_worker, judge_serve
     project, user, dataset, scorers = _setup(
         server, items=200, kinds=["faithfulness", "factuality", "content_similarity"]
     )
-    worker = start_worker(concurrency=4, **WORKER_ENV)
+    worker = start_worker(concurrency=CONCURRENCY, **WORKER_ENV)
     run = services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
@@ -135,7 +140,7 @@ def test_flaky_judge_every_result_ends_ok_or_with_a_message(start_worker, judge_
     project, user, dataset, scorers = _setup(
         server, items=60, kinds=["faithfulness", "factuality"]
     )
-    worker = start_worker(concurrency=4, **WORKER_ENV)
+    worker = start_worker(concurrency=CONCURRENCY, **WORKER_ENV)
     run = services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
@@ -162,7 +167,7 @@ def test_worker_killed_mid_run_leaves_it_complete_without_duplicates(
     project, user, dataset, scorers = _setup(
         server, items=120, kinds=["faithfulness", "content_similarity"]
     )
-    first = start_worker(concurrency=4, **WORKER_ENV)
+    first = start_worker(concurrency=CONCURRENCY, **WORKER_ENV)
     run = services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
@@ -171,7 +176,7 @@ def test_worker_killed_mid_run_leaves_it_complete_without_duplicates(
     first.kill()  # SIGKILL to the whole process group, mid-judge
     killed_at = done.count()
     assert killed_at < 240, "the run finished before the kill; make it slower"
-    second = start_worker(concurrency=4, **WORKER_ENV)
+    second = start_worker(concurrency=CONCURRENCY, **WORKER_ENV)
     assert wait_until(lambda: _finished(run), timeout=TIMEOUT, interval=0.5), (
         second.log()[-3000:]
     )
@@ -187,7 +192,7 @@ def test_two_workers_share_the_judge_concurrency_limit(start_worker, judge_serve
     project, user, dataset, scorers = _setup(
         server, items=30, kinds=["faithfulness"], max_concurrency=2
     )
-    workers = [start_worker(concurrency=4, **WORKER_ENV) for _ in range(2)]
+    workers = [start_worker(concurrency=CONCURRENCY, **WORKER_ENV) for _ in range(2)]
     run = services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )

@@ -46,10 +46,9 @@ from evalsite.evals.models import (
     Result,
     Run,
 )
-from evalsite.evals.scoring_api import JudgeResult, StepRecord, judge_case, make_client
 from evalsite.evals.services.judges import judge_api_key
 from evalsite.evals.services.runs import run_finish_if_complete
-from scoring import ScoringError
+from scoring import JudgeResult, ScoringError, StepRecord, judge_case, make_client
 
 logger = logging.getLogger(__name__)
 

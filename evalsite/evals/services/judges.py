@@ -20,7 +20,7 @@ from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.crypto import secret_decrypt, secret_encrypt
 from evalsite.evals.models import JudgeConnection
-from evalsite.evals.scoring_api import make_client, preview_prompts
+from scoring import make_client, preview_prompts
 
 logger = logging.getLogger(__name__)
 

@@ -19,9 +19,8 @@ from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals import conf
 from evalsite.evals.models import JudgeCall, Result, Run, RunScorer, ScorerConfig
-from evalsite.evals.scoring_api import estimate_tokens, preview_prompts
 from evalsite.queues import CeleryQueue
-from scoring import KINDS, ScoringError
+from scoring import KINDS, ScoringError, estimate_tokens, preview_prompts
 
 logger = logging.getLogger(__name__)
 
