@@ -241,7 +241,7 @@ def test_detail_paginates_items_and_numbers_context_chunks(client, project, owne
         in body
     )
     assert 'href="?page=2"' in body and 'hx-get="?page=2"' in body
-    assert f"/api/datasets/{dataset.pk}/export.csv" in body
+    assert f"/projects/{project.pk}/datasets/{dataset.pk}/export.csv" in body
     page2 = client.get(url, {"page": 2}).content.decode()
     assert "q25" in page2 and "q29" in page2 and "q0<" not in page2
 
