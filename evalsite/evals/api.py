@@ -213,7 +213,8 @@ def scorer_update(
 # --------------------------------------------------------------------------- runs
 
 
-def _run_out(run: Run) -> dict[str, Any]:
+def _run_out(run: Run, progress: Any = None) -> dict[str, Any]:
+    progress = progress or selectors.run_progress(run=run)
     return {
         "id": run.pk,
         "project_id": run.project_id,
@@ -225,7 +226,7 @@ def _run_out(run: Run) -> dict[str, Any]:
         "created_at": run.created_at,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
-        "progress": selectors.run_progress(run=run).as_dict(),
+        "progress": progress.as_dict(),
     }
 
 
@@ -249,7 +250,9 @@ def _aggregates(run: Run) -> list[dict[str, Any]]:
 @paginate(LimitOffsetPagination)
 def run_list(request: HttpRequest, project_id: int) -> list[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id)
-    return [_run_out(r) for r in selectors.run_list(project_id=project.pk)[:1000]]
+    runs = list(selectors.run_list(project_id=project.pk)[:1000])
+    progress = selectors.run_progress_many(runs=runs)
+    return [_run_out(r, progress[r.pk]) for r in runs]
 
 
 @router.post("/projects/{project_id}/runs", response={202: RunStartedOut})

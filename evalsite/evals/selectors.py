@@ -124,6 +124,19 @@ class RunProgress:
         }
 
 
+def run_progress_many(*, runs: list[Run]) -> dict[int, RunProgress]:
+    """Progress of several runs in one query (the run list)."""
+    counts: dict[int, dict[str, int]] = {run.pk: {} for run in runs}
+    rows = (
+        Result.objects.filter(run_id__in=list(counts))
+        .values_list("run_id", "status")
+        .annotate(n=Count("pk"))
+    )
+    for run_id, status, n in rows:
+        counts[run_id][status] = n
+    return {run.pk: _progress(run, counts[run.pk]) for run in runs}
+
+
 def run_progress(*, run: Run) -> RunProgress:
     counts = dict(
         Result.objects.filter(run=run)
@@ -131,6 +144,10 @@ def run_progress(*, run: Run) -> RunProgress:
         .annotate(n=Count("pk"))
         .values_list("status", "n")
     )
+    return _progress(run, counts)
+
+
+def _progress(run: Run, counts: dict[str, int]) -> RunProgress:
     ok = counts.get(Result.Status.OK, 0)
     errors = counts.get(Result.Status.ERROR, 0)
     pending = counts.get(Result.Status.PENDING, 0)

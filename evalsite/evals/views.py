@@ -266,7 +266,7 @@ def scorer_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 def run_list(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     runs = list(selectors.run_list(project_id=project.pk)[:200])
-    progress = {run.pk: selectors.run_progress(run=run) for run in runs}
+    progress = selectors.run_progress_many(runs=runs)
     return render(
         request,
         "evals/runs.html",

@@ -356,3 +356,15 @@ def test_run_list_shows_runs_with_progress(
     )
     body = login(client, viewer).get(_url("runs", project)).content.decode()
     assert str(run) in body and "0 / 6" in body
+
+
+def test_run_list_query_count_does_not_grow_with_runs(
+    owner_client, project, owner, dataset, scorers, django_assert_max_num_queries
+):
+    for _ in range(5):
+        services.run_start(
+            project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+        )
+    with django_assert_max_num_queries(12):
+        response = owner_client.get(_url("runs", project))
+    assert response.content.decode().count("0 / 6") == 5
