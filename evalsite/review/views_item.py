@@ -17,6 +17,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import JudgeCall, Result, RunScorer
 from evalsite.review import selectors, services
 from evalsite.review.forms import CompareForm, OverrideForm, RescoreForm
+from evalsite.review.forms_queue import CommentForm
 from evalsite.review.models import Override
 from scoring import KINDS, KindSpec
 
@@ -113,6 +114,13 @@ def item(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
         return render(
             request, "review/item.html#result-panel", {**context, "panel": panel}
         )
+    context.update(
+        result=result,
+        comments=result.comments.select_related("user"),
+        comment_form=CommentForm(),
+        can_write=_can_write(project),
+        events=result.audit_events.select_related("actor")[:50],
+    )
     return render(request, "review/item.html", context)
 
 

@@ -245,3 +245,22 @@ def test_htmx_get_returns_only_the_result_panel(client, viewer, result):
     html = resp.content.decode()
     assert resp.status_code == 200 and "<html" not in html
     assert html.lstrip().startswith(f'<article id="result-panel-{result.pk}"')
+
+
+def test_item_page_shows_comments_and_history(client, reviewer, result):
+    from evalsite.review.models import Comment
+
+    Comment.objects.create(
+        result=result, user=reviewer, body="Claim 2 is in chunk 3 <b>really</b>"
+    )
+    override_create(
+        result=result, user=reviewer, kind="pass", value=True, note="judge too strict"
+    )
+    login(client, reviewer)
+    body = client.get(
+        reverse("review:item", args=[result.run.project_id, result.pk])
+    ).content.decode()
+    assert "Claim 2 is in chunk 3 &lt;b&gt;really&lt;/b&gt;" in body
+    assert f'id="comment-form-{result.pk}"' in body
+    assert "judge too strict" in body
+    assert "rita" in body.split("History")[1]
