@@ -3,13 +3,14 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from ninja import Router
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from evalsite.accounts import services
 from evalsite.accounts.models import Membership, Project
 from evalsite.accounts.schemas import MemberIn, MemberOut, ProjectIn, ProjectOut
 from evalsite.accounts.selectors import project_get_for_user, project_list_for_user
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.pagination import LimitOffsetPagination
 
 router = Router(tags=["projects"])
 

@@ -11,10 +11,11 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import File, Form, Router, Status
 from ninja.files import UploadedFile
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.datasets import services
 from evalsite.datasets.models import Dataset
 from evalsite.datasets.schemas import DatasetOut, ErrorOut, ItemOut

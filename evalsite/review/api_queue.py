@@ -8,8 +8,9 @@ from django.db.models import Count
 from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Query, Router, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
+from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.review import services_queue
 from evalsite.review.models import Comment
 from evalsite.review.models_queue import QueueEntry, ReviewQueue

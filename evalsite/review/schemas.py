@@ -8,6 +8,8 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, model_validator
 
+from evalsite.core.pagination import MAX_OFFSET
+
 
 class OverrideIn(Schema):
     """{kind: "verdict", path: "verdicts.2.verdict", value, note} |
@@ -249,4 +251,4 @@ class CompareQueryIn(Schema):
     scorer_id: int | None = None
     only: Literal["", "regressions", "improvements", "flips", "changed"] = ""
     limit: int = Field(default=50, ge=1, le=500)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, model_validator
 
+from evalsite.core.pagination import MAX_OFFSET
 from evalsite.review.selectors_explorer import Q_MAX_LENGTH, SORTS
 
 ResultStatus = Literal["pending", "ok", "error", "cancelled"]
@@ -46,7 +47,7 @@ class ResultListIn(ResultFiltersIn):
     """The filters plus limit/offset (the export reuses ResultFiltersIn without them)."""
 
     limit: int = Field(default=100, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
 
 
 class ResultRowOut(Schema):
