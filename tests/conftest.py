@@ -49,3 +49,7 @@ def owner_client(client, owner):
 def login(client, user):
     client.force_login(user)
     return client
+
+
+# Browser fixtures live in one module so the whole session shares one Playwright instance.
+from tests.browser_fixtures import *  # noqa: E402, F403

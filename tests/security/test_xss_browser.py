@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import browser, login, page  # noqa: F401 - fixtures
+from tests.browser_fixtures import login
 from tests.exports.builders import build_world
 from tests.security.routes import fill
 from tests.security.test_xss import poison
@@ -20,7 +20,7 @@ PAGES = [
 ]
 
 
-def test_no_script_runs_on_pages_with_hostile_text(page, live_server, project, owner):  # noqa: F811
+def test_no_script_runs_on_pages_with_hostile_text(page, live_server, project, owner):
     world = build_world(project, owner)
     poison(world)
     login(page, live_server, owner.get_username(), "pw")

@@ -1,4 +1,4 @@
-"""Shared Playwright fixtures: one headless Chromium per session, a fresh page per test.
+"""Shared Playwright fixtures (imported by tests/conftest.py): one headless Chromium per session, a fresh page per test.
 
 Playwright's sync API runs an event loop in the test thread, so Django's async-safety
 check must be relaxed for the ORM calls tests make around it.
