@@ -111,6 +111,9 @@ def _exact_in_flight_handler() -> type:
     from scoring.offline_judge.server import Handler
 
     class ExactInFlightHandler(Handler):
+        _counted = False  # GET /_stats and friends are not counted
+        _released = False
+
         def _send_json(self, status: int, data: Any, headers: Any = None) -> None:
             state = self.server.state
             if self._counted:

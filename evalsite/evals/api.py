@@ -8,10 +8,11 @@ from typing import Any
 from django.http import Http404, HttpRequest
 from django.urls import reverse
 from ninja import Router, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals import selectors, services
 from evalsite.evals.models import JudgeConnection, Run, ScorerConfig
 from evalsite.evals.schemas import (

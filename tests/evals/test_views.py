@@ -8,10 +8,16 @@ from django.urls import reverse
 
 from evalsite.evals import services
 from evalsite.evals.models import Result, Run, ScorerConfig
-from tests.conftest import login
 
 pytestmark = pytest.mark.django_db
 HX = {"HTTP_HX_REQUEST": "true"}
+
+
+def login(client, user):
+    client.force_login(user)
+    return client
+
+
 SECRET = "sk-live-DO-NOT-LEAK-4242"
 
 

@@ -34,6 +34,9 @@ class _ExactInFlightHandler(Handler):
     twice for a moment; this makes max_in_flight measure what the limiter promises.
     """
 
+    _counted = False  # GET /_stats and friends are not counted
+    _released = False
+
     def _send_json(self, status, data, headers=None):
         state = self.server.state
         if self._counted:

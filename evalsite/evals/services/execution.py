@@ -175,16 +175,17 @@ def _new_claim_token() -> str:
 
 
 def result_claim(*, result_id: int) -> str | None:
-    """Claim a pending result of an active run; the claim token, or None if taken."""
+    """Claim a pending result; the claim token, or None if another delivery has it or it
+    is finished (or cancelled)."""
     now = timezone.now()
     token = _new_claim_token()
     cutoff = now - timedelta(seconds=conf.lease_seconds())
+    # Conditions on the result row only: a single-table UPDATE, so Postgres re-checks
+    # them on the locked row when two deliveries race (a join would be checked on a
+    # stale snapshot). No run condition is needed: cancelling a run cancels its
+    # pending results in the same transaction, and a finished run has none.
     claimed = (
-        Result.objects.filter(
-            pk=result_id,
-            status=Result.Status.PENDING,
-            run__status__in=(Run.Status.QUEUED, Run.Status.RUNNING),
-        )
+        Result.objects.filter(pk=result_id, status=Result.Status.PENDING)
         .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=cutoff))
         .update(claimed_at=now, claimed_by=token, attempts=F("attempts") + 1)
     )
