@@ -31,13 +31,14 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-N_RESULTS = int(os.environ.get("BENCH_RUNS_RESULTS", 1000))
+N_RESULTS = int(os.environ.get("BENCH_RUNS_RESULTS", 1500))
 LATENCY_MS = 100
 MAX_CONCURRENCY = 16
 IDEAL = MAX_CONCURRENCY / (LATENCY_MS / 1000)
 TARGET_FRACTION = 0.85
 WORKERS = int(os.environ.get("BENCH_RUNS_WORKERS", 2))
 THREADS = int(os.environ.get("BENCH_RUNS_THREADS", 12))
+POOL = os.environ.get("BENCH_RUNS_POOL", "threads")
 
 _WORKER_CODE = """
 import sys
@@ -68,7 +69,7 @@ def _start_workers(log_dir: Path) -> list[subprocess.Popen[bytes]]:
                     _WORKER_CODE,
                     "worker",
                     "--pool",
-                    "threads",
+                    POOL,
                     "--concurrency",
                     str(THREADS),
                     "-Q",
@@ -233,7 +234,7 @@ def run() -> list[dict[str, Any]]:
         target = TARGET_FRACTION * IDEAL
         note = (
             f"{N_RESULTS} faithfulness results, {stats['completed']} calls, "
-            f"{WORKERS} workers x {THREADS} threads"
+            f"{WORKERS} workers x {THREADS} {POOL}"
         )
         return [
             _row("ideal bound (16 / 0.1 s)", IDEAL, "calls/s"),
