@@ -3,7 +3,7 @@
 ``analyze_text(kind, case, options)`` returns ``{"ratio": r, ...details}`` with
 the unscaled ratio in [0, 1]; ``compute_score`` scales it (not rounded).
 
-Choices (see DIFFERENCES.md):
+Choices (see the README, "Where our numbers differ"):
 - keyword_coverage uses the English list of the ``stop-words`` package
   (``stop_words.get_stop_words("english")``, 1,333 words in version 2025.11.4);
 - completeness approximates compromise's nouns/verbs/terms with a simple
@@ -261,7 +261,7 @@ def _strip_suffix(word: str, suffix: str) -> str | None:
 def lemma(word: str) -> str:
     """A light, rule-based base form (verbs mostly): 'running' -> 'run', 'studies' -> 'study'.
 
-    Stands in for compromise's ``verbs().toInfinitive()``; see DIFFERENCES.md.
+    Stands in for compromise's ``verbs().toInfinitive()``; see the README, "Where our numbers differ".
     """
     if word in _IRREGULAR:
         return _IRREGULAR[word]
