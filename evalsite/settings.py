@@ -153,6 +153,15 @@ DATASET_MAX_UPLOAD_BYTES = env.int(
 NINJA_PAGINATION_PER_PAGE = 50
 NINJA_PAGINATION_MAX_LIMIT = 1000
 
+# Runs: a claimed result whose worker stops heart-beating for this long is taken over;
+# the watchdog looks for lost work at the monitor interval; fan-out enqueues in chunks.
+EVALS_RESULT_LEASE_SECONDS = env.float("EVALS_RESULT_LEASE_SECONDS", default=60.0)
+# Unset: half the lease.
+EVALS_MONITOR_INTERVAL_SECONDS = env.float(
+    "EVALS_MONITOR_INTERVAL_SECONDS", default=None
+)
+EVALS_FANOUT_CHUNK = env.int("EVALS_FANOUT_CHUNK", default=500)
+
 # Judges
 OFFLINE_JUDGE_URL = env.str("OFFLINE_JUDGE_URL", default="http://127.0.0.1:8011/v1")
 
@@ -185,6 +194,8 @@ else:
         "processed_folder": str(CELERY_FS_DIR / "processed"),
         "store_processed": False,
         "control_folder": str(CELERY_FS_DIR / "control"),
+        # The default 1 s poll caps each worker at `concurrency` tasks a second.
+        "polling_interval": env.float("CELERY_FS_POLLING_INTERVAL", default=0.05),
     }
 CACHES = {
     "default": {

@@ -17,6 +17,16 @@ import pytest
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
+# What tests/conftest.py star-imports: the fixtures and the hook, not the `login` helper,
+# which would shadow conftest's login(client, user).
+__all__ = [
+    "browser",
+    "browser_page",
+    "logged_in_page",
+    "page",
+    "pytest_runtest_makereport",
+]
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",

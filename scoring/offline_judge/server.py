@@ -116,10 +116,19 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ----------------------------------------------------------------------
 
+    def _leave_in_flight(self) -> None:
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            with self.server.state.lock:
+                self.server.state.in_flight -= 1
+
     def _send_json(
         self, status: int, data: Any, headers: dict[str, str] | None = None
     ) -> None:
         body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        # Leave the in-flight count before the reply goes out: once the client has it, it
+        # may send its next request, which must not find this one still counted.
+        self._leave_in_flight()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -208,11 +217,11 @@ class Handler(BaseHTTPRequestHandler):
                 state.stats["chat"] += 1
                 state.in_flight += 1
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            self._in_flight = True
             try:
                 self._chat(body if isinstance(body, dict) else {})
             finally:
-                with state.lock:
-                    state.in_flight -= 1
+                self._leave_in_flight()
         else:
             self._error(404, f"no route {self.path}")
 

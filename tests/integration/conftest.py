@@ -85,17 +85,24 @@ class WorkerProcess:
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Kill the worker and its pool children (the whole process group)."""
-        if self.proc and self.proc.poll() is None:
+        if self.proc is None:
+            return
+        try:
             os.killpg(self.proc.pid, sig)
-            self.proc.wait(timeout=30)
+        except ProcessLookupError:
+            return
+        self.proc.wait(timeout=30)
 
     def stop(self) -> None:
+        # SIGTERM to the main process only: it shuts its pool down itself; signalling the
+        # whole group kills the children first and leaves the main process hanging.
         if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.terminate()
             try:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                self.kill()
+                pass
+        self.kill()
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
