@@ -6,6 +6,7 @@ pointed at the test database that pytest-django created.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -98,10 +99,8 @@ class WorkerProcess:
         # whole group kills the children first and leaves the main process hanging.
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pass
         self.kill()
 
     def log(self) -> str:
