@@ -10,14 +10,14 @@ export PORT
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install -qq --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install -qq -e .
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install -qq -e ".[dev]"
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed

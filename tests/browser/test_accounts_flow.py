@@ -7,7 +7,9 @@ from evalsite.accounts.models import Membership, Project, Role
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_log_in_see_dashboard_create_project_log_out(page, live_server, django_user_model):
+def test_log_in_see_dashboard_create_project_log_out(
+    page, live_server, django_user_model
+):
     django_user_model.objects.create_user(username="alice", password="s3cret-pass")
 
     page.goto(f"{live_server.url}/")
@@ -27,7 +29,10 @@ def test_log_in_see_dashboard_create_project_log_out(page, live_server, django_u
     page.wait_for_selector("h1:has-text('Support bot evals')")
     assert page.locator(".flash-success").inner_text().startswith("Project")
     project = Project.objects.get(name="Support bot evals")
-    assert Membership.objects.get(project=project, user__username="alice").role == Role.OWNER
+    assert (
+        Membership.objects.get(project=project, user__username="alice").role
+        == Role.OWNER
+    )
 
     page.goto(f"{live_server.url}/")
     assert page.locator("#project-list").inner_text().count("Support bot evals") == 1
