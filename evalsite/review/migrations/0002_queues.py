@@ -6,58 +6,157 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('evals', '0002_result_claim'),
-        ('review', '0001_initial'),
+        ("accounts", "0001_initial"),
+        ("evals", "0002_result_claim"),
+        ("review", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReviewQueue',
+            name="ReviewQueue",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('source', models.CharField(choices=[('filters', 'From filters'), ('disagreement', 'Disagreement'), ('stratified', 'Stratified sample'), ('assigned', 'Assigned to me')], default='filters', max_length=16)),
-                ('filters', models.JSONField(default=dict)),
-                ('blind', models.BooleanField(default=False, help_text="Hide the judge's verdict until the reviewer answers pass/fail.")),
-                ('stratified', models.JSONField(blank=True, default=dict)),
-                ('size', models.PositiveIntegerField(default=0)),
-                ('truncated', models.BooleanField(default=False, help_text='More results matched than a queue holds.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_queues', to='accounts.project')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_queues', to='evals.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("filters", "From filters"),
+                            ("disagreement", "Disagreement"),
+                            ("stratified", "Stratified sample"),
+                            ("assigned", "Assigned to me"),
+                        ],
+                        default="filters",
+                        max_length=16,
+                    ),
+                ),
+                ("filters", models.JSONField(default=dict)),
+                (
+                    "blind",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Hide the judge's verdict until the reviewer answers pass/fail.",
+                    ),
+                ),
+                ("stratified", models.JSONField(blank=True, default=dict)),
+                ("size", models.PositiveIntegerField(default=0)),
+                (
+                    "truncated",
+                    models.BooleanField(
+                        default=False,
+                        help_text="More results matched than a queue holds.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_queues",
+                        to="accounts.project",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_queues",
+                        to="evals.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='QueueEntry',
+            name="QueueEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField(help_text='1-based order in the queue.')),
-                ('stratum', models.CharField(blank=True, choices=[('', '—'), ('fail', 'Judge fail'), ('pass', 'Judge pass')], default='', max_length=4)),
-                ('result', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='queue_entries', to='evals.result')),
-                ('queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='review.reviewqueue')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "position",
+                    models.PositiveIntegerField(
+                        help_text="1-based order in the queue."
+                    ),
+                ),
+                (
+                    "stratum",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("", "—"),
+                            ("fail", "Judge fail"),
+                            ("pass", "Judge pass"),
+                        ],
+                        default="",
+                        max_length=4,
+                    ),
+                ),
+                (
+                    "result",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="queue_entries",
+                        to="evals.result",
+                    ),
+                ),
+                (
+                    "queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="entries",
+                        to="review.reviewqueue",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['queue_id', 'position'],
+                "ordering": ["queue_id", "position"],
             },
         ),
         migrations.AddIndex(
-            model_name='reviewqueue',
-            index=models.Index(fields=['project', '-created_at'], name='review_revi_project_0a338b_idx'),
+            model_name="reviewqueue",
+            index=models.Index(
+                fields=["project", "-created_at"], name="review_revi_project_0a338b_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='queueentry',
-            constraint=models.UniqueConstraint(fields=('queue', 'position'), name='unique_queue_position'),
+            model_name="queueentry",
+            constraint=models.UniqueConstraint(
+                fields=("queue", "position"), name="unique_queue_position"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='queueentry',
-            constraint=models.UniqueConstraint(fields=('queue', 'result'), name='unique_queue_result'),
+            model_name="queueentry",
+            constraint=models.UniqueConstraint(
+                fields=("queue", "result"), name="unique_queue_result"
+            ),
         ),
     ]
