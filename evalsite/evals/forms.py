@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from evalsite.evals.models import JudgeConnection, ScorerConfig
+from evalsite.evals.services.judges import EDITABLE_FIELDS
 from scoring import KINDS
 
 OPTION_PREFIX = "options."
@@ -61,20 +62,7 @@ class JudgeForm(forms.Form):
     def for_judge(cls, judge: JudgeConnection) -> JudgeForm:
         # The key fields start empty: the key is write-only.
         return cls(
-            initial={
-                name: getattr(judge, name)
-                for name in (
-                    "name",
-                    "base_url",
-                    "model",
-                    "temperature",
-                    "timeout_seconds",
-                    "max_concurrency",
-                    "requests_per_minute",
-                    "price_per_1k_input",
-                    "price_per_1k_output",
-                )
-            }
+            initial={name: getattr(judge, name) for name in EDITABLE_FIELDS}
             | {"api_key_env": judge.api_key_env}
         )
 
