@@ -15,9 +15,8 @@ ResultStatus = Literal["pending", "ok", "error", "cancelled"]
 SortKey = Literal[tuple(SORTS)]  # type: ignore[valid-type]
 
 
-class ResultFiltersIn(Schema):
-    """Query parameters of GET /api/runs/{id}/results. `scorer_id` is a run scorer id
-    (as in the run's aggregates); `passed` is the final (human-adjusted) verdict."""
+class _ExplorerFilterFields(Schema):
+    """The explorer filters as API fields, shared by the results list and queues."""
 
     scorer_id: int | None = None
     passed: bool | None = None
@@ -31,6 +30,11 @@ class ResultFiltersIn(Schema):
     max_score: float | None = None
     assignee: Literal["me"] | None = None
     sort: SortKey = "item"  # type: ignore[valid-type]
+
+
+class ResultFiltersIn(_ExplorerFilterFields):
+    """Query parameters of GET /api/runs/{id}/results. `scorer_id` is a run scorer id
+    (as in the run's aggregates); `passed` is the final (human-adjusted) verdict."""
 
     @model_validator(mode="after")
     def _range(self) -> ResultFiltersIn:
@@ -113,22 +117,10 @@ class CommentOut(Schema):
     created_at: datetime
 
 
-class QueueFiltersIn(Schema):
+class QueueFiltersIn(_ExplorerFilterFields):
     """The explorer filters a queue is built from (same names as the results list)."""
 
     model_config = ConfigDict(extra="forbid")
-    scorer_id: int | None = None
-    passed: bool | None = None
-    judge_passed: bool | None = None
-    reviewed: bool | None = None
-    overridden: bool | None = None
-    disagree: bool | None = None
-    status: ResultStatus | None = None
-    q: str | None = Field(default=None, max_length=Q_MAX_LENGTH)
-    min_score: float | None = None
-    max_score: float | None = None
-    assignee: Literal["me"] | None = None
-    sort: SortKey = "item"  # type: ignore[valid-type]
 
 
 class StratifiedIn(Schema):
