@@ -12,9 +12,19 @@ from __future__ import annotations
 
 import gc
 import os
-import threading
 import time
 from typing import Any
+
+from bench._common import (
+    PeakRss,
+    allow_testserver,
+    bench_member,
+    create_scorers,
+    replace_dataset,
+    reusable_run,
+    rss_bytes,
+    setup_row,
+)
 
 N_ITEMS = 50_000
 N_SCORERS = 2
@@ -25,92 +35,49 @@ BATCH = 5_000
 DATASET_NAME = "bench-export-100k"
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class _PeakRss:
-    """Samples RSS every 10 ms in a thread (the response is consumed in the main thread)."""
-
-    def __init__(self) -> None:
-        self.peak = _rss_bytes()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, _rss_bytes())
-            time.sleep(0.01)
-
-    def __enter__(self) -> _PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _rss_bytes())
+def _item_fields(i: int) -> dict[str, Any]:
+    return {
+        "input": f"Question {i}: what does the report say about revenue in region {i % 17}?",
+        "output": f"Revenue in region {i % 17} grew by {i % 9} percent, driven by new customers.",
+        "context": [
+            f"The annual report states revenue in region {i % 17} grew {i % 9}%.",
+            "New customer acquisition was the main driver of growth.",
+        ],
+        "reference": f"Grew {i % 9}%",
+        "metadata": {"topic": "finance", "source": f"report-{i % 100}"},
+    }
 
 
 def _build() -> tuple[Any, Any]:
     """The bench run (built once) and a member to export it as."""
-    from django.contrib.auth import get_user_model
     from django.db import transaction
 
-    from evalsite.accounts.models import Membership, Project, Role
-    from evalsite.datasets.models import Dataset, Item
-    from evalsite.evals.models import Result, Run, RunScorer
+    from evalsite.accounts.models import Role
+    from evalsite.evals.models import Result, Run
     from evalsite.review.models import Override
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-export")
-    project, _ = Project.objects.get_or_create(name="bench-export")
-    Membership.objects.get_or_create(
-        project=project, user=user, defaults={"role": Role.VIEWER}
+    user, project = bench_member("bench-export", Role.VIEWER)
+    run = reusable_run(
+        project, DATASET_NAME, N_ITEMS * N_SCORERS, total=N_ITEMS * N_SCORERS
     )
-    run = (
-        Run.objects.filter(
-            project=project, dataset__name=DATASET_NAME, total=N_ITEMS * N_SCORERS
-        )
-        .order_by("-id")
-        .first()
-    )
-    if run is not None and run.results.count() == N_ITEMS * N_SCORERS:
+    if run is not None:
         return run, user
     with transaction.atomic():
-        Dataset.objects.filter(project=project, name=DATASET_NAME).delete()
-        dataset = Dataset.objects.create(
-            project=project,
-            name=DATASET_NAME,
+        dataset = replace_dataset(
+            project,
+            DATASET_NAME,
+            N_ITEMS,
+            BATCH,
+            _item_fields,
             file_format="csv",
             columns=["input", "output", "context", "reference", "topic", "source"],
-            item_count=N_ITEMS,
         )
-        for start in range(0, N_ITEMS, BATCH):
-            Item.objects.bulk_create(
-                Item(
-                    dataset=dataset,
-                    index=i,
-                    input=f"Question {i}: what does the report say about revenue in region {i % 17}?",
-                    output=f"Revenue in region {i % 17} grew by {i % 9} percent, driven by new customers.",
-                    context=[
-                        f"The annual report states revenue in region {i % 17} grew {i % 9}%.",
-                        "New customer acquisition was the main driver of growth.",
-                    ],
-                    reference=f"Grew {i % 9}%",
-                    metadata={"topic": "finance", "source": f"report-{i % 100}"},
-                )
-                for i in range(start, min(start + BATCH, N_ITEMS))
-            )
         run = Run.objects.create(
             project=project, dataset=dataset, status="done", total=N_ITEMS * N_SCORERS
         )
-        scorers = [
-            RunScorer.objects.create(run=run, name=name, kind=kind, position=pos)
-            for pos, (name, kind) in enumerate(
-                [("Faithfulness", "faithfulness"), ("Hallucination", "hallucination")]
-            )
-        ]
+        scorers = create_scorers(
+            run, [("Faithfulness", "faithfulness"), ("Hallucination", "hallucination")]
+        )
         item_ids = list(dataset.items.order_by("index").values_list("id", flat=True))
         reason = (
             "3 of 4 claims are supported by the context; one claim is not mentioned."
@@ -144,8 +111,8 @@ def _build() -> tuple[Any, Any]:
 
 def _measure(client: Any, url: str) -> tuple[float, float, int]:
     gc.collect()
-    baseline = _rss_bytes()
-    with _PeakRss() as peak, open(os.devnull, "wb") as sink:
+    baseline = rss_bytes()
+    with PeakRss() as peak, open(os.devnull, "wb") as sink:
         started = time.perf_counter()
         response = client.get(url)
         size = 0
@@ -158,26 +125,15 @@ def _measure(client: Any, url: str) -> tuple[float, float, int]:
 
 
 def run() -> list[dict]:
-    from django.conf import settings
     from django.test import Client
 
-    if "testserver" not in settings.ALLOWED_HOSTS:
-        settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    allow_testserver()
     setup_started = time.perf_counter()
     bench_run, user = _build()
     setup_seconds = time.perf_counter() - setup_started
     client = Client()
     client.force_login(user)
-    rows: list[dict] = [
-        {
-            "section": "export",
-            "name": "setup (build or reuse 100k results)",
-            "value": setup_seconds,
-            "unit": "s",
-            "target": None,
-            "ok": None,
-        }
-    ]
+    rows: list[dict] = [setup_row("export", setup_seconds)]
     base = f"/projects/{bench_run.project_id}/runs/{bench_run.pk}"
     for label, url in (
         ("CSV", f"{base}/export.csv"),

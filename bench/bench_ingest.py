@@ -18,46 +18,18 @@ from __future__ import annotations
 import csv
 import gc
 import json
-import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from bench._common import PeakRss, rss_bytes
 
 N_ROWS = 100_000
 TARGET_SECONDS = 20.0
 TARGET_MB = 300.0
 
 _TOPICS = ["pricing", "sync", "export", "security", "api", "billing", "storage"]
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class _PeakRss:
-    """Samples RSS in a thread while the main thread works."""
-
-    def __init__(self) -> None:
-        self.peak = _rss_bytes()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, _rss_bytes())
-            time.sleep(0.01)
-
-    def __enter__(self) -> _PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _rss_bytes())
 
 
 def write_csv(path: Path, rows: int = N_ROWS) -> int:
@@ -103,9 +75,9 @@ def run() -> list[dict[str, Any]]:
         path = Path(tmp) / "bench_100k.csv"
         size = write_csv(path)
         gc.collect()
-        baseline = _rss_bytes()
+        baseline = rss_bytes()
         try:
-            with _PeakRss() as rss, open(path, "rb") as fh:
+            with PeakRss() as rss, open(path, "rb") as fh:
                 started = time.perf_counter()
                 dataset = dataset_create(
                     project=project,

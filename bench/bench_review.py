@@ -18,6 +18,16 @@ import statistics
 import time
 from typing import Any
 
+from bench._common import (
+    allow_testserver,
+    bench_member,
+    latency_rows,
+    replace_dataset,
+    reusable_run,
+    setup_row,
+    time_get,
+)
+
 N_ITEMS = 25_000
 KINDS_USED = ("faithfulness", "hallucination", "context_relevance", "factuality")
 BATCH = 5_000
@@ -27,36 +37,45 @@ PAGE_TARGET_MS = 150.0
 DATASET_NAME = "bench-review-100k"
 
 
+def _claims_analysis(
+    claims: list[str], verdicts: list[str], reason: str, rng: random.Random
+) -> dict[str, Any]:
+    """A claims + per-claim verdicts analysis, each verdict drawn from `verdicts`."""
+    return {
+        "claims": claims,
+        "verdicts": [
+            {"claim": c, "verdict": rng.choice(verdicts), "reason": reason}
+            for c in claims
+        ],
+    }
+
+
+def _item_fields(i: int) -> dict[str, Any]:
+    return {
+        "input": f"Question {i}: what does the report say about region {i % 17}?",
+        "output": f"Revenue in region {i % 17} grew by {i % 9} percent in 2023.",
+        "context": [f"Revenue in region {i % 17} grew {i % 9}%.", "Costs fell."],
+        "reference": f"Region {i % 17} grew {i % 9}%.",
+    }
+
+
 def _analysis(kind: str, rng: random.Random) -> dict[str, Any]:
     n = rng.randint(1, 8)
     if kind == "faithfulness":
         claims = [
             f"Claim {i}: revenue in region {rng.randint(1, 17)} grew." for i in range(n)
         ]
-        return {
-            "claims": claims,
-            "verdicts": [
-                {
-                    "claim": c,
-                    "verdict": rng.choice(["yes", "yes", "no", "unsure"]),
-                    "reason": "The context states the figure for that region.",
-                }
-                for c in claims
-            ],
-        }
+        return _claims_analysis(
+            claims,
+            ["yes", "yes", "no", "unsure"],
+            "The context states the figure for that region.",
+            rng,
+        )
     if kind == "hallucination":
         claims = [f"Statement {i} about the quarterly report." for i in range(n)]
-        return {
-            "claims": claims,
-            "verdicts": [
-                {
-                    "claim": c,
-                    "verdict": rng.choice(["no", "no", "no", "yes"]),
-                    "reason": "Supported by the second chunk.",
-                }
-                for c in claims
-            ],
-        }
+        return _claims_analysis(
+            claims, ["no", "no", "no", "yes"], "Supported by the second chunk.", rng
+        )
     if kind == "context_relevance":
         k = rng.randint(1, 5)
         return {
@@ -79,47 +98,21 @@ def _analysis(kind: str, rng: random.Random) -> dict[str, Any]:
 
 
 def _build() -> tuple[Any, Any]:
-    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
-    from evalsite.accounts.models import Membership, Project, Role
-    from evalsite.datasets.models import Dataset, Item
+    from evalsite.accounts.models import Role
     from evalsite.evals.models import Result, Run, RunScorer
     from scoring import KINDS, compute_score, passes, validate_options
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-review")
-    project, _ = Project.objects.get_or_create(name="bench-review")
-    Membership.objects.get_or_create(
-        project=project, user=user, defaults={"role": Role.REVIEWER}
-    )
-    run = (
-        Run.objects.filter(project=project, dataset__name=DATASET_NAME)
-        .order_by("-id")
-        .first()
-    )
-    if run is not None and run.results.count() == N_ITEMS * len(KINDS_USED):
+    user, project = bench_member("bench-review", Role.REVIEWER)
+    run = reusable_run(project, DATASET_NAME, N_ITEMS * len(KINDS_USED))
+    if run is not None:
         return run, user
     rng = random.Random(5)
     with transaction.atomic():
-        Dataset.objects.filter(project=project, name=DATASET_NAME).delete()
-        dataset = Dataset.objects.create(
-            project=project, name=DATASET_NAME, file_format="jsonl", item_count=N_ITEMS
+        dataset = replace_dataset(
+            project, DATASET_NAME, N_ITEMS, BATCH, _item_fields, file_format="jsonl"
         )
-        for start in range(0, N_ITEMS, BATCH):
-            Item.objects.bulk_create(
-                Item(
-                    dataset=dataset,
-                    index=i,
-                    input=f"Question {i}: what does the report say about region {i % 17}?",
-                    output=f"Revenue in region {i % 17} grew by {i % 9} percent in 2023.",
-                    context=[
-                        f"Revenue in region {i % 17} grew {i % 9}%.",
-                        "Costs fell.",
-                    ],
-                    reference=f"Region {i % 17} grew {i % 9}%.",
-                )
-                for i in range(start, min(start + BATCH, N_ITEMS))
-            )
         run = Run.objects.create(
             project=project,
             dataset=dataset,
@@ -181,35 +174,7 @@ def _build() -> tuple[Any, Any]:
     return run, user
 
 
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def _rows(name: str, samples: list[float], target: float) -> list[dict]:
-    p95 = _pct(samples, 0.95)
-    return [
-        {
-            "section": "review",
-            "name": f"{name} p50",
-            "value": statistics.median(samples),
-            "unit": "ms",
-            "target": None,
-            "ok": None,
-        },
-        {
-            "section": "review",
-            "name": f"{name} p95",
-            "value": p95,
-            "unit": "ms",
-            "target": f"≤ {target:g}",
-            "ok": p95 <= target,
-        },
-    ]
-
-
 def run() -> list[dict]:
-    from django.conf import settings
     from django.test import Client
     from django.urls import reverse
 
@@ -218,20 +183,10 @@ def run() -> list[dict]:
     from evalsite.review.services import run_rescore
     from scoring import KINDS
 
-    if "testserver" not in settings.ALLOWED_HOSTS:
-        settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    allow_testserver()
     started = time.perf_counter()
     bench_run, user = _build()
-    out: list[dict] = [
-        {
-            "section": "review",
-            "name": "setup (build or reuse 100k results)",
-            "value": time.perf_counter() - started,
-            "unit": "s",
-            "target": None,
-            "ok": None,
-        }
-    ]
+    out: list[dict] = [setup_row("review", time.perf_counter() - started)]
     client = Client()
     client.force_login(user)
     faith = bench_run.run_scorers.get(kind="faithfulness")
@@ -269,7 +224,9 @@ def run() -> list[dict]:
             )
         if i:  # the first one warms caches
             samples.append(elapsed)
-    out += _rows("override via API incl. aggregates", samples, OVERRIDE_TARGET_MS)
+    out += latency_rows(
+        "review", "override via API incl. aggregates", samples, OVERRIDE_TARGET_MS
+    )
 
     # The item page's htmx POST: panel + aggregates card (hx-swap-oob).
     samples = []
@@ -283,8 +240,11 @@ def run() -> list[dict]:
             raise RuntimeError(f"htmx override answered {resp.status_code}")
         if i:
             samples.append(elapsed)
-    out += _rows(
-        "override via htmx (panel + OOB aggregates)", samples, OVERRIDE_TARGET_MS
+    out += latency_rows(
+        "review",
+        "override via htmx (panel + OOB aggregates)",
+        samples,
+        OVERRIDE_TARGET_MS,
     )
 
     # The filtered results page (D2's explorer partial) or, without it, the results API.
@@ -296,15 +256,10 @@ def run() -> list[dict]:
             f"/api/runs/{bench_run.pk}/results?scorer_id={faith.pk}&judge_passed=false",
             {},
         )
-    client.get(url, headers=headers)
-    samples = []
-    for _ in range(REPEAT):
-        t0 = time.perf_counter()
-        resp = client.get(url, headers=headers)
-        samples.append((time.perf_counter() - t0) * 1000)
-        if resp.status_code != 200:
-            raise RuntimeError(f"{url} answered {resp.status_code}")
-    out += _rows("filtered results page (scorer + judge fail)", samples, PAGE_TARGET_MS)
+    samples = time_get(client, url, headers, REPEAT)
+    out += latency_rows(
+        "review", "filtered results page (scorer + judge fail)", samples, PAGE_TARGET_MS
+    )
 
     # Whole-run aggregates (4 scorers) and a what-if preview of one scorer (25k results).
     samples = []

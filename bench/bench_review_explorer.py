@@ -10,9 +10,19 @@ Run alone: `python -m bench bench_review_explorer`. Target: p95 ≤ 150 ms per c
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Any
+
+from bench._common import (
+    allow_testserver,
+    bench_member,
+    create_scorers,
+    latency_rows,
+    replace_dataset,
+    reusable_run,
+    setup_row,
+    time_get,
+)
 
 N_ITEMS = 50_000
 N_SCORERS = 2
@@ -22,56 +32,36 @@ TARGET_MS = 150.0
 DATASET_NAME = "bench-explorer-100k"
 
 
+def _item_fields(i: int) -> dict[str, Any]:
+    return {
+        "input": f"Question {i}: what does the report say about region {i % 17}?",
+        "output": f"Revenue in region {i % 17} grew by {i % 9} percent.",
+        "context": [f"Revenue in region {i % 17} grew {i % 9}%."],
+        "reference": "",
+    }
+
+
 def _build() -> tuple[Any, Any]:
     """The bench run (built once): varied scores, verdicts, reviews and assignees."""
-    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
-    from evalsite.accounts.models import Membership, Project, Role
-    from evalsite.datasets.models import Dataset, Item
-    from evalsite.evals.models import Result, Run, RunScorer
+    from evalsite.accounts.models import Role
+    from evalsite.evals.models import Result, Run
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-explorer")
-    project, _ = Project.objects.get_or_create(name="bench-explorer")
-    Membership.objects.get_or_create(
-        project=project, user=user, defaults={"role": Role.REVIEWER}
-    )
-    run = (
-        Run.objects.filter(project=project, dataset__name=DATASET_NAME)
-        .order_by("-id")
-        .first()
-    )
-    if run is not None and run.results.count() == N_ITEMS * N_SCORERS:
+    user, project = bench_member("bench-explorer", Role.REVIEWER)
+    run = reusable_run(project, DATASET_NAME, N_ITEMS * N_SCORERS)
+    if run is not None:
         return run, user
     with transaction.atomic():
-        Dataset.objects.filter(project=project, name=DATASET_NAME).delete()
-        dataset = Dataset.objects.create(
-            project=project,
-            name=DATASET_NAME,
-            file_format="jsonl",
-            item_count=N_ITEMS,
+        dataset = replace_dataset(
+            project, DATASET_NAME, N_ITEMS, BATCH, _item_fields, file_format="jsonl"
         )
-        for start in range(0, N_ITEMS, BATCH):
-            Item.objects.bulk_create(
-                Item(
-                    dataset=dataset,
-                    index=i,
-                    input=f"Question {i}: what does the report say about region {i % 17}?",
-                    output=f"Revenue in region {i % 17} grew by {i % 9} percent.",
-                    context=[f"Revenue in region {i % 17} grew {i % 9}%."],
-                    reference="",
-                )
-                for i in range(start, min(start + BATCH, N_ITEMS))
-            )
         run = Run.objects.create(
             project=project, dataset=dataset, status="done", total=N_ITEMS * N_SCORERS
         )
-        scorers = [
-            RunScorer.objects.create(run=run, name=name, kind=kind, position=pos)
-            for pos, (name, kind) in enumerate(
-                [("Faithfulness", "faithfulness"), ("Hallucination", "hallucination")]
-            )
-        ]
+        scorers = create_scorers(
+            run, [("Faithfulness", "faithfulness"), ("Hallucination", "hallucination")]
+        )
         item_ids = list(dataset.items.order_by("index").values_list("id", flat=True))
         rows = []
         for n, item_id in enumerate(item_ids):
@@ -106,41 +96,13 @@ def _build() -> tuple[Any, Any]:
     return run, user
 
 
-def _time(client: Any, url: str, headers: dict[str, str]) -> list[float]:
-    client.get(url, headers=headers)  # warm caches (templates, query plans)
-    samples = []
-    for _ in range(REPEAT):
-        started = time.perf_counter()
-        response = client.get(url, headers=headers)
-        samples.append((time.perf_counter() - started) * 1000)
-        if response.status_code != 200:
-            raise RuntimeError(f"{url} answered {response.status_code}")
-    return samples
-
-
-def _p95(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
 def run() -> list[dict]:
-    from django.conf import settings
     from django.test import Client
 
-    if "testserver" not in settings.ALLOWED_HOSTS:
-        settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    allow_testserver()
     started = time.perf_counter()
     bench_run, user = _build()
-    rows: list[dict] = [
-        {
-            "section": "explorer",
-            "name": "setup (build or reuse 100k results)",
-            "value": time.perf_counter() - started,
-            "unit": "s",
-            "target": None,
-            "ok": None,
-        }
-    ]
+    rows: list[dict] = [setup_row("explorer", time.perf_counter() - started)]
     client = Client()
     client.force_login(user)
     faith = bench_run.run_scorers.order_by("position").first()
@@ -172,26 +134,6 @@ def run() -> list[dict]:
         ),
     ]
     for name, url, headers in cases:
-        samples = _time(client, url, headers)
-        p95 = _p95(samples)
-        rows.append(
-            {
-                "section": "explorer",
-                "name": f"{name}: p50",
-                "value": statistics.median(samples),
-                "unit": "ms",
-                "target": None,
-                "ok": None,
-            }
-        )
-        rows.append(
-            {
-                "section": "explorer",
-                "name": f"{name}: p95",
-                "value": p95,
-                "unit": "ms",
-                "target": f"≤ {TARGET_MS:g}",
-                "ok": p95 <= TARGET_MS,
-            }
-        )
+        samples = time_get(client, url, headers, REPEAT)
+        rows += latency_rows("explorer", f"{name}:", samples, TARGET_MS)
     return rows
