@@ -57,3 +57,22 @@ def require_role(
         raise PermissionDenied("Only project owners can do this.")
     if write and not membership.can_review:
         raise PermissionDenied("Viewers cannot change anything in this project.")
+
+
+def project_overview(*, project: Project, user: AbstractBaseUser) -> dict:
+    """Counts and recent runs for the project's overview page."""
+    from evalsite.evals.models import Result, Run
+
+    return {
+        "counts": {
+            "datasets": project.datasets.count(),
+            "scorers": project.scorers.filter(archived=False).count(),
+            "judges": project.judges.count(),
+            "assigned_open": Result.objects.filter(
+                run__project=project, assignee=user, reviewed=False
+            ).count(),
+        },
+        "recent_runs": Run.objects.filter(project=project).select_related("dataset")[
+            :10
+        ],
+    }

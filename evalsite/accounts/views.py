@@ -17,7 +17,11 @@ from evalsite.accounts.forms import (
     ProjectSettingsForm,
 )
 from evalsite.accounts.models import ApiToken, Membership
-from evalsite.accounts.selectors import project_get_for_user, project_list_for_user
+from evalsite.accounts.selectors import (
+    project_get_for_user,
+    project_list_for_user,
+    project_overview,
+)
 from evalsite.core.exceptions import ApplicationError
 
 
@@ -75,7 +79,8 @@ def project_create(request: HttpRequest) -> HttpResponse:
 @require_GET
 def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
-    return render(request, "accounts/project.html", {"project": project})
+    overview = project_overview(project=project, user=request.user)
+    return render(request, "accounts/project.html", {"project": project, **overview})
 
 
 @require_http_methods(["GET", "POST"])

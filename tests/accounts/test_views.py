@@ -123,3 +123,14 @@ def test_htmx_requests_carry_csrf_header(client, owner):
     body = client.get(reverse("accounts:dashboard")).content.decode()
     assert 'hx-headers=\'{"X-CSRFToken": "' in body
     assert "/static/django_htmx/htmx-2" in body
+
+
+def test_project_overview_lists_recent_runs_and_counts(client, owner, project):
+    from evalsite.evals.models import JudgeConnection
+
+    login(client, owner)
+    body = client.get(reverse("accounts:project", args=[project.pk])).content.decode()
+    assert "No runs yet" in body
+    assert "0 datasets" in body
+    judges = JudgeConnection.objects.filter(project=project).count()
+    assert f"on {judges} judge connection" in body
