@@ -23,7 +23,8 @@ def _manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}
+        if k
+        not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_ALLOW_ASYNC_UNSAFE"}
     }
     base.update(DJANGO_SETTINGS_MODULE="evalsite.settings", **env)
     return subprocess.run(
