@@ -26,12 +26,64 @@ STOPWORDS = _wordset(
     other ought our ours ourselves out over own same she should so some such than that the
     their theirs them themselves then there these they this those through to too under until
     up upon very was we were what when where which while who whom why will with would you
-    your yours yourself yourselves one may might must shall yes per via etc"""
+    your yours yourself yourselves one may might must shall yes per via etc us it's that's
+    there's here's what's you'll we'll they'll i'll you're we're they're i'm you've we've
+    they've i've you'd we'd they'd i'd let's every still yet since someone something
+    anyone anything everyone everything unless please thanks thank ok okay sure longer
+    anymore much many"""
 )
 NEGATIONS = _wordset(
     "not no never none nobody nothing neither nor cannot without isn't aren't wasn't weren't "
     "don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't"
 )
+# Words that negate like "not" followed by their positive form ("exclude" = "not include").
+_NEGATING_VERBS = {"exclude": "include"}
+# Irregular forms and a few near-synonyms mapped to one base form (after lowercasing).
+_LEMMAS = {
+    "chosen": "choose",
+    "chose": "choose",
+    "kept": "keep",
+    "lost": "lose",
+    "sent": "send",
+    "got": "get",
+    "gotten": "get",
+    "made": "make",
+    "paid": "pay",
+    "given": "give",
+    "gave": "give",
+    "taken": "take",
+    "took": "take",
+    "found": "find",
+    "shown": "show",
+    "written": "write",
+    "wrote": "write",
+    "done": "do",
+    "gone": "go",
+    "went": "go",
+    "came": "come",
+    "bought": "buy",
+    "sold": "sell",
+    "held": "hold",
+    "built": "build",
+    "ran": "run",
+    "contain": "include",
+    "contains": "include",
+    "contained": "include",
+    "bigger": "larger",
+    "big": "large",
+    "immediately": "immediate",
+    "instantly": "immediate",
+}
+_COPULAS = _wordset("is are was were has have had 's")
+_SCOPE_STOPS = _wordset(
+    "is are was were be been being am can could will would should has have had do does "
+    "did may might must shall"
+)
+_ARTICLES = _wordset("a an the any your my our their its this that these those")
+# Clause boundaries for negation scope: punctuation and a few conjunctions.
+_SEGMENT_RE = re.compile(r"[,;:.!?()\[\]]|\s(?:but|and|so|because|while|which)\s", re.I)
+# Units of meaning for negation checks: sentences split at ; : and "but".
+_UNIT_RE = re.compile(r";|:\s|\s-\s|,?\sbut\s|,\s(?:and|so)\s", re.I)
 TOXIC = _wordset(
     """idiot idiots idiotic stupid dumb moron morons moronic loser losers pathetic worthless
     disgusting trash garbage imbecile imbeciles jerk jerks fool fools foolish crap damn
@@ -75,26 +127,74 @@ def tokens(text: str) -> list[str]:
 
 
 def _stem(word: str) -> str:
+    """A light stemmer: possessive, plural, -ing and -ed off, a final e off, so that
+    "creates", "created", "creating" and "create" all give "creat"."""
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word in _LEMMAS:
+        return _LEMMAS[word]
+    if "-" in word:
+        head, _, tail = word.rpartition("-")
+        return f"{head}-{_stem(tail)}" if tail else word
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "is", "us")):
-        return word[:-1]
+    if len(word) > 4 and word.endswith("ied"):
+        return word[:-3] + "y"
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # stopped -> stop
+            break
+    else:
+        if (
+            len(word) > 3
+            and word.endswith("s")
+            and not word.endswith(("ss", "is", "us"))
+        ):
+            word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
     return word
+
+
+# Stems of near-synonyms mapped to one stem.
+_STEM_SYNONYMS = {"cost": "pric", "storag": "stor"}
+
+
+def _un_base(low: str) -> str | None:
+    """The base of a negative un- word ("unsynced" -> "synced"), else None."""
+    if (
+        low.startswith("un")
+        and not low.startswith("uni")
+        and low.endswith(("ed", "able", "ible", "ful"))
+        and len(low) >= 7
+    ):
+        return low[2:]
+    return None
+
+
+def _is_number(low: str) -> bool:
+    return bool(_NUMBER_RE.fullmatch(low.rstrip("%")))
+
+
+def _content(low: str) -> str | None:
+    """The content-word stem of a lowercased token, None for stopwords and numbers."""
+    if low in STOPWORDS or low in NEGATIONS or _is_number(low) or len(low) < 2:
+        return None
+    if low.startswith("exclud"):
+        low = "include"
+    base = _un_base(low)
+    stem = _stem(base if base else low)
+    return _STEM_SYNONYMS.get(stem, stem)
 
 
 def content_words(text: str) -> set[str]:
     out = set()
     for token in tokens(text):
-        low = token.lower()
-        if (
-            low in STOPWORDS
-            or low in NEGATIONS
-            or _NUMBER_RE.fullmatch(low.rstrip("%"))
-        ):
-            continue
-        if len(low) < 2:
-            continue
-        out.add(_stem(low))
+        word = _content(token.lower())
+        if word:
+            out.add(word)
     return out
 
 
@@ -102,20 +202,120 @@ def numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER_RE.findall(text)}
 
 
-def negated(text: str) -> bool:
-    return any(
-        t.lower() in NEGATIONS or t.lower().endswith("n't") for t in tokens(text)
+def _negator(low: str) -> bool:
+    return (
+        low in NEGATIONS
+        or low.startswith(("disabl", "prevent"))
+        or low.endswith("n't")
+        or low.startswith("exclud")
+        or _un_base(low) is not None
     )
 
 
+def negated(text: str) -> bool:
+    return any(_negator(t.lower()) for t in tokens(text))
+
+
+def _scope_ends(mode: str, taken: int, low: str) -> bool:
+    if mode == "object":  # "without [a|the|...] <words>"
+        return bool(taken) or low not in _ARTICLES
+    return bool(taken) and low in _SCOPE_STOPS  # "not" ... up to the next verb
+
+
+def negated_words(text: str) -> set[str]:
+    """Content words in the scope of a negation: after "not", "no", "never", "-n't" up
+    to the end of the clause (or the next "is", "can", ... once a word was taken), the
+    object right after "without", "include" for "exclude", and the base of un- words."""
+    out: set[str] = set()
+    for segment in _SEGMENT_RE.split(text):
+        mode, taken = "", 0
+        for token in tokens(segment or ""):
+            low = token.lower()
+            if _un_base(low) or low.startswith("exclud"):
+                out.add(_content(low) or "")
+                mode, taken = (
+                    ("clause", 1) if low.startswith("exclud") else (mode, taken)
+                )
+                continue
+            if _negator(low):
+                mode, taken = ("object" if low == "without" else "clause"), 0
+                continue
+            if not mode:
+                continue
+            word = _content(low)
+            if word:
+                out.add(word)
+                taken += 1
+            elif _scope_ends(mode, taken, low):
+                mode = ""
+    out.discard("")
+    return out
+
+
+def number_mentions(text: str) -> list[tuple[str, set[str]]]:
+    """Each number with its kinds: "$" or "%" when marked so, and the content words
+    right after and right before it ("25 MB" -> ("25", {"mb", ...}))."""
+    found: list[tuple[str, set[str]]] = []
+    for match in re.finditer(r"(\$\s?)?(\d+(?:[.,]\d+)*)(\s?%)?", text):
+        value = match.group(2).replace(",", "")
+        kinds: set[str] = set()
+        if match.group(1):
+            kinds.add("$")
+        if match.group(3):
+            kinds.add("%")
+        after = [
+            w for w in map(_content, map(str.lower, tokens(text[match.end() :]))) if w
+        ]
+        before = [
+            w for w in map(_content, map(str.lower, tokens(text[: match.start()]))) if w
+        ]
+        if after:
+            kinds.add(after[0])
+        if before:
+            kinds.add(before[-1])
+        found.append((value, kinds))
+    return found
+
+
+def number_conflict(claim: str, source: str) -> tuple[str, str] | None:
+    """("no", why) when a number of the claim is absent from the source while the
+    source has another number of the same kind; ("unsure", why) when it is absent and
+    nothing of its kind is there; None when every number is found."""
+    source_values = numbers(source)
+    source_mentions = number_mentions(source)
+    missing = None
+    for value, kinds in number_mentions(claim):
+        if value in source_values:
+            continue
+        same = sorted({v for v, k in source_mentions if k & kinds and v != value})
+        if same:
+            return "no", f"gives {', '.join(same)}, not {value}"
+        missing = missing or ("unsure", f"does not mention {value}")
+    return missing
+
+
 def proper_nouns(text: str) -> set[str]:
-    """Capitalised words other than stopwords (a crude named-entity finder)."""
+    """Capitalised words other than stopwords (a crude named-entity finder). A
+    sentence's first word counts only before a verb like "is" ("Lyon is ...")."""
+    out = set()
+    for sentence in sentences(text) or [text]:
+        words = tokens(sentence)
+        for index, word in enumerate(words):
+            low = word.lower()
+            if not word[:1].isupper() or low in STOPWORDS or low in NEGATIONS:
+                continue
+            if index == 0 and not (len(words) > 1 and words[1].lower() in _COPULAS):
+                continue
+            out.add(_stem(low))
+    return out
+
+
+def _novel(names: set[str], words: set[str]) -> set[str]:
+    """Names found neither among the words nor as the start of one ("mac" in "macos")."""
     return {
-        _stem(word.lower())
-        for word in tokens(text)
-        if word[:1].isupper()
-        and word.lower() not in STOPWORDS
-        and word.lower() not in NEGATIONS
+        n
+        for n in names
+        if n not in words and not (len(n) >= 3 and any(w.startswith(n) for w in words))
     }
 
 
@@ -124,6 +324,11 @@ def sentences(text: str) -> list[str]:
     for line in text.splitlines():
         parts.extend(re.split(r"(?<=[.!?])\s+(?=\S)", line.strip()))
     return [p.strip() for p in parts if p.strip() and tokens(p)]
+
+
+def units(text: str) -> list[str]:
+    """Sentences split at ; : and "but" (the units negation is compared between)."""
+    return [u.strip() for s in sentences(text) for u in _UNIT_RE.split(s) if tokens(u)]
 
 
 def _share(part: set[str], whole: set[str]) -> float:
@@ -192,58 +397,107 @@ def user_blocks(body: Mapping[str, Any]) -> Blocks:
 
 # --------------------------------------------------------------------------- verdicts
 
+# Share of a claim's content words that must occur in the context for "yes", and in
+# the best-matching single chunk (so that the support is anchored somewhere).
+SUPPORT_SHARE = 0.6
+CHUNK_SHARE = 0.4
+# Below this share a claim is unrelated to the context: unsure, with no further checks.
+RELATED_SHARE = 0.34
+# factuality: share of one answer's words in the other for A/B/C, and for E.
+FACT_SHARE = 0.7
+FACT_DIFFER_SHARE = 0.3
+
+
+def negation_conflict(text: str, source_units: Sequence[str]) -> int | None:
+    """The index of the source unit that ``text`` contradicts by negation, else None.
+
+    A unit of the text conflicts with a source unit when they share at least two content
+    words (half of the text unit's), only one of the two negates anything, and a shared
+    word is negated in one but not the other, unless the source states that word the
+    other way elsewhere too. It counts only when that overlap beats every agreeing
+    source unit's.
+    """
+    source = [(content_words(u), negated_words(u)) for u in source_units]
+    negated_somewhere = set().union(set(), *(n for _, n in source))
+    stated_somewhere = set().union(set(), *(w - n for w, n in source))
+    for unit in units(text) or [text]:
+        words = content_words(unit)
+        if len(words) < 2:
+            continue
+        negs = negated_words(unit)
+        conflict_index, conflict_n, agree_n = None, 0, 0
+        for index, (src_words, src_negs) in enumerate(source):
+            shared = words & src_words
+            if len(shared) < 2:
+                continue
+            differ = {
+                w
+                for w in shared
+                if (w in negs and w not in src_negs and w not in negated_somewhere)
+                or (w in src_negs and w not in negs and w not in stated_somewhere)
+            }
+            if differ and not (negs and src_negs):
+                if len(shared) > conflict_n:
+                    conflict_index, conflict_n = index, len(shared)
+            else:
+                agree_n = max(agree_n, len(shared))
+        if (
+            conflict_index is not None
+            and conflict_n / len(words) >= 0.5
+            and conflict_n > agree_n
+        ):
+            return conflict_index
+    return None
+
 
 def verdict_for_claim(claim: str, context: Sequence[str]) -> tuple[str, str]:
     """yes / no / unsure for a claim against the context, with a one-sentence reason.
 
-    Support is the largest share of the claim's content words found in one context
-    sentence or one whole chunk. With support of at least 0.5 the claim is contradicted
-    (no) when one of its numbers appears nowhere in the context while the matching chunk
-    has numbers, when it is negated and the best-matching sentence is not (or the other
-    way round), or when it names a proper noun found nowhere in the context; otherwise it
-    is supported (yes) when 3/4 of its content words occur in the context. Everything
-    else is unverifiable (unsure).
+    Words are compared as lowercased stems without stopwords. A claim sharing less than
+    a third of its content words with the context is unverifiable (unsure). Otherwise it
+    is contradicted (no) when it negates what a context clause states (or the other way
+    round), when one of its numbers is missing while the context gives another number of
+    the same kind ("$", "%", or the same word next to it), or when it names a proper noun
+    the context lacks. It is supported (yes) when ``SUPPORT_SHARE`` of its content words
+    occur in the context, ``CHUNK_SHARE`` in one chunk, and all its numbers are found.
     """
     words = content_words(claim)
     if not words or not context:
         return "unsure", "The claim has no content the context could confirm."
-    sentence_share, best_sentence, sentence_index = 0.0, "", 0
-    chunk_share, chunk_index = 0.0, 0
-    for index, chunk in enumerate(context):
-        share = _share(words, content_words(chunk))
-        if share > chunk_share:
-            chunk_share, chunk_index = share, index
-        for sentence in sentences(chunk):
-            share = _share(words, content_words(sentence))
-            if share > sentence_share:
-                sentence_share, best_sentence, sentence_index = share, sentence, index
-    support = max(sentence_share, chunk_share)
-    all_words = set().union(*(content_words(c) for c in context))
-    if support >= 0.5:
-        claim_numbers = numbers(claim)
-        all_numbers = set().union(*(numbers(c) for c in context))
-        chunk_numbers = numbers(context[chunk_index])
-        if claim_numbers - all_numbers and chunk_numbers:
-            missing = ", ".join(sorted(claim_numbers - all_numbers))
-            return "no", (
-                f"Context chunk {chunk_index} gives {', '.join(sorted(chunk_numbers))}, "
-                f"not {missing}."
-            )
-        if sentence_share >= 0.5 and negated(claim) != negated(best_sentence):
-            return "no", (
-                f"Context chunk {sentence_index} states the opposite: {_quote(best_sentence)}."
-            )
-        novel = proper_nouns(claim) - all_words
-        if novel:
-            return "no", (
-                f"The context names something else than {', '.join(sorted(novel))} "
-                f"(chunk {chunk_index})."
-            )
-        if _share(words, all_words) >= 0.75:
-            where = (
-                _quote(best_sentence) if sentence_share >= chunk_share else "its text"
-            )
-            return "yes", f"Context chunk {chunk_index} supports it: {where}."
+    chunk_words = [content_words(c) for c in context]
+    all_words = set().union(*chunk_words)
+    shares = [_share(words, w) for w in chunk_words]
+    chunk_index = max(range(len(context)), key=lambda i: shares[i])
+    whole_share = _share(words, all_words)
+    if whole_share < RELATED_SHARE:
+        return (
+            "unsure",
+            "The context does not mention enough of this claim to verify it.",
+        )
+    located = [(i, u) for i, chunk in enumerate(context) for u in units(chunk)]
+    conflict = negation_conflict(claim, [u for _, u in located])
+    if conflict is not None:
+        index, unit = located[conflict]
+        return "no", f"Context chunk {index} states the opposite: {_quote(unit)}."
+    number_issue = number_conflict(claim, "\n".join(context))
+    if number_issue and number_issue[0] == "no":
+        return "no", f"The context {number_issue[1]} (chunk {chunk_index})."
+    novel = _novel(proper_nouns(claim), all_words)
+    if novel and whole_share >= 0.5:
+        return "no", (
+            f"The context names something else than {', '.join(sorted(novel))} "
+            f"(chunk {chunk_index})."
+        )
+    if number_issue:
+        return "unsure", f"The context {number_issue[1]}."
+    if (
+        not novel
+        and whole_share >= SUPPORT_SHARE
+        and shares[chunk_index] >= CHUNK_SHARE
+    ):
+        return "yes", (
+            f"Context chunk {chunk_index} supports it: {_quote(context[chunk_index])}."
+        )
     return "unsure", "The context does not mention enough of this claim to verify it."
 
 
@@ -271,17 +525,70 @@ def relevance_for_chunk(chunk: str, query: str, output: str) -> tuple[str, bool,
     return level, used, reason
 
 
-def statement_relevance(statement: str, question: str) -> tuple[str, str]:
-    words = content_words(statement)
-    question_words = content_words(question)
-    shared = len(words & question_words)
-    share = shared / len(question_words) if question_words else 0.0
-    if shared >= 2 or share >= 0.3:
-        return "yes", f"It addresses the question ({shared} shared key words)."
-    starts_with_pronoun = (
-        tokens(statement)[:1] and tokens(statement)[0].lower() in PRONOUNS
-    )
-    if shared == 1 or len(tokens(statement)) <= 3 or starts_with_pronoun:
+_YES_NO_OPENERS = _wordset(
+    "do does did can could is are was were will would should has have am may shall"
+)
+_QUANTITY_RE = re.compile(
+    r"\bhow (?:much|many|long|far|big|often|large|old|fast)\b|\b(?:maximum|minimum|limit|price|cost)",
+    re.I,
+)
+
+
+def _with_parts(words: Iterable[str]) -> frozenset[str]:
+    """The words and the parts of hyphenated ones ("real-time" adds "real", "tim")."""
+    out = set(words)
+    for word in words:
+        if "-" in word:
+            out |= {_stem(p) for p in word.split("-") if len(p) >= 3}
+    return frozenset(out)
+
+
+def statement_relevance(
+    statement: str, question: str, topic: frozenset[str] = frozenset()
+) -> tuple[str, str]:
+    """yes / unsure / no for a statement against the question.
+
+    Relevant (yes) when it shares two key words (or 30 %) with the question, when it is
+    a bare yes/no to a yes/no question, when it gives a number for a how-much question
+    and shares a key word with it, or when it shares two key words with ``topic`` (the
+    question's words and those of the statements that address it directly). Short
+    filler, a single shared word and a sentence opening with a pronoun are unsure.
+    """
+    words = _with_parts(content_words(statement))
+    question_words = _with_parts(content_words(question))
+    topic = _with_parts(topic)
+    shared = words & question_words
+    share = len(shared) / len(question_words) if question_words else 0.0
+    if len(shared) >= 2 or share >= 0.3:
+        return "yes", f"It addresses the question ({len(shared)} shared key words)."
+    statement_tokens = [t.lower() for t in tokens(statement)]
+    question_tokens = [t.lower() for t in tokens(question)]
+    if (
+        statement_tokens[:1] in (["yes"], ["no"])
+        and len(words) <= 1
+        and question_tokens[:1]
+        and question_tokens[0] in _YES_NO_OPENERS
+    ):
+        return "yes", "It answers the yes/no question directly."
+    if shared and numbers(statement) and _QUANTITY_RE.search(question):
+        return "yes", "It gives the amount the question asks for."
+    on_topic = words & topic
+    if (
+        len(on_topic) >= 2
+        or on_topic - question_words  # a word of a statement that addresses it
+        or (on_topic and numbers(statement) and _QUANTITY_RE.search(question))
+    ):
+        return (
+            "yes",
+            f"It stays on the topic of the question ({len(on_topic)} key words).",
+        )
+    if (
+        on_topic
+        or shared
+        or len(words) <= 2
+        or len(statement_tokens) <= 4
+        or (statement_tokens[:1] and statement_tokens[0] in PRONOUNS)
+    ):
         return "unsure", "It is only loosely connected to the question."
     return "no", "It does not address the question."
 
@@ -311,38 +618,45 @@ def toxicity_verdict(statement: str) -> tuple[str, str]:
 
 
 def factuality_category(output: str, reference: str) -> tuple[str, str]:
+    """A-E as in promptfoo's factuality: D when a number, a negation or a named entity
+    disagrees (compared like ``verdict_for_claim``), else by the share of each answer's
+    content words (stems) found in the other."""
     out_words = content_words(output) | numbers(output)
     ref_words = content_words(reference) | numbers(reference)
     if not out_words or not ref_words:
         return "D", "One of the answers has no factual content to compare."
+    number_issue = number_conflict(output, reference)
+    if number_issue and number_issue[0] == "no":
+        return "D", f"The numbers disagree: the reference {number_issue[1]}."
+    ref_units = units(reference)
+    conflict = negation_conflict(output, ref_units)
+    if conflict is not None:
+        return "D", (
+            f"One answer negates what the other states: {_quote(ref_units[conflict])}."
+        )
+    for unit in units(output):
+        unit_words = content_words(unit)
+        best = max(ref_units, key=lambda r: len(unit_words & content_words(r)))
+        shared = unit_words & content_words(best)
+        if len(shared) < 2 or len(shared) / len(unit_words) < 0.5:
+            continue
+        novel = _novel(proper_nouns(unit), ref_words)
+        missing = _novel(proper_nouns(best), out_words)
+        if novel and missing:
+            return "D", (
+                f"The answer names {', '.join(sorted(novel))} where the reference "
+                f"names {', '.join(sorted(missing))}."
+            )
     shared = out_words & ref_words
     in_ref = len(shared) / len(out_words)
     in_out = len(shared) / len(ref_words)
-    out_numbers, ref_numbers = numbers(output), numbers(reference)
-    if (
-        out_numbers
-        and ref_numbers
-        and not (out_numbers <= ref_numbers or ref_numbers <= out_numbers)
-    ):
-        return "D", (
-            f"The numbers disagree: {', '.join(sorted(out_numbers))} against "
-            f"{', '.join(sorted(ref_numbers))}."
-        )
-    if shared and negated(output) != negated(reference):
-        return "D", "One answer negates what the other states."
-    novel = proper_nouns(output) - ref_words
-    if novel and proper_nouns(reference) - out_words:
-        return (
-            "D",
-            f"The answer names {', '.join(sorted(novel))} where the reference names something else.",
-        )
-    if in_ref >= 0.8 and in_out >= 0.8:
+    if in_ref >= FACT_SHARE and in_out >= FACT_SHARE:
         return "C", "Both answers contain the same details."
-    if in_ref >= 0.8:
+    if in_ref >= FACT_SHARE:
         return "A", "The answer is a consistent subset of the reference."
-    if in_out >= 0.8:
+    if in_out >= FACT_SHARE:
         return "B", "The answer contains the reference and adds consistent details."
-    if in_ref >= 0.5:
+    if max(in_ref, in_out) >= FACT_DIFFER_SHARE:
         return "E", "The answers differ in details that do not change the facts."
     return "D", "The answer does not agree with the reference."
 
@@ -440,7 +754,9 @@ def answer(step: str, body: Mapping[str, Any]) -> dict[str, Any]:
     output = blocks.get("output")
     context = blocks.items("context")
     if name == "claims":
-        return {"claims": sentences(output)}
+        found = sentences(output)
+        claims = [s for s in found if content_words(s) or numbers(s)]
+        return {"claims": claims or found}
     if name == "statements":
         return {"statements": sentences(output)}
     if name == "opinions":
@@ -510,8 +826,24 @@ def _verdicts(
             }
     elif kind == "answer_relevancy":
         question = blocks.get("input")
-        for statement in blocks.items("statement"):
-            verdict, reason = statement_relevance(statement, question)
+        statements = blocks.items("statement")
+        topic = set(content_words(question))
+        relevant: set[int] = set()
+        while True:  # grow the topic with the words of relevant statements
+            found = {
+                i
+                for i, statement in enumerate(statements)
+                if i not in relevant
+                and statement_relevance(statement, question, frozenset(topic))[0]
+                == "yes"
+            }
+            if not found:
+                break
+            relevant |= found
+            for i in found:
+                topic |= content_words(statements[i])
+        for statement in statements:
+            verdict, reason = statement_relevance(statement, question, frozenset(topic))
             yield {"statement": statement, "verdict": verdict, "reason": reason}
     elif kind == "bias":
         for opinion in blocks.items("opinion"):
