@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
-export PORT
+export EVALSITE_PORT := $(PORT)
 
 .PHONY: run test install install-dev lint bench clean
 
