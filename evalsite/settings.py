@@ -187,7 +187,8 @@ if REDIS_URL:
 else:
     for _sub in ("out", "processed", "control"):
         (CELERY_FS_DIR / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # Celery's filesystem transport, with atomic writes (see evalsite/lib/fstransport.py).
+    CELERY_BROKER_URL = "evalsitefs://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_FS_DIR / "out"),
         "data_folder_out": str(CELERY_FS_DIR / "out"),
