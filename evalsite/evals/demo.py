@@ -115,6 +115,39 @@ def demo_load(
         f"demo run #{run.pk}: {run.get_status_display()}, {len(ids)} results "
         f"in {time.monotonic() - started:.1f} s",
     )
+    reviewed = _demo_reviews(run=run, user=user)
+    _say(stdout, f"demo reviews: {reviewed} faithfulness results reviewed by 'demo'")
+
+
+def _demo_reviews(*, run: Run, user: Any) -> int:
+    """A reviewer's first pass over the faithfulness results, so the judge-vs-human
+    numbers (final vs judge mean, agreement, kappa) have something to show: the first
+    faithful-looking ones accepted, and on a few others the first verdict the judge did
+    not call supported flipped to supported."""
+    from evalsite.review.services import override_create, result_accept
+
+    results = list(
+        Result.objects.filter(
+            run=run, run_scorer__kind="faithfulness", status=Result.Status.OK
+        )
+        .select_related("run__project", "run_scorer", "item")
+        .order_by("item__index")[:12]
+    )
+    for result in results:
+        verdicts = (result.analysis or {}).get("verdicts", [])
+        doubtful = [i for i, v in enumerate(verdicts) if v.get("verdict") != "yes"]
+        if doubtful and result.item.index % 3 == 0:
+            override_create(
+                result=result,
+                user=user,
+                kind="verdict",
+                path=f"verdicts.{doubtful[0]}.verdict",
+                value="yes",
+                note="Supported by the context once the paraphrase is read in full.",
+            )
+        else:
+            result_accept(result=result, user=user)
+    return len(results)
 
 
 def _score(result_id: int, base_url: str) -> str:
