@@ -164,6 +164,9 @@ class _Heartbeat:
                     ).update(claimed_at=now)
             except DatabaseError:
                 logger.warning("lease heartbeat failed", exc_info=True)
+            finally:
+                # A beat every few seconds does not need a connection held open in
+                # between (it would also outlive the work and block test teardown).
                 connection.close()
 
 
