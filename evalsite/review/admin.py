@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from evalsite.review.models import AuditEvent, Comment, Override
+from evalsite.review.models_queue import QueueEntry, ReviewQueue
 
 
 @admin.register(Override)
@@ -30,3 +31,15 @@ class AuditEventAdmin(admin.ModelAdmin):
     list_display = ["action", "actor", "project", "run", "result", "created_at"]
     list_filter = ["action"]
     raw_id_fields = ["run", "result"]
+
+
+@admin.register(ReviewQueue)
+class ReviewQueueAdmin(admin.ModelAdmin):
+    list_display = ["name", "run", "blind", "created_by", "created_at"]
+    raw_id_fields = ["run"]
+
+
+@admin.register(QueueEntry)
+class QueueEntryAdmin(admin.ModelAdmin):
+    list_display = ["queue", "position", "result"]
+    raw_id_fields = ["queue", "result"]

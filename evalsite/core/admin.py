@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from evalsite.core.models import WorkerPing
+
+
+@admin.register(WorkerPing)
+class WorkerPingAdmin(admin.ModelAdmin):
+    list_display = ["marker", "hostname", "created_at"]
