@@ -26,7 +26,8 @@ def _scratch_database_url() -> str:
 
         base, _, name = url.rpartition("/")
         bench_name = f"{name.split('?')[0]}_bench"
-        with psycopg.connect(url, autocommit=True) as conn:
+        # Connect to the maintenance database: the named one need not exist yet.
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
             exists = conn.execute(
                 "SELECT 1 FROM pg_database WHERE datname = %s", [bench_name]
             ).fetchone()
