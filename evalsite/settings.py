@@ -33,7 +33,6 @@ if not DEBUG and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DEBUG is false.")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PORT = env.int("PORT", default=8000)
-SITE_URL = env.str("SITE_URL", default=f"http://127.0.0.1:{PORT}")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
