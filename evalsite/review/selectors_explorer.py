@@ -45,11 +45,12 @@ class ResultFilters(TypedDict, total=False):
 # Sort key -> ORDER BY, on Result columns only so an index can serve it without a join.
 # "item" orders by item id: a dataset's items are inserted in file order in one
 # transaction (datasets.services._insert_items), so item ids increase with the index,
-# and the unique (run, item, run_scorer) index answers it with no sort at all.
-# Every ordering ends in a unique column so pages never overlap.
+# and the unique (run, item, run_scorer) index answers it with no sort at all (it leads
+# with run_id: see RUN_RANGE_SORTS). Every ordering ends in a unique column so pages
+# never overlap.
 SORTS: dict[str, tuple[Any, ...]] = {
-    "item": ("item_id", "run_scorer_id"),
-    "-item": ("-item_id", "-run_scorer_id"),
+    "item": ("run_id", "item_id", "run_scorer_id"),
+    "-item": ("-run_id", "-item_id", "-run_scorer_id"),
     "score": (F("judge_score").asc(nulls_last=True), "id"),
     "-score": (F("judge_score").desc(nulls_last=True), "id"),
     "final": (F("final_score").asc(nulls_last=True), "id"),
@@ -68,6 +69,13 @@ SORT_LABELS = {
     "-updated": "Updated ↓",
 }
 DEFAULT_SORT = "item"
+# Sorts whose run is filtered as a one-value range (r <= run_id <= r), not run_id = r.
+# With `=` Postgres treats run_id as a constant and drops it from the ORDER BY; then
+# the single-column item_id index (the FK's) looks presorted too, and with a LIMIT the
+# planner walks it from the lowest item id, filtering out every other run's results
+# first (200k rows, ~100 ms, once a database holds older runs). With the range, run_id
+# stays a sort key and only the unique (run, item, run_scorer) index supplies the order.
+RUN_RANGE_SORTS = frozenset({"item", "-item"})
 Q_MAX_LENGTH = 200
 
 
@@ -78,7 +86,13 @@ def results_filter(*, run: Run, params: ResultFilters, user: User) -> QuerySet[R
     assignee); text search is a plain icontains on the item (no index: it is the one
     deliberately slow filter and it narrows by run first).
     """
-    qs = Result.objects.filter(run=run)
+    sort = params.get("sort") or DEFAULT_SORT
+    if sort not in SORTS:
+        sort = DEFAULT_SORT
+    if sort in RUN_RANGE_SORTS:
+        qs = Result.objects.filter(run_id__gte=run.pk, run_id__lte=run.pk)
+    else:
+        qs = Result.objects.filter(run=run)
     if params.get("scorer") is not None:
         qs = qs.filter(run_scorer_id=params["scorer"])
     if params.get("status"):
@@ -112,10 +126,7 @@ def results_filter(*, run: Run, params: ResultFilters, user: User) -> QuerySet[R
             Q(input__icontains=text) | Q(output__icontains=text)
         )
         qs = qs.filter(item_id__in=matching.values("id"))
-    sort = params.get("sort") or DEFAULT_SORT
-    return qs.select_related("item", "run_scorer", "assignee").order_by(
-        *SORTS.get(sort, SORTS[DEFAULT_SORT])
-    )
+    return qs.select_related("item", "run_scorer", "assignee").order_by(*SORTS[sort])
 
 
 def results_page(qs: QuerySet[Result], *, offset: int, limit: int) -> list[Result]:
