@@ -17,12 +17,25 @@ from evalsite.evals.models import JudgeConnection, Result, Run, ScorerConfig
 User = AbstractBaseUser | AnonymousUser
 
 
+def _outside(obj: object | None, project_id: int | None) -> bool:
+    """Missing, or (with `project_id`, as in project-scoped URLs) in another project."""
+    return obj is None or (
+        project_id is not None and getattr(obj, "project_id", None) != project_id
+    )
+
+
 def judge_get_for_user(
-    *, user: User, pk: int, write: bool = False, manage: bool = False
+    *,
+    user: User,
+    pk: int,
+    write: bool = False,
+    manage: bool = False,
+    project_id: int | None = None,
 ) -> JudgeConnection:
-    """A judge connection of one of the user's projects (404 otherwise; 403 by role)."""
+    """A judge connection of one of the user's projects (404 otherwise; 403 by role).
+    With `project_id`, one of another project is a 404 too."""
     judge = JudgeConnection.objects.filter(pk=pk).first()
-    if judge is None:
+    if _outside(judge, project_id):
         raise Http404("No such judge connection.")
     judge.project = project_get_for_user(
         user=user, pk=judge.project_id, write=write, manage=manage
@@ -30,17 +43,21 @@ def judge_get_for_user(
     return judge
 
 
-def scorer_get_for_user(*, user: User, pk: int, write: bool = False) -> ScorerConfig:
+def scorer_get_for_user(
+    *, user: User, pk: int, write: bool = False, project_id: int | None = None
+) -> ScorerConfig:
     scorer = ScorerConfig.objects.select_related("judge").filter(pk=pk).first()
-    if scorer is None:
+    if _outside(scorer, project_id):
         raise Http404("No such scorer.")
     scorer.project = project_get_for_user(user=user, pk=scorer.project_id, write=write)
     return scorer
 
 
-def run_get_for_user(*, user: User, pk: int, write: bool = False) -> Run:
+def run_get_for_user(
+    *, user: User, pk: int, write: bool = False, project_id: int | None = None
+) -> Run:
     run = Run.objects.select_related("dataset").filter(pk=pk).first()
-    if run is None:
+    if _outside(run, project_id):
         raise Http404("No such run.")
     run.project = project_get_for_user(user=user, pk=run.project_id, write=write)
     return run

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
@@ -16,37 +16,10 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import selectors, services
 from evalsite.evals.forms import JudgeForm, RunStartForm, ScorerForm
-from evalsite.evals.models import JudgeConnection, Run, ScorerConfig
+from evalsite.evals.models import Run
 from scoring import KINDS
 
 RUN_SUMMARY_TEMPLATE = "review/_run_summary.html"
-
-
-def _judge_in_project(
-    request: HttpRequest, project_id: int, pk: int, **role: bool
-) -> JudgeConnection:
-    judge = selectors.judge_get_for_user(user=request.user, pk=pk, **role)
-    if judge.project_id != project_id:
-        raise Http404("No such judge connection.")
-    return judge
-
-
-def _scorer_in_project(
-    request: HttpRequest, project_id: int, pk: int, **role: bool
-) -> ScorerConfig:
-    scorer = selectors.scorer_get_for_user(user=request.user, pk=pk, **role)
-    if scorer.project_id != project_id:
-        raise Http404("No such scorer.")
-    return scorer
-
-
-def _run_in_project(
-    request: HttpRequest, project_id: int, pk: int, **role: bool
-) -> Run:
-    run = selectors.run_get_for_user(user=request.user, pk=pk, **role)
-    if run.project_id != project_id:
-        raise Http404("No such run.")
-    return run
 
 
 def _form_errors(form: Any, exc: ApplicationError) -> None:
@@ -113,7 +86,9 @@ def judge_create(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def judge_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
-    judge = _judge_in_project(request, project_id, pk, manage=True)
+    judge = selectors.judge_get_for_user(
+        user=request.user, pk=pk, project_id=project_id, manage=True
+    )
     if request.method == "POST":
         form = JudgeForm(request.POST)
         if form.is_valid():
@@ -139,7 +114,9 @@ def judge_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 @require_POST
 def judge_test(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
-    judge = _judge_in_project(request, project_id, pk, manage=True)
+    judge = selectors.judge_get_for_user(
+        user=request.user, pk=pk, project_id=project_id, manage=True
+    )
     outcome = services.judge_test(judge=judge)
     context = {"project": judge.project, "judge": judge, "outcome": outcome}
     if request.htmx:
@@ -219,7 +196,9 @@ def scorer_create(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def scorer_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
-    scorer = _scorer_in_project(request, project_id, pk, write=True)
+    scorer = selectors.scorer_get_for_user(
+        user=request.user, pk=pk, project_id=project_id, write=True
+    )
     if request.method == "POST":
         form = ScorerForm(
             request.POST,
@@ -365,7 +344,7 @@ def _run_context(run: Run) -> dict[str, Any]:
 
 @require_GET
 def run_detail(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
-    run = _run_in_project(request, project_id, pk)
+    run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
     return render(
         request, "evals/run_detail.html", _run_context(run) | _summary_context(run)
     )
@@ -374,7 +353,7 @@ def run_detail(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 @require_GET
 def run_progress(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
     """The #run-progress region, polled by htmx; stops the polling once finished."""
-    run = _run_in_project(request, project_id, pk)
+    run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
     if not request.htmx:
         return redirect("evals:run_detail", project_id=project_id, pk=pk)
     response = render(request, "evals/run_detail.html#run-progress", _run_context(run))
@@ -386,7 +365,7 @@ def run_progress(request: HttpRequest, project_id: int, pk: int) -> HttpResponse
 
 @require_GET
 def run_summary(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
-    run = _run_in_project(request, project_id, pk)
+    run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
     if not request.htmx:
         return redirect("evals:run_detail", project_id=project_id, pk=pk)
     return render(
@@ -398,7 +377,9 @@ def run_summary(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 @require_POST
 def run_cancel(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
-    run = _run_in_project(request, project_id, pk, write=True)
+    run = selectors.run_get_for_user(
+        user=request.user, pk=pk, project_id=project_id, write=True
+    )
     try:
         services.run_cancel(run=run, user=request.user)
     except ApplicationError as exc:
@@ -410,7 +391,9 @@ def run_cancel(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 @require_POST
 def run_retry_failed(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
-    run = _run_in_project(request, project_id, pk, write=True)
+    run = selectors.run_get_for_user(
+        user=request.user, pk=pk, project_id=project_id, write=True
+    )
     try:
         count = services.run_retry_failed(run=run, user=request.user)
     except ApplicationError as exc:
