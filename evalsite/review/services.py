@@ -535,26 +535,44 @@ def result_accept(*, result: Result, user: AbstractBaseUser) -> Result:
     with transaction.atomic():
         locked, _ = _lock(result)
         _require_ok(locked)
-        before = {**_snapshot(locked), "human_passed": locked.human_passed}
-        _mark_reviewed(locked, user)
-        locked.human_passed = locked.final_passed
-        locked.version += 1
-        locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
-        audit_record(
-            project=locked.run.project,
-            actor=user,
+        _record_human_verdict(
+            locked,
+            user,
+            passed=locked.final_passed,
             action="result.accept",
             summary=(
                 f"{user.get_username()} accepted "
                 f"{'pass' if locked.final_passed else 'fail'} on {_where(locked)}"
             ),
-            before=before,
-            after={**_snapshot(locked), "human_passed": locked.human_passed},
-            run=locked.run,
-            result=locked,
         )
     _copy_back(result, locked)
     return locked
+
+
+def _record_human_verdict(
+    locked: Result,
+    user: AbstractBaseUser,
+    *,
+    passed: bool | None,
+    action: str,
+    summary: str,
+) -> None:
+    """Mark a locked result reviewed with the human's pass/fail, and audit it."""
+    before = {**_snapshot(locked), "human_passed": locked.human_passed}
+    _mark_reviewed(locked, user)
+    locked.human_passed = passed
+    locked.version += 1
+    locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
+    audit_record(
+        project=locked.run.project,
+        actor=user,
+        action=action,
+        summary=summary,
+        before=before,
+        after={**_snapshot(locked), "human_passed": locked.human_passed},
+        run=locked.run,
+        result=locked,
+    )
 
 
 def result_set_human_pass(
@@ -576,23 +594,15 @@ def result_set_human_pass(
                 note=(note or "").strip(),
             )
         else:
-            before = {**_snapshot(locked), "human_passed": locked.human_passed}
-            _mark_reviewed(locked, user)
-            locked.human_passed = bool(passed)
-            locked.version += 1
-            locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
-            audit_record(
-                project=locked.run.project,
-                actor=user,
+            _record_human_verdict(
+                locked,
+                user,
+                passed=bool(passed),
                 action="result.human_pass",
                 summary=(
                     f"{user.get_username()} answered {'pass' if passed else 'fail'} "
                     f"(agrees) on {_where(locked)}" + (f" ({note})" if note else "")
                 ),
-                before=before,
-                after={**_snapshot(locked), "human_passed": locked.human_passed},
-                run=locked.run,
-                result=locked,
             )
     _copy_back(result, locked)
     return locked
