@@ -24,7 +24,6 @@ __all__ = [
     "browser_page",
     "logged_in_page",
     "page",
-    "pytest_runtest_makereport",
 ]
 
 CHROMIUM = "/usr/bin/chromium"
@@ -34,18 +33,8 @@ CHROMIUM_ARGS = [
     "--disable-gpu",
     "--disable-background-networking",
 ]
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 TIMEOUT_MS = 10_000
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[Any]
-) -> Iterator[None]:
-    # Record each phase's report on the item so the page fixture can see a failure.
-    outcome = yield
-    report = outcome.get_result()
-    setattr(item, f"rep_{report.when}", report)
 
 
 @pytest.fixture(scope="session")

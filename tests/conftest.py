@@ -6,6 +6,13 @@ from evalsite.accounts.models import Role
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def project(db):
     return ProjectFactory(name="Acme RAG")
@@ -49,6 +56,15 @@ def owner_client(client, owner):
 def login(client, user):
     client.force_login(user)
     return client
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Record each phase's report on the item so the browser `page` fixture can save a
+    # screenshot when the test failed (a hook must be defined here to be registered).
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
 
 
 # Browser fixtures live in one module so the whole session shares one Playwright instance.

@@ -15,3 +15,7 @@ RATELIMIT_ENABLE = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not :memory:, so a real worker process in integration tests sees the same data.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}  # noqa: F405
+
+# The login rate limit counts in the cache: a per-process cache, emptied before each test
+# (tests/conftest.py), keeps one test's logins from blocking the next one's.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
