@@ -219,6 +219,15 @@ class Result(models.Model):
     overridden = models.BooleanField(
         default=False, help_text="Has at least one active override."
     )
+    # Kept by the review services with `overridden`, so the run aggregates count
+    # overrides from the result rows they already read instead of joining overrides.
+    # db_default: the run start inserts results with one INSERT … SELECT.
+    active_override_count = models.PositiveIntegerField(default=0, db_default=0)
+    verdict_flip_count = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Active verdict overrides that differ from the judge.",
+    )
     human_passed = models.BooleanField(
         null=True, blank=True, help_text="The reviewer's pass/fail (blind or explicit)."
     )

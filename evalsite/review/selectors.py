@@ -9,12 +9,15 @@ check that the two agree.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.cache import cache
 from django.db.models import (
     Avg,
     Case,
@@ -28,6 +31,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
@@ -318,26 +322,145 @@ def _scorer_stub(rs: RunScorer) -> ScorerAggregate:
     )
 
 
-# The key every result is counted under: everything the aggregates distinguish.
+# What a reviewed or overridden result is counted under (the review side of the
+# aggregates); the judge side is counted by status, judge pass and judge bin alone.
 _GROUP_FIELDS = ("status", "reviewed", "overridden", "judge_passed", "final_passed")
+_JUDGE_GROUP_FIELDS = ("status", "judge_passed")
+JUDGE_GROUPS_TTL = 24 * 3600
 
 
-def _fold_groups(agg: ScorerAggregate, groups: Iterable[Mapping[str, Any]]) -> None:
-    """Fill `agg` from result groups (the grouped query's rows, a few dozen at most).
+@dataclass
+class JudgeGroups:
+    """The judge side of one run scorer: grouped counts and error messages."""
 
-    Each group: the _GROUP_FIELDS, jb / fb (histogram bins, None without a score),
-    n (results), js / fs (sums of judge / final scores), jn / fn (non-null scores).
-    Means and pass rates are over ok results; human numbers over reviewed ok ones.
+    groups: list[dict[str, Any]]
+    error_reasons: list[tuple[str, int]]
+
+
+def _judge_groups_key(
+    run_scorer_id: int, options: Any, status: str, finished_at: Any
+) -> str | None:
+    """Cache key of a finished run scorer's judge side, None while it can change.
+
+    In a finished run the judge fields change only by a rescore (new options) or a
+    retry (the run runs again and finishes at a new time), so options, status and
+    finish time identify the judge side; and they are a pure function of the stored
+    analyses and the options, so a value computed inside a rolled-back rescore preview
+    is still right for those options.
     """
-    sums = {"judge": 0.0, "final": 0.0, "human": 0.0, "rjudge": 0.0}
-    cnts = {"judge": 0, "final": 0, "human": 0, "rjudge": 0}
-    judge_n = judge_pass = final_n = final_pass = 0
-    matrix = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    if status not in Run.FINISHED or finished_at is None:
+        return None
+    digest = hashlib.sha256(
+        json.dumps(options or {}, sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
+    return (
+        f"review:judge-groups:v1:{run_scorer_id}:{digest}:{status}:"
+        f"{finished_at.isoformat()}"
+    )
+
+
+def _judge_groups_key_now(run_scorer_id: int) -> str | None:
+    row = (
+        RunScorer.objects.filter(pk=run_scorer_id)
+        .values("options", "run__status", "run__finished_at")
+        .first()
+    )
+    if row is None:
+        return None
+    return _judge_groups_key(
+        run_scorer_id, row["options"], row["run__status"], row["run__finished_at"]
+    )
+
+
+def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
+    """The judge side of `rs`: one grouped query over all its results (index-only on
+    review_result_agg_idx) plus the error messages, cached once the run is finished."""
+    run = rs.run
+    key = _judge_groups_key(rs.pk, rs.options, run.status, run.finished_at)
+    if key is not None:
+        cached = cache.get(key)
+        if cached is not None:
+            return cached
+    results = Result.objects.filter(run_scorer_id=rs.pk)
+    groups = list(
+        results.annotate(jb=ScoreBin("judge_score", scale))
+        .values(*_JUDGE_GROUP_FIELDS, "jb")
+        .annotate(n=Count("run_scorer"), js=Sum("judge_score"), jn=Count("judge_score"))
+        .order_by()
+    )
+    errors = [
+        (r["error"] or "(no message)", r["n"])
+        for r in results.filter(status=Result.Status.ERROR)
+        .values("error")
+        .annotate(n=Count("run_scorer"))
+        .order_by("-n", "error")[:10]
+    ]
+    out = JudgeGroups(groups=groups, error_reasons=errors)
+    pending = any(g["status"] == Result.Status.PENDING for g in groups)
+    # Stored only if nothing moved while we counted (a rescore or retry committing
+    # between the key read and the count changes the key).
+    if key is not None and not pending and _judge_groups_key_now(rs.pk) == key:
+        cache.set(key, out, JUDGE_GROUPS_TTL)
+    return out
+
+
+def _verdict_count_expr(kind: str) -> Any:
+    """SQL: the number of overridable values in a row's judge analysis (the flip-rate
+    denominator counts them over reviewed results)."""
+    lists, scalars = _overridable_lists(kind)
+    terms: list[Any] = [Coalesce(JSONArrayLength("analysis", key), 0) for key in lists]
+    expr: Any = Value(scalars)
+    for term in terms:
+        expr = expr + term
+    return expr
+
+
+def _review_groups(rs: RunScorer, scale: float) -> list[dict[str, Any]]:
+    """Reviewed or overridden results of `rs`, grouped by everything the aggregates
+    distinguish, with their override and verdict counts (the partial index
+    review_result_touched_idx finds just these rows)."""
+    return list(
+        Result.objects.filter(run_scorer_id=rs.pk)
+        .filter(Q(reviewed=True) | Q(overridden=True))
+        .annotate(
+            jb=ScoreBin("judge_score", scale),
+            fb=ScoreBin("final_score", scale),
+        )
+        .values(*_GROUP_FIELDS, "jb", "fb")
+        .annotate(
+            n=Count("run_scorer"),
+            js=Sum("judge_score"),
+            fs=Sum("final_score"),
+            jn=Count("judge_score"),
+            fn=Count("final_score"),
+            active=Sum("active_override_count"),
+            flips=Sum("verdict_flip_count"),
+            verdicts=Sum(_verdict_count_expr(rs.kind)),
+        )
+        .order_by()
+    )
+
+
+def _fold_groups(
+    agg: ScorerAggregate,
+    judge_groups: Iterable[Mapping[str, Any]],
+    review_groups: Iterable[Mapping[str, Any]],
+) -> None:
+    """Fill `agg` from the judge side (every result) and the review side (reviewed or
+    overridden results), a few dozen groups in all.
+
+    A result without an active override has final = judge (score, pass, bin), so the
+    final numbers are the judge's with the overridden results' judge values swapped
+    for their final ones. Judge groups: status, judge_passed, jb, n, js, jn. Review
+    groups: the _GROUP_FIELDS, jb / fb, n, js / fs, jn / fn, and (from SQL) active /
+    flips / verdicts: override, verdict flip and overridable-value counts. Means and
+    pass rates are over ok results; human numbers over reviewed ok ones.
+    """
     assert agg.histogram is not None
-    for g in groups:
-        n = g["n"]
+    judge_sum, judge_cnt, judge_n, judge_pass = 0.0, 0, 0, 0
+    for g in judge_groups:
+        n, status = g["n"], g["status"]
         agg.total += n
-        status = g["status"]
         if status == Result.Status.ERROR:
             agg.errors += n
             continue
@@ -348,33 +471,50 @@ def _fold_groups(agg: ScorerAggregate, groups: Iterable[Mapping[str, Any]]) -> N
             agg.cancelled += n
             continue
         agg.ok += n
-        sums["judge"] += g["js"] or 0.0
-        cnts["judge"] += g["jn"]
-        sums["final"] += g["fs"] or 0.0
-        cnts["final"] += g["fn"]
-        jp, fp = g["judge_passed"], g["final_passed"]
-        if jp is not None:
+        judge_sum += g["js"] or 0.0
+        judge_cnt += g["jn"]
+        if g["judge_passed"] is not None:
             judge_n += n
-            judge_pass += n if jp else 0
-        if fp is not None:
-            final_n += n
-            final_pass += n if fp else 0
+            judge_pass += n if g["judge_passed"] else 0
+        if g["jb"] is not None:
+            agg.histogram.judge[g["jb"]] += n
+    agg.histogram.final = list(agg.histogram.judge)
+    final_terms, final_cnt = [judge_sum], judge_cnt
+    final_n, final_pass = judge_n, judge_pass
+    human = {"sum": 0.0, "cnt": 0, "rsum": 0.0, "rcnt": 0}
+    matrix = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    for g in review_groups:
+        if g["status"] != Result.Status.OK:
+            continue
+        n, jp, fp = g["n"], g["judge_passed"], g["final_passed"]
+        agg.active_overrides += g.get("active") or 0
+        agg.verdict_flips += g.get("flips") or 0
         if g["overridden"]:
             agg.overridden += n
-        if g["jb"] is not None and g["fb"] is not None:
-            agg.histogram.judge[g["jb"]] += n
-            agg.histogram.final[g["fb"]] += n
+            final_terms += [-(g["js"] or 0.0), g["fs"] or 0.0]
+            final_cnt += g["fn"] - g["jn"]
+            final_n += (fp is not None) * n - (jp is not None) * n
+            final_pass += (n if fp else 0) - (n if jp else 0)
+            if g["jb"] is not None:
+                agg.histogram.final[g["jb"]] -= n
+            if g["fb"] is not None:
+                agg.histogram.final[g["fb"]] += n
         if g["reviewed"]:
             agg.reviewed += n
-            sums["human"] += g["fs"] or 0.0
-            cnts["human"] += g["fn"]
-            sums["rjudge"] += g["js"] or 0.0
-            cnts["rjudge"] += g["jn"]
+            agg.verdict_total += g.get("verdicts") or 0
+            human["sum"] += g["fs"] or 0.0
+            human["cnt"] += g["fn"]
+            human["rsum"] += g["js"] or 0.0
+            human["rcnt"] += g["jn"]
             if jp is not None and fp is not None:
                 matrix[("tp" if fp else "fp") if jp else ("fn" if fp else "tn")] += n
-    mean = {k: (sums[k] / cnts[k] if cnts[k] else None) for k in sums}
-    agg.judge_mean, agg.final_mean = mean["judge"], mean["final"]
-    agg.human_mean, agg.reviewed_judge_mean = mean["human"], mean["rjudge"]
+    agg.judge_mean = judge_sum / judge_cnt if judge_cnt else None
+    # Rounded so that swapping scores in and out leaves no float residue (1e-17).
+    agg.final_mean = (
+        round(math.fsum(final_terms) / final_cnt, 12) if final_cnt else None
+    )
+    agg.human_mean = human["sum"] / human["cnt"] if human["cnt"] else None
+    agg.reviewed_judge_mean = human["rsum"] / human["rcnt"] if human["rcnt"] else None
     agg.judge_pass_rate = _ratio(judge_pass, judge_n)
     agg.final_pass_rate = _ratio(final_pass, final_n)
     agg.agreement = _agreement(**matrix)
@@ -387,81 +527,65 @@ def run_aggregates(
 ) -> list[ScorerAggregate]:
     """One `ScorerAggregate` per RunScorer of the run (or only `run_scorer_id`).
 
-    Per scorer, ONE grouped query does the counting: results grouped by (status,
-    reviewed, overridden, judge pass, final pass, judge bin, final bin) with counts and
-    score sums; every number is folded from those few dozen groups. Postgres answers it
-    from the covering index review_result_agg_idx (index-only scan). Small extra queries
-    run only when needed: verdict count of reviewed results (flip-rate denominator),
-    error messages, active overrides. Reads committed final_* fields, so a caller that
-    just ran a review service sees its own change.
+    Per scorer, two grouped queries of a few dozen rows each: the judge side (every
+    result by status, judge pass and judge bin, with the error messages; cached once
+    the run is finished, see `_judge_groups_key`) and the review side (only reviewed or
+    overridden results, with their override, flip and verdict counts). Every number is
+    folded from them, so an override costs a read of the touched results, not a scan
+    of the run. Reads committed final_* fields, so a caller that just ran a review
+    service sees its own change.
     """
-    from evalsite.review.models import Override
-
-    scorers = RunScorer.objects.filter(run_id=run_id).order_by("position", "id")
+    scorers = (
+        RunScorer.objects.filter(run_id=run_id)
+        .select_related("run")
+        .only(
+            "id",
+            "run_id",
+            "scorer_id",
+            "name",
+            "kind",
+            "options",
+            "position",
+            "run__status",
+            "run__finished_at",
+        )
+        .order_by("position", "id")
+    )
     if run_scorer_id is not None:
         scorers = scorers.filter(pk=run_scorer_id)
     out: list[ScorerAggregate] = []
     for rs in scorers:
         agg = _scorer_stub(rs)
-        # A run scorer belongs to one run: filtering on it alone keeps to the index.
-        results = Result.objects.filter(run_scorer_id=rs.pk)
-        groups = (
-            results.annotate(
-                jb=ScoreBin("judge_score", agg.scale),
-                fb=ScoreBin("final_score", agg.scale),
-            )
-            .values(*_GROUP_FIELDS, "jb", "fb")
-            .annotate(
-                n=Count("run_scorer"),
-                js=Sum("judge_score"),
-                fs=Sum("final_score"),
-                jn=Count("judge_score"),
-                fn=Count("final_score"),
-            )
-            .order_by()
-        )
-        _fold_groups(agg, groups)
-        rev = Q(status=Result.Status.OK, reviewed=True)
-        if agg.reviewed:
-            # Only the reviewed rows' analyses are read.
-            lists, scalars = _overridable_lists(rs.kind)
-            terms: list[Any] = [
-                Sum(JSONArrayLength("analysis", key), default=0) for key in lists
-            ]
-            if scalars:
-                terms.append(Count("run_scorer") * Value(scalars))
-            if terms:
-                total_expr = terms[0]
-                for term in terms[1:]:
-                    total_expr = total_expr + term
-                agg.verdict_total = int(
-                    results.filter(rev).aggregate(n=total_expr)["n"] or 0
-                )
+        judge = _judge_groups(rs, agg.scale)
+        _fold_groups(agg, judge.groups, _review_groups(rs, agg.scale))
         if agg.errors:
-            agg.error_reasons = [
-                (r["error"] or "(no message)", r["n"])
-                for r in results.filter(status=Result.Status.ERROR)
-                .values("error")
-                .annotate(n=Count("run_scorer"))
-                .order_by("-n", "error")[:10]
-            ]
-        if agg.overridden:
-            ov = Override.objects.filter(
-                result__run_scorer_id=rs.pk,
-                result__status=Result.Status.OK,
-                reverted_at__isnull=True,
-            ).aggregate(
-                active=Count("id"),
-                flips=Count("id", filter=Q(counts_as_flip=True)),
-            )
-            agg.active_overrides = ov["active"]
-            agg.verdict_flips = ov["flips"]
+            agg.error_reasons = judge.error_reasons
         agg.moved = moved_sentence(agg)
         out.append(agg)
     return out
 
 
 # ------------------------------------------------------------- in-memory aggregates
+
+
+def _add_to_group(
+    groups: dict[tuple, dict[str, Any]],
+    key_fields: dict[str, Any],
+    js: float | None,
+    fs: float | None = None,
+) -> None:
+    """Count one row into its group, like the SQL GROUP BY with n / js / jn / fs / fn."""
+    key = tuple(key_fields.values())
+    g = groups.get(key)
+    if g is None:
+        g = groups[key] = {**key_fields, "n": 0, "js": 0.0, "jn": 0, "fs": 0.0, "fn": 0}
+    g["n"] += 1
+    if js is not None:
+        g["js"] += js
+        g["jn"] += 1
+    if fs is not None:
+        g["fs"] += fs
+        g["fn"] += 1
 
 
 def aggregate_rows(
@@ -488,40 +612,29 @@ def aggregate_rows(
         options=options if options is not None else run_scorer.options,
     )
     agg = _scorer_stub(stub_rs)
-    groups: dict[tuple, dict[str, Any]] = {}
+    judge_groups: dict[tuple, dict[str, Any]] = {}
+    review_groups: dict[tuple, dict[str, Any]] = {}
     errors: dict[str, int] = {}
     for row in rows:
         js, fs = row["judge_score"], row["final_score"]
-        key = (
-            *(row[f] for f in _GROUP_FIELDS),
-            None if js is None else _bin_of(js, agg.scale),
-            None if fs is None else _bin_of(fs, agg.scale),
+        jb = None if js is None else _bin_of(js, agg.scale)
+        fb = None if fs is None else _bin_of(fs, agg.scale)
+        _add_to_group(
+            judge_groups, {**{f: row[f] for f in _JUDGE_GROUP_FIELDS}, "jb": jb}, js
         )
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = {
-                **dict(zip(_GROUP_FIELDS, key, strict=False)),
-                "jb": key[-2],
-                "fb": key[-1],
-                "n": 0,
-                "js": 0.0,
-                "fs": 0.0,
-                "jn": 0,
-                "fn": 0,
-            }
-        g["n"] += 1
-        if js is not None:
-            g["js"] += js
-            g["jn"] += 1
-        if fs is not None:
-            g["fs"] += fs
-            g["fn"] += 1
+        if row["reviewed"] or row["overridden"]:
+            _add_to_group(
+                review_groups,
+                {**{f: row[f] for f in _GROUP_FIELDS}, "jb": jb, "fb": fb},
+                js,
+                fs,
+            )
         if row["status"] == Result.Status.ERROR:
             msg = row.get("error") or "(no message)"
             errors[msg] = errors.get(msg, 0) + 1
         elif row["status"] == Result.Status.OK and row["reviewed"]:
             agg.verdict_total += row.get("verdict_count") or 0
-    _fold_groups(agg, groups.values())
+    _fold_groups(agg, judge_groups.values(), review_groups.values())
     agg.error_reasons = sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
     agg.active_overrides = active_overrides
     agg.verdict_flips = verdict_flips

@@ -157,7 +157,8 @@ def _judge_value(analysis: dict, path: str) -> Any:
     return value
 
 
-_FINAL_FIELDS = (
+# What compute_final returns, then the override counts kept beside them.
+_COMPUTED_FIELDS = (
     "final_analysis",
     "final_score",
     "final_passed",
@@ -165,6 +166,7 @@ _FINAL_FIELDS = (
     "pass_overridden",
     "overridden",
 )
+_FINAL_FIELDS = (*_COMPUTED_FIELDS, "active_override_count", "verdict_flip_count")
 
 
 def _recompute_locked(result: Result, run_scorer: RunScorer) -> set[int]:
@@ -180,17 +182,22 @@ def _recompute_locked(result: Result, run_scorer: RunScorer) -> set[int]:
         judge_score=result.judge_score,
         judge_passed=result.judge_passed,
     )
-    for name in _FINAL_FIELDS:
+    for name in _COMPUTED_FIELDS:
         setattr(result, name, getattr(fields, name))
-    # Keep the flip flags in step (only this result's overrides: a handful of rows).
-    verdict_ids = [o.pk for o in overrides if o.kind == Override.Kind.VERDICT]
-    if verdict_ids:
-        Override.objects.filter(pk__in=verdict_ids).exclude(
-            pk__in=fields.flip_ids
-        ).filter(counts_as_flip=True).update(counts_as_flip=False)
-        Override.objects.filter(pk__in=fields.flip_ids, counts_as_flip=False).update(
-            counts_as_flip=True
-        )
+    result.active_override_count = len(overrides)
+    result.verdict_flip_count = len(fields.flip_ids)
+    # Keep the flip flags in step: write only the overrides whose flag changes (the
+    # result row is locked, so no one else is changing them).
+    for flag in (True, False):
+        changed = [
+            o.pk
+            for o in overrides
+            if o.kind == Override.Kind.VERDICT
+            and (o.pk in fields.flip_ids) == flag
+            and o.counts_as_flip != flag
+        ]
+        if changed:
+            Override.objects.filter(pk__in=changed).update(counts_as_flip=flag)
     return fields.flip_ids
 
 
@@ -380,7 +387,7 @@ def _override_create_locked(
         user=user,
         prior_review=_review_state(result),
     )
-    _recompute_locked(result, run_scorer)
+    flip_ids = _recompute_locked(result, run_scorer)
     _mark_reviewed(result, user)
     if kind == Override.Kind.PASS:
         result.human_passed = new
@@ -400,7 +407,7 @@ def _override_create_locked(
         run=result.run,
         result=result,
     )
-    override.refresh_from_db(fields=["counts_as_flip"])
+    override.counts_as_flip = override.pk in flip_ids
     override.result = result
     return override
 

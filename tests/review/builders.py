@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from evalsite.accounts.models import Project
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
@@ -149,7 +151,11 @@ def make_run(
     dataset = dataset or make_dataset(project, n_items=n_items)
     items = list(dataset.items.order_by("index"))
     run = Run.objects.create(
-        project=project, dataset=dataset, status=status, total=len(items) * len(kinds)
+        project=project,
+        dataset=dataset,
+        status=status,
+        total=len(items) * len(kinds),
+        finished_at=timezone.now() if status in Run.FINISHED else None,
     )
     for position, kind in enumerate(kinds):
         opts = validate_options(kind, (options or {}).get(kind))
