@@ -26,7 +26,7 @@ from scoring.judge import (
     preview_prompts,
 )
 from scoring.options import options_schema, validate_options
-from scoring.overrides import apply_override, get_path
+from scoring.overrides import apply_override, get_path, overridable_count
 from scoring.registry import KINDS, LLM_KINDS, TEXT_KINDS, KindSpec
 from scoring.textkinds import analyze_text
 from scoring.types import Case
@@ -48,6 +48,7 @@ __all__ = [
     "compute_score",
     "get_path",
     "options_schema",
+    "overridable_count",
     "parse_factuality_reply",
     "passes",
     "round_half_up",

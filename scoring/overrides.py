@@ -15,7 +15,7 @@ from scoring.errors import AnalysisError
 from scoring.options import check_kind
 from scoring.registry import KINDS
 
-__all__ = ["apply_override", "get_path", "path_pattern"]
+__all__ = ["apply_override", "get_path", "overridable_count", "path_pattern"]
 
 
 def _parts(path: str) -> list[str]:
@@ -69,6 +69,24 @@ def _normalise_value(pattern: str, value: Any, allowed: list[Any]) -> Any:
         if candidate in allowed:
             return candidate
     return None
+
+
+def overridable_count(kind: str, analysis: dict[str, Any] | None) -> int:
+    """How many values of ``analysis`` a reviewer can flip: one per list entry for each
+    ``*`` pattern (context_relevance: relevance and used, two per evaluation) plus one
+    per scalar pattern; 0 without an analysis. The denominator of the flip rate."""
+    check_kind(kind)
+    if not analysis:
+        return 0
+    total = 0
+    for pattern in KINDS[kind].overridable:
+        head, *rest = pattern.split(".")
+        if "*" in rest:
+            entries = analysis.get(head)
+            total += len(entries) if isinstance(entries, list) else 0
+        else:
+            total += 1
+    return total
 
 
 def apply_override(

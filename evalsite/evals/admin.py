@@ -50,7 +50,29 @@ class ResultAdmin(admin.ModelAdmin):
         "reviewed",
     ]
     list_filter = ["status", "reviewed", "overridden"]
-    raw_id_fields = ["run", "item", "run_scorer", "reviewed_by", "assignee"]
+    raw_id_fields = ["run", "item", "run_scorer", "assignee"]
+    # Scores and review state change only through the judge and the review services,
+    # which recompute, audit and keep the aggregates' counts and versions in step.
+    readonly_fields = [
+        "status",
+        "analysis",
+        "overridable_count",
+        "judge_score",
+        "judge_passed",
+        "final_analysis",
+        "final_score",
+        "final_passed",
+        "score_overridden",
+        "pass_overridden",
+        "overridden",
+        "active_override_count",
+        "verdict_flip_count",
+        "reviewed",
+        "human_passed",
+        "reviewed_by",
+        "reviewed_at",
+        "version",
+    ]
 
 
 @admin.register(JudgeCall)

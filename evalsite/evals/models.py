@@ -208,6 +208,11 @@ class Result(models.Model):
     judge_score = models.FloatField(null=True, blank=True)
     judge_passed = models.BooleanField(null=True, blank=True)
     reason = models.TextField(blank=True)
+    overridable_count = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Values of the analysis a reviewer can flip (scoring.overridable_count).",
+    )
 
     final_analysis = models.JSONField(null=True, blank=True)
     final_score = models.FloatField(null=True, blank=True)

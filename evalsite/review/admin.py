@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from evalsite.review.models import AuditEvent, Comment, Override
+from evalsite.review.models import AuditEvent, Comment, Override, ReviewVersion
 from evalsite.review.models_queue import QueueEntry, ReviewQueue
 
 
@@ -43,3 +43,10 @@ class ReviewQueueAdmin(admin.ModelAdmin):
 class QueueEntryAdmin(admin.ModelAdmin):
     list_display = ["queue", "position", "result"]
     raw_id_fields = ["queue", "result"]
+
+
+@admin.register(ReviewVersion)
+class ReviewVersionAdmin(admin.ModelAdmin):
+    list_display = ["run_scorer", "version"]
+    # Bumped by the review services only: a hand edit would desync the cached counts.
+    readonly_fields = ["run_scorer", "version"]

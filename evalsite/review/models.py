@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from evalsite.accounts.models import Project
-from evalsite.evals.models import Result, Run
+from evalsite.evals.models import Result, Run, RunScorer
 
 
 class Override(models.Model):
@@ -107,3 +107,23 @@ class AuditEvent(models.Model):
 
 # Queue models live in their own module (helper D2); imported here so Django registers them.
 from evalsite.review.models_queue import QueueEntry, ReviewQueue  # noqa: E402, F401
+
+
+class ReviewVersion(models.Model):
+    """How many review writes a run scorer's results have had.
+
+    Every review service bumps it in the same transaction as its change, so the
+    review side of the run aggregates can be cached per version and carried from one
+    version to the next by the change alone (see selectors.review_groups_advance).
+    """
+
+    run_scorer = models.OneToOneField(
+        RunScorer,
+        primary_key=True,
+        on_delete=models.CASCADE,
+        related_name="review_version",
+    )
+    version = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.run_scorer_id}@{self.version}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.cache import cache
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import (
     Avg,
     Case,
@@ -31,7 +33,6 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
@@ -39,6 +40,8 @@ from evalsite.evals.models import Result, Run, RunScorer
 from scoring import KINDS
 
 HISTOGRAM_BINS = 10
+
+logger = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------- access
@@ -265,44 +268,10 @@ class ScoreBin(Func):
         )
 
 
-class JSONArrayLength(Func):
-    """Length of the JSON array at analysis[key] (NULL when absent), per database."""
-
-    output_field = IntegerField()
-
-    def __init__(self, field_name: str, key: str) -> None:
-        self.key = key
-        super().__init__(F(field_name))
-
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        sql, params = compiler.compile(self.source_expressions[0])
-        if connection.vendor == "postgresql":
-            return f"jsonb_array_length(({sql} -> %s))", [*params, self.key]
-        return f"json_array_length({sql}, %s)", [*params, f"$.{self.key}"]
-
-
-def _overridable_lists(kind: str) -> tuple[list[str], int]:
-    """(list keys, one per overridable field pattern; count of scalar fields).
-
-    context_relevance has two overridable fields per evaluation (relevance, used):
-    both count as verdicts in the flip-rate denominator.
-    """
-    lists: list[str] = []
-    scalars = 0
-    spec = KINDS.get(kind)
-    for pattern in spec.overridable if spec else {}:
-        parts = pattern.split(".")
-        if "*" in parts:
-            lists.append(parts[0])
-        else:
-            scalars += 1
-    return lists, scalars
-
-
 def _scorer_stub(rs: RunScorer) -> ScorerAggregate:
     spec = KINDS.get(rs.kind)
     options = rs.options or {}
-    scale = float(options.get("scale") or 1.0)
+    scale = _scale(options)
     threshold = options.get(
         "threshold", spec.defaults.get("threshold") if spec else 0.5
     )
@@ -322,11 +291,11 @@ def _scorer_stub(rs: RunScorer) -> ScorerAggregate:
     )
 
 
-# What a reviewed or overridden result is counted under (the review side of the
+# What a reviewed or overridden ok result is counted under (the review side of the
 # aggregates); the judge side is counted by status, judge pass and judge bin alone.
-_GROUP_FIELDS = ("status", "reviewed", "overridden", "judge_passed", "final_passed")
+_GROUP_FIELDS = ("reviewed", "overridden", "judge_passed", "final_passed")
 _JUDGE_GROUP_FIELDS = ("status", "judge_passed")
-JUDGE_GROUPS_TTL = 24 * 3600
+AGGREGATES_CACHE_TTL = 24 * 3600
 
 
 @dataclass
@@ -335,6 +304,32 @@ class JudgeGroups:
 
     groups: list[dict[str, Any]]
     error_reasons: list[tuple[str, int]]
+
+
+def _options_digest(options: Any) -> str:
+    return hashlib.sha256(
+        json.dumps(options or {}, sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
+
+
+def _scale(options: Any) -> float:
+    return float((options or {}).get("scale") or 1.0)
+
+
+def _cache_get(key: str) -> Any:
+    """A cached value, or None; an unreachable cache only costs a recount."""
+    try:
+        return cache.get(key)
+    except Exception:  # noqa: BLE001 - e.g. Redis restarting: count from the database
+        logger.warning("aggregates cache unavailable", exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value: Any) -> None:
+    try:
+        cache.set(key, value, AGGREGATES_CACHE_TTL)
+    except Exception:  # noqa: BLE001 - the next read recounts
+        logger.warning("aggregates cache unavailable", exc_info=True)
 
 
 def _judge_groups_key(
@@ -350,11 +345,8 @@ def _judge_groups_key(
     """
     if status not in Run.FINISHED or finished_at is None:
         return None
-    digest = hashlib.sha256(
-        json.dumps(options or {}, sort_keys=True, default=str).encode()
-    ).hexdigest()[:16]
     return (
-        f"review:judge-groups:v1:{run_scorer_id}:{digest}:{status}:"
+        f"review:judge-groups:v1:{run_scorer_id}:{_options_digest(options)}:{status}:"
         f"{finished_at.isoformat()}"
     )
 
@@ -378,7 +370,7 @@ def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
     run = rs.run
     key = _judge_groups_key(rs.pk, rs.options, run.status, run.finished_at)
     if key is not None:
-        cached = cache.get(key)
+        cached = _cache_get(key)
         if cached is not None:
             return cached
     results = Result.objects.filter(run_scorer_id=rs.pk)
@@ -400,27 +392,124 @@ def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
     # Stored only if nothing moved while we counted (a rescore or retry committing
     # between the key read and the count changes the key).
     if key is not None and not pending and _judge_groups_key_now(rs.pk) == key:
-        cache.set(key, out, JUDGE_GROUPS_TTL)
+        _cache_set(key, out)
     return out
 
 
-def _verdict_count_expr(kind: str) -> Any:
-    """SQL: the number of overridable values in a row's judge analysis (the flip-rate
-    denominator counts them over reviewed results)."""
-    lists, scalars = _overridable_lists(kind)
-    terms: list[Any] = [Coalesce(JSONArrayLength("analysis", key), 0) for key in lists]
-    expr: Any = Value(scalars)
-    for term in terms:
-        expr = expr + term
-    return expr
+# ------------------------------------------------------------ review side, versioned
+
+# A review row: what the review side counts of one reviewed or overridden ok result.
+_REVIEW_ROW_FIELDS = (
+    *_GROUP_FIELDS,
+    "judge_score",
+    "final_score",
+    "active_override_count",
+    "verdict_flip_count",
+    "overridable_count",
+)
+_REVIEW_GROUP_KEY = (*_GROUP_FIELDS, "jb", "fb")
+
+
+def review_row(result: Result) -> dict[str, Any] | None:
+    """The review side's view of one result; None when it is not counted there (not
+    ok, or neither reviewed nor overridden)."""
+    if result.status != Result.Status.OK or not (result.reviewed or result.overridden):
+        return None
+    return {f: getattr(result, f) for f in _REVIEW_ROW_FIELDS}
+
+
+def _review_groups_key(run_scorer_id: int, options: Any, version: int) -> str:
+    """The review side is a pure function of the review writes (counted by the
+    version) and the options (a rescore rewrites the scores), so both name it."""
+    return (
+        f"review:review-groups:v1:{run_scorer_id}:{_options_digest(options)}:{version}"
+    )
+
+
+def _review_version(rs: RunScorer) -> int:
+    try:
+        return rs.review_version.version  # type: ignore[attr-defined]
+    except ObjectDoesNotExist:
+        return 0
+
+
+def _review_version_now(run_scorer_id: int) -> int:
+    from evalsite.review.models import ReviewVersion
+
+    version = (
+        ReviewVersion.objects.filter(run_scorer_id=run_scorer_id)
+        .values_list("version", flat=True)
+        .first()
+    )
+    return version or 0
+
+
+def _shift_group(
+    groups: dict[tuple, dict[str, Any]], row: Mapping[str, Any], scale: float, sign: int
+) -> None:
+    """Add (sign 1) or take away (sign -1) one review row in SQL-shaped groups."""
+    js, fs = row["judge_score"], row["final_score"]
+    fields = {f: row[f] for f in _GROUP_FIELDS}
+    fields["jb"] = None if js is None else _bin_of(js, scale)
+    fields["fb"] = None if fs is None else _bin_of(fs, scale)
+    key = tuple(fields.values())
+    g = groups.setdefault(
+        key,
+        {
+            **fields,
+            **dict.fromkeys(("n", "jn", "fn", "active", "flips", "verdicts"), 0),
+            "js": 0.0,
+            "fs": 0.0,
+        },
+    )
+    g["n"] += sign
+    g["js"] = (g["js"] or 0.0) + sign * (js or 0.0)
+    g["fs"] = (g["fs"] or 0.0) + sign * (fs or 0.0)
+    g["jn"] += sign * (js is not None)
+    g["fn"] += sign * (fs is not None)
+    g["active"] = (g["active"] or 0) + sign * row["active_override_count"]
+    g["flips"] = (g["flips"] or 0) + sign * row["verdict_flip_count"]
+    g["verdicts"] = (g["verdicts"] or 0) + sign * row["overridable_count"]
+
+
+def review_groups_advance(
+    *,
+    run_scorer_id: int,
+    options: Any,
+    version: int,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+) -> None:
+    """After a review write committed as `version`, derive that version's review groups
+    from the previous version's (when cached) by its one change: an override then
+    costs no recount of the reviewed results. Call it only after the commit."""
+    previous = _cache_get(_review_groups_key(run_scorer_id, options, version - 1))
+    if previous is None:
+        return
+    scale = _scale(options)
+    groups = {tuple(g[f] for f in _REVIEW_GROUP_KEY): dict(g) for g in previous}
+    if before is not None:
+        _shift_group(groups, before, scale, -1)
+    if after is not None:
+        _shift_group(groups, after, scale, 1)
+    _cache_set(
+        _review_groups_key(run_scorer_id, options, version),
+        [g for g in groups.values() if g["n"] > 0],
+    )
 
 
 def _review_groups(rs: RunScorer, scale: float) -> list[dict[str, Any]]:
-    """Reviewed or overridden results of `rs`, grouped by everything the aggregates
-    distinguish, with their override and verdict counts (the partial index
-    review_result_touched_idx finds just these rows)."""
-    return list(
-        Result.objects.filter(run_scorer_id=rs.pk)
+    """Reviewed or overridden ok results of `rs` (only those count), grouped by
+    everything the aggregates distinguish, with their override, flip and
+    overridable-value counts: from the cache for the current review version, else
+    counted (the partial index review_result_touched_idx holds just these rows)."""
+    version = _review_version(rs)
+    key = _review_groups_key(rs.pk, rs.options, version)
+    cached = _cache_get(key)
+    if cached is not None:
+        return cached
+    groups = list(
+        Result.objects.filter(run_scorer_id=rs.pk, status=Result.Status.OK)
         .filter(Q(reviewed=True) | Q(overridden=True))
         .annotate(
             jb=ScoreBin("judge_score", scale),
@@ -435,10 +524,14 @@ def _review_groups(rs: RunScorer, scale: float) -> list[dict[str, Any]]:
             fn=Count("final_score"),
             active=Sum("active_override_count"),
             flips=Sum("verdict_flip_count"),
-            verdicts=Sum(_verdict_count_expr(rs.kind)),
+            verdicts=Sum("overridable_count"),
         )
         .order_by()
     )
+    # Stored only if no review write committed while we counted.
+    if _review_version_now(rs.pk) == version:
+        _cache_set(key, groups)
+    return groups
 
 
 def _fold_groups(
@@ -447,14 +540,14 @@ def _fold_groups(
     review_groups: Iterable[Mapping[str, Any]],
 ) -> None:
     """Fill `agg` from the judge side (every result) and the review side (reviewed or
-    overridden results), a few dozen groups in all.
+    overridden ok results), a few dozen groups in all.
 
     A result without an active override has final = judge (score, pass, bin), so the
     final numbers are the judge's with the overridden results' judge values swapped
     for their final ones. Judge groups: status, judge_passed, jb, n, js, jn. Review
     groups: the _GROUP_FIELDS, jb / fb, n, js / fs, jn / fn, and (from SQL) active /
-    flips / verdicts: override, verdict flip and overridable-value counts. Means and
-    pass rates are over ok results; human numbers over reviewed ok ones.
+    flips / verdicts, the override, verdict flip and overridable-value counts. Means
+    and pass rates are over ok results; human numbers over reviewed ok ones.
     """
     assert agg.histogram is not None
     judge_sum, judge_cnt, judge_n, judge_pass = 0.0, 0, 0, 0
@@ -484,8 +577,6 @@ def _fold_groups(
     human = {"sum": 0.0, "cnt": 0, "rsum": 0.0, "rcnt": 0}
     matrix = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
     for g in review_groups:
-        if g["status"] != Result.Status.OK:
-            continue
         n, jp, fp = g["n"], g["judge_passed"], g["final_passed"]
         agg.active_overrides += g.get("active") or 0
         agg.verdict_flips += g.get("flips") or 0
@@ -509,12 +600,15 @@ def _fold_groups(
             if jp is not None and fp is not None:
                 matrix[("tp" if fp else "fp") if jp else ("fn" if fp else "tn")] += n
     agg.judge_mean = judge_sum / judge_cnt if judge_cnt else None
-    # Rounded so that swapping scores in and out leaves no float residue (1e-17).
+    # Rounded: review sums are carried from version to version by adding and taking
+    # away scores, which leaves float residue (1e-17) a recount would not have.
     agg.final_mean = (
         round(math.fsum(final_terms) / final_cnt, 12) if final_cnt else None
     )
-    agg.human_mean = human["sum"] / human["cnt"] if human["cnt"] else None
-    agg.reviewed_judge_mean = human["rsum"] / human["rcnt"] if human["rcnt"] else None
+    agg.human_mean = round(human["sum"] / human["cnt"], 12) if human["cnt"] else None
+    agg.reviewed_judge_mean = (
+        round(human["rsum"] / human["rcnt"], 12) if human["rcnt"] else None
+    )
     agg.judge_pass_rate = _ratio(judge_pass, judge_n)
     agg.final_pass_rate = _ratio(final_pass, final_n)
     agg.agreement = _agreement(**matrix)
@@ -530,14 +624,14 @@ def run_aggregates(
     Per scorer, two grouped queries of a few dozen rows each: the judge side (every
     result by status, judge pass and judge bin, with the error messages; cached once
     the run is finished, see `_judge_groups_key`) and the review side (only reviewed or
-    overridden results, with their override, flip and verdict counts). Every number is
-    folded from them, so an override costs a read of the touched results, not a scan
-    of the run. Reads committed final_* fields, so a caller that just ran a review
-    service sees its own change.
+    overridden ok results, with their override, flip and overridable-value counts).
+    Every number is folded from them, so an override costs a read of
+    the touched results, not a scan of the run. Reads committed final_* fields, so a
+    caller that just ran a review service sees its own change.
     """
     scorers = (
         RunScorer.objects.filter(run_id=run_id)
-        .select_related("run")
+        .select_related("run", "review_version")
         .only(
             "id",
             "run_id",
@@ -548,6 +642,7 @@ def run_aggregates(
             "position",
             "run__status",
             "run__finished_at",
+            "review_version__version",
         )
         .order_by("position", "id")
     )
@@ -622,7 +717,7 @@ def aggregate_rows(
         _add_to_group(
             judge_groups, {**{f: row[f] for f in _JUDGE_GROUP_FIELDS}, "jb": jb}, js
         )
-        if row["reviewed"] or row["overridden"]:
+        if row["status"] == Result.Status.OK and (row["reviewed"] or row["overridden"]):
             _add_to_group(
                 review_groups,
                 {**{f: row[f] for f in _GROUP_FIELDS}, "jb": jb, "fb": fb},

@@ -11,23 +11,29 @@ some order, and neither is lost.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
-from evalsite.review.models import AuditEvent, Override
-from evalsite.review.selectors import ScorerAggregate, aggregate_rows, run_aggregates
+from evalsite.review.models import AuditEvent, Override, ReviewVersion
+from evalsite.review.selectors import (
+    ScorerAggregate,
+    aggregate_rows,
+    review_groups_advance,
+    review_row,
+    run_aggregates,
+)
 from scoring import (
-    KINDS,
     AnalysisError,
     OptionsError,
     ScoringError,
@@ -206,11 +212,15 @@ def _lock(
 ) -> tuple[Result, RunScorer]:
     """Lock the result row, then read the run scorer fresh (after the lock, so a
     concurrent rescore's committed options are seen)."""
-    locked = (
-        Result.objects.select_for_update()
-        .select_related("run", "run__project", "item")
-        .get(pk=result.pk)
-    )
+    # The run, project and item never change under a result: reuse the caller's copies
+    # when it has them, so the locking read is one narrow row.
+    have_related = Result.run.is_cached(result) and Result.item.is_cached(result)
+    query = Result.objects.select_for_update()
+    if not have_related:
+        query = query.select_related("run", "run__project", "item")
+    locked = query.get(pk=result.pk)
+    if have_related:
+        locked.run, locked.item = result.run, result.item
     if expected_version is not None and locked.version != expected_version:
         raise ConflictError(
             f"This result changed since you loaded it (version {expected_version}, now "
@@ -220,6 +230,45 @@ def _lock(
     run_scorer = RunScorer.objects.get(pk=locked.run_scorer_id)
     locked.run_scorer = run_scorer
     return locked, run_scorer
+
+
+@contextmanager
+def _reviewing(
+    result: Result, *, expected_version: int | None = None
+) -> Iterator[tuple[Result, RunScorer]]:
+    """Lock a result for a review write (inside the caller's transaction); when the
+    write is done, bump the run scorer's review version with it and, once committed,
+    carry the cached review-side aggregates to that version by this one change."""
+    locked, run_scorer = _lock(result, expected_version=expected_version)
+    before = review_row(locked)
+    yield locked, run_scorer
+    after = review_row(locked)
+    if before == after:
+        return  # nothing the aggregates count changed (e.g. a comment-only path)
+    version = _review_version_bump(run_scorer.pk)
+    options = run_scorer.options
+    transaction.on_commit(
+        lambda: review_groups_advance(
+            run_scorer_id=run_scorer.pk,
+            options=options,
+            version=version,
+            before=before,
+            after=after,
+        )
+    )
+
+
+def _review_version_bump(run_scorer_id: int) -> int:
+    """+1 on the run scorer's review version (created at 1), in one statement."""
+    table = connection.ops.quote_name(ReviewVersion._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (run_scorer_id, version) VALUES (%s, 1) "
+            f"ON CONFLICT (run_scorer_id) DO UPDATE SET version = {table}.version + 1 "
+            "RETURNING version",
+            [run_scorer_id],
+        )
+        return int(cursor.fetchone()[0])
 
 
 def _save_result(result: Result, *extra: str) -> None:
@@ -235,8 +284,7 @@ def _copy_back(target: Result, source: Result) -> None:
 
 def result_recompute(*, result: Result) -> Result:
     """Recompute a result's final fields from its analysis, overrides and run options."""
-    with transaction.atomic():
-        locked, run_scorer = _lock(result)
+    with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
         _recompute_locked(locked, run_scorer)
         _save_result(locked)
     _copy_back(result, locked)
@@ -428,8 +476,10 @@ def override_create(
     ConflictError (409) when `expected_version` is given and stale. `override.result`
     is the updated result (also copied onto the passed instance).
     """
-    with transaction.atomic():
-        locked, run_scorer = _lock(result, expected_version=expected_version)
+    with (
+        transaction.atomic(),
+        _reviewing(result, expected_version=expected_version) as (locked, run_scorer),
+    ):
         override = _override_create_locked(
             result=locked,
             run_scorer=run_scorer,
@@ -449,8 +499,13 @@ def override_revert(
 ) -> Result:
     """Undo one override: the final fields are recomputed without it; undoing the
     latest active change also restores the review state it replaced."""
-    with transaction.atomic():
-        locked, run_scorer = _lock(override.result, expected_version=expected_version)
+    with (
+        transaction.atomic(),
+        _reviewing(override.result, expected_version=expected_version) as (
+            locked,
+            run_scorer,
+        ),
+    ):
         current = Override.objects.select_for_update().get(pk=override.pk)
         if current.reverted_at is not None:
             raise ApplicationError(
@@ -539,8 +594,7 @@ def _review_state_to_restore(
 def result_accept(*, result: Result, user: AbstractBaseUser) -> Result:
     """Mark reviewed with the human agreeing with the current verdict (the judge's when
     there are no overrides; active overrides are kept: undo them separately)."""
-    with transaction.atomic():
-        locked, _ = _lock(result)
+    with transaction.atomic(), _reviewing(result) as (locked, _):
         _require_ok(locked)
         _record_human_verdict(
             locked,
@@ -587,8 +641,7 @@ def result_set_human_pass(
 ) -> Result:
     """The reviewer's own pass/fail (blind answer, p/f keys): records human_passed and,
     when it differs from the current final pass, a pass override."""
-    with transaction.atomic():
-        locked, run_scorer = _lock(result)
+    with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
         _require_ok(locked)
         if locked.final_passed != passed:
             _override_create_locked(
@@ -655,20 +708,8 @@ _RESCORE_COLUMNS = (
     "pass_overridden",
     "reviewed",
     "overridden",
+    "overridable_count",
 )
-
-
-def _verdict_count(kind: str, analysis: dict | None) -> int:
-    if not analysis:
-        return 0
-    total = 0
-    for pattern in KINDS[kind].overridable:
-        head = pattern.split(".")[0]
-        if "*" in pattern:
-            total += len(analysis.get(head) or [])
-        else:
-            total += 1
-    return total
 
 
 def _rescore_row(kind: str, row: dict[str, Any], options: dict) -> dict[str, Any]:
@@ -695,7 +736,7 @@ def _rescore_row(kind: str, row: dict[str, Any], options: dict) -> dict[str, Any
         if not row["pass_overridden"]:
             new["final_passed"] = passes(kind, new["final_score"], options)
     if row["reviewed"]:
-        new["verdict_count"] = _verdict_count(kind, row["analysis"])
+        new["verdict_count"] = row["overridable_count"]
     return new
 
 

@@ -161,10 +161,11 @@ def _panel_response(
 ) -> HttpResponse:
     """The updated result panel + the scorer's aggregates card (hx-swap-oob) at once."""
     project = result.run.project
-    fresh = Result.objects.select_related(
-        "run", "run__project", "run_scorer", "item", "reviewed_by"
-    ).get(pk=result.pk)
-    fresh.run.project = project
+    # The review services copy the committed row back onto `result`; its run, scorer
+    # and item are the ones loaded for the permission check.
+    fresh = result
+    if fresh.reviewed_by_id is not None and fresh.reviewed_by_id == request.user.pk:
+        fresh.reviewed_by = request.user  # type: ignore[assignment]
     panel = _panel(request, fresh, can_write=True, error=error, notice=notice)
     html = render_to_string(
         "review/item.html#result-panel",

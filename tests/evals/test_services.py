@@ -12,6 +12,7 @@ from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals import services
 from evalsite.evals.crypto import SecretUnreadableError, secret_decrypt, secret_encrypt
 from evalsite.evals.models import JudgeCall, JudgeConnection, Result, Run, ScorerConfig
+from scoring import overridable_count
 from tests.evals.conftest import judge_control, judge_stats, make_dataset
 from tests.factories import ProjectFactory
 
@@ -282,6 +283,9 @@ def test_run_completes_and_stores_every_judge_step(
         assert result.final_score == result.judge_score
         assert result.final_passed == result.judge_passed
         assert result.final_analysis == result.analysis
+        assert result.overridable_count == overridable_count(
+            result.run_scorer.kind, result.analysis
+        )
     faithful = results.filter(run_scorer__kind="faithfulness")
     for result in faithful:
         steps = list(result.calls.values_list("step", flat=True))

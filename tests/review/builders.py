@@ -13,7 +13,14 @@ from django.utils import timezone
 from evalsite.accounts.models import Project
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
-from scoring import KINDS, analyze_text, compute_score, passes, validate_options
+from scoring import (
+    KINDS,
+    analyze_text,
+    compute_score,
+    overridable_count,
+    passes,
+    validate_options,
+)
 
 # One hand-written judge analysis per LLM kind (the shapes of SCORERS.md).
 ANALYSES: dict[str, dict[str, Any]] = {
@@ -191,6 +198,7 @@ def result_fields(kind: str, analysis: dict, options: dict) -> dict[str, Any]:
     return {
         "status": Result.Status.OK,
         "analysis": analysis,
+        "overridable_count": overridable_count(kind, analysis),
         "judge_score": score,
         "judge_passed": passed,
         "reason": "The judge's reason.",

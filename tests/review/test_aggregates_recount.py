@@ -19,6 +19,7 @@ from django.utils import timezone
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run
 from evalsite.evals.services.runs import run_finish_if_complete, run_retry_failed
+from evalsite.review import selectors
 from evalsite.review.models import Override
 from evalsite.review.selectors import _bin_of, run_aggregates
 from evalsite.review.services import (
@@ -180,7 +181,9 @@ def _apply(
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_aggregates_equal_a_recount_through_random_reviews(project, reviewer, seed):
+def test_aggregates_equal_a_recount_through_random_reviews(
+    project, reviewer, seed, django_capture_on_commit_callbacks
+):
     rng = random.Random(seed)
     n = 40
     run = make_run(
@@ -196,7 +199,10 @@ def test_aggregates_equal_a_recount_through_random_reviews(project, reviewer, se
     _assert_matches_recount(run)
     rs = run.run_scorers.get()
     for step in range(60):
-        action = _random_step(rng, run, reviewer)
+        # Run the commit hooks, as a real request does: the cached review side is
+        # then carried from version to version by each change, not recounted.
+        with django_capture_on_commit_callbacks(execute=True):
+            action = _random_step(rng, run, reviewer)
         try:
             _assert_matches_recount(run)
         except AssertionError as exc:
@@ -215,33 +221,33 @@ def test_aggregates_equal_a_recount_through_random_reviews(project, reviewer, se
             _assert_matches_recount(run)
 
 
-def _full_scans(queries: list[dict[str, Any]]) -> list[str]:
-    """Grouped reads of evals_result that are not limited to the reviewed rows."""
+def _grouped_reads(queries: list[dict[str, Any]]) -> list[str]:
     return [
         q["sql"]
         for q in queries
-        if 'FROM "evals_result"' in q["sql"]
-        and "GROUP BY" in q["sql"]
-        and '"reviewed"' not in q["sql"].split("WHERE", 1)[-1]
-        and "'error'" not in q["sql"]
+        if 'FROM "evals_result"' in q["sql"] and "GROUP BY" in q["sql"]
     ]
 
 
 @pytest.mark.django_db
-def test_override_on_a_finished_run_recounts_only_the_reviewed_rows(project, reviewer):
+def test_override_on_a_finished_run_counts_nothing_again(
+    project, reviewer, django_capture_on_commit_callbacks
+):
     run = make_run(project, kinds=["faithfulness"], n_items=5)
     first = run_aggregates(run_id=run.pk)[0]
     result = Result.objects.filter(run=run).first()
-    override_create(
-        result=result,
-        user=reviewer,
-        kind="verdict",
-        path="verdicts.1.verdict",
-        value="yes",
-    )
+    with django_capture_on_commit_callbacks(execute=True):
+        override_create(
+            result=result,
+            user=reviewer,
+            kind="verdict",
+            path="verdicts.1.verdict",
+            value="yes",
+        )
     with CaptureQueriesContext(connection) as ctx:
         after = run_aggregates(run_id=run.pk)[0]
-    assert _full_scans(ctx.captured_queries) == []
+    # Judge side cached with the finished run, review side carried by the change.
+    assert _grouped_reads(ctx.captured_queries) == []
     # One claim of three supported scores 0.33; the flip makes it two of three, 0.67.
     assert first.final_mean == pytest.approx(0.33)
     assert after.final_mean == pytest.approx((4 * 0.33 + 0.67) / 5)
@@ -299,4 +305,50 @@ def test_retry_of_a_finished_run_is_counted_when_it_finishes_again(project, revi
     after = run_aggregates(run_id=run.pk)[0]
     assert (after.errors, after.ok, after.error_reasons) == (0, 4, [])
     assert after.judge_mean == pytest.approx((3 * 0.33 + 1.0) / 4)
+    _assert_matches_recount(run)
+
+
+@pytest.mark.django_db
+def test_a_review_written_while_counting_is_not_cached_as_the_old_version(
+    project, reviewer, django_capture_on_commit_callbacks
+):
+    """The review side is cached only if its version did not move during the count."""
+    run = make_run(project, kinds=["faithfulness"], n_items=3)
+    result = Result.objects.filter(run=run).first()
+    real_version_now = selectors._review_version_now
+
+    def review_meanwhile(run_scorer_id: int) -> int:
+        # Another reviewer's override commits between our count and our check.
+        if not Override.objects.exists():
+            with django_capture_on_commit_callbacks(execute=True):
+                override_create(result=result, user=reviewer, kind="pass", value=True)
+        return real_version_now(run_scorer_id)
+
+    selectors._review_version_now = review_meanwhile
+    try:
+        stale = run_aggregates(run_id=run.pk)[0]
+    finally:
+        selectors._review_version_now = real_version_now
+    assert stale.overridden == 0  # counted before the override …
+    fresh = run_aggregates(run_id=run.pk)[0]
+    assert fresh.overridden == 1  # … and not served again afterwards
+    _assert_matches_recount(run)
+
+
+@pytest.mark.django_db
+def test_cache_outage_costs_a_recount_not_an_error(project, reviewer, monkeypatch):
+    run = make_run(project, kinds=["faithfulness"], n_items=3)
+
+    def down(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("cache is restarting")
+
+    monkeypatch.setattr(selectors.cache, "get", down)
+    monkeypatch.setattr(selectors.cache, "set", down)
+    override_create(
+        result=Result.objects.filter(run=run).first(),
+        user=reviewer,
+        kind="pass",
+        value=True,
+    )
+    assert run_aggregates(run_id=run.pk)[0].overridden == 1
     _assert_matches_recount(run)

@@ -6,7 +6,14 @@ import copy
 
 import pytest
 
-from scoring import AnalysisError, apply_override, compute_score, get_path
+from scoring import (
+    AnalysisError,
+    UnknownKindError,
+    apply_override,
+    compute_score,
+    get_path,
+    overridable_count,
+)
 
 FAITH = {
     "claims": ["a", "b", "c"],
@@ -99,3 +106,18 @@ def test_get_path():
         get_path(FAITH, "verdicts.9.verdict")
     with pytest.raises(AnalysisError):
         get_path(FAITH, "nothing")
+
+
+def test_overridable_count_is_one_per_flippable_value():
+    assert overridable_count("faithfulness", FAITH) == 3
+    # relevance and used: two per evaluation
+    assert overridable_count("context_relevance", RELEVANCE) == 2 * len(
+        RELEVANCE["evaluations"]
+    )
+    assert overridable_count("factuality", {"category": "C", "reason": ""}) == 1
+    assert overridable_count("faithfulness", {"claims": [], "verdicts": []}) == 0
+    assert overridable_count("faithfulness", None) == 0
+    # text kinds have nothing to flip: reviewers override score or pass
+    assert overridable_count("keyword_coverage", {"matched": 1, "total": 2}) == 0
+    with pytest.raises(UnknownKindError):
+        overridable_count("nope", FAITH)

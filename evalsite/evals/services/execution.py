@@ -48,7 +48,14 @@ from evalsite.evals.models import (
 )
 from evalsite.evals.services.judges import judge_api_key
 from evalsite.evals.services.runs import run_finish_if_complete
-from scoring import JudgeResult, ScoringError, StepRecord, judge_case, make_client
+from scoring import (
+    JudgeResult,
+    ScoringError,
+    StepRecord,
+    judge_case,
+    make_client,
+    overridable_count,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -277,6 +284,7 @@ def _store(
                 status=Result.Status.OK,
                 error="",
                 analysis=judged.analysis,
+                overridable_count=overridable_count(judged.kind, judged.analysis),
                 judge_score=judged.score,
                 judge_passed=judged.passed,
                 reason=judged.reason or "",
