@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
 from evalsite.accounts.selectors import project_list_for_user
 
@@ -15,6 +16,10 @@ def projects(request: HttpRequest) -> dict[str, Any]:
     match = getattr(request, "resolver_match", None)
     current = match.kwargs.get("project_id") if match else None
     return {
-        "nav_projects": project_list_for_user(user=user).only("id", "name"),
+        # Lazy, so that partials which never show the switcher (htmx swaps) do not
+        # even build the query; read once per render when a page shows it.
+        "nav_projects": SimpleLazyObject(
+            lambda: list(project_list_for_user(user=user).only("id", "name"))
+        ),
         "nav_project_id": current,
     }
