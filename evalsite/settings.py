@@ -61,6 +61,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "evalsite.core.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Before any view parses the body (the CSRF check reads POST in process_view).
+    "evalsite.datasets.middleware.UploadSizeLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "evalsite.core.middleware.ApiErrorShapeMiddleware",

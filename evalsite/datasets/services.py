@@ -68,13 +68,9 @@ def _check_size(file: UploadFile) -> None:
     limit = settings.DATASET_MAX_UPLOAD_BYTES
     if size is not None and size > limit:
         raise DatasetUploadError(
-            f"The file is {_human_bytes(size)}, over the upload limit of "
-            f"{_human_bytes(limit)}. Split it into smaller files.",
-            [
-                Problem(
-                    f"File too large ({_human_bytes(size)} > {_human_bytes(limit)})."
-                )
-            ],
+            f"The file is {human_bytes(size)}, over the upload limit of "
+            f"{human_bytes(limit)}. Split it into smaller files.",
+            [Problem(f"File too large ({human_bytes(size)} > {human_bytes(limit)}).")],
         )
     if size == 0:
         raise DatasetUploadError("The file is empty (0 bytes).")
@@ -85,7 +81,7 @@ def dataset_check_upload(*, file: UploadFile) -> None:
     _check_size(file)
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     if n >= 1024 * 1024:
         return f"{n / (1024 * 1024):.1f} MB"
     if n >= 1024:

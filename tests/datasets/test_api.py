@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -110,6 +111,27 @@ def test_not_utf8_is_400(client, project, owner):
     )
     assert response.status_code == 400
     assert "not UTF-8" in response.json()["detail"]
+    assert Dataset.objects.count() == 0
+
+
+def test_upload_over_the_limit_is_413_before_the_body_is_read(
+    client, project, owner, settings, monkeypatch
+):
+    settings.DATASET_MAX_UPLOAD_BYTES = 1000
+
+    def parse(self):
+        raise AssertionError("the upload body was read")
+
+    monkeypatch.setattr("django.http.multipartparser.MultiPartParser.parse", parse)
+    response = post_dataset(
+        client, project, owner, data="input,output\n" + "q,a\n" * 40_000
+    )
+    assert response.status_code == 413
+    body = response.json()
+    assert re.match(
+        r"The upload is 15\d\.\d KB, over the upload limit of 1000 b", body["detail"]
+    )
+    assert body["errors"] == [{"field": "file", "message": body["detail"]}]
     assert Dataset.objects.count() == 0
 
 

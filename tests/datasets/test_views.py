@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from django.urls import reverse
@@ -194,6 +195,48 @@ def test_oversized_file_is_refused_at_upload(client, project, owner, settings):
     response = start_upload(login(client, owner), project)
     assert response.status_code == 400
     assert "over the upload limit of 10 bytes" in response.content.decode()
+
+
+def _body_never_parsed(monkeypatch):
+    def parse(self):
+        raise AssertionError("the upload body was read")
+
+    monkeypatch.setattr("django.http.multipartparser.MultiPartParser.parse", parse)
+
+
+def test_upload_over_the_limit_is_refused_before_its_body_is_read(
+    client, project, owner, settings, monkeypatch
+):
+    settings.DATASET_MAX_UPLOAD_BYTES = 1000
+    login(client, owner)
+    page = reverse("datasets:list", args=[project.pk])
+    _body_never_parsed(monkeypatch)
+    big = "input,output\n" + "q,a\n" * 40_000  # 160 kB: over the limit + form overhead
+    response = client.post(
+        upload_url(project),
+        {"file": upload("big.csv", big), "name": ""},
+        HTTP_REFERER=f"http://testserver{page}",
+    )
+    assert response.status_code == 302 and response["Location"].endswith(page)
+    monkeypatch.undo()
+    shown = client.get(page).content.decode()
+    # The request's size: the 156 kB file plus its multipart framing.
+    assert re.search(
+        r"The upload is 15\d\.\d KB, over the upload limit of 1000 bytes", shown
+    )
+    assert Dataset.objects.count() == 0
+    assert not any((settings.VAR_DIR / "uploads").glob("*.upload"))
+
+
+def test_upload_without_content_length_is_refused(client, project, owner, monkeypatch):
+    login(client, owner)
+    _body_never_parsed(monkeypatch)
+    response = client.post(
+        upload_url(project),
+        {"file": upload("d.csv", GOOD_CSV), "name": ""},
+        CONTENT_LENGTH="",
+    )
+    assert response.status_code == 302
 
 
 def test_upload_token_is_bound_to_the_user(client, project, owner, reviewer):
