@@ -335,6 +335,12 @@ def _share(part: set[str], whole: set[str]) -> float:
     return len(part & whole) / len(part) if part else 0.0
 
 
+def _chunk(index: object) -> str:
+    """How reasons name a chunk: 1-based in brackets, as the review UI numbers them
+    (the analysis' context_index stays 0-based, as SCORERS.md defines it)."""
+    return f"[{index + 1}]" if isinstance(index, int) else "[?]"
+
+
 def _quote(text: str, limit: int = 70) -> str:
     text = " ".join(text.split())
     return f"'{text}'" if len(text) <= limit else f"'{text[: limit - 1]}…'"
@@ -478,15 +484,18 @@ def verdict_for_claim(claim: str, context: Sequence[str]) -> tuple[str, str]:
     conflict = negation_conflict(claim, [u for _, u in located])
     if conflict is not None:
         index, unit = located[conflict]
-        return "no", f"Context chunk {index} states the opposite: {_quote(unit)}."
+        return (
+            "no",
+            f"Context chunk {_chunk(index)} states the opposite: {_quote(unit)}.",
+        )
     number_issue = number_conflict(claim, "\n".join(context))
     if number_issue and number_issue[0] == "no":
-        return "no", f"The context {number_issue[1]} (chunk {chunk_index})."
+        return "no", f"The context {number_issue[1]} (chunk {_chunk(chunk_index)})."
     novel = _novel(proper_nouns(claim), all_words)
     if novel and whole_share >= 0.5:
         return "no", (
             f"The context names something else than {', '.join(sorted(novel))} "
-            f"(chunk {chunk_index})."
+            f"(chunk {_chunk(chunk_index)})."
         )
     if number_issue:
         return "unsure", f"The context {number_issue[1]}."
@@ -496,7 +505,8 @@ def verdict_for_claim(claim: str, context: Sequence[str]) -> tuple[str, str]:
         and shares[chunk_index] >= CHUNK_SHARE
     ):
         return "yes", (
-            f"Context chunk {chunk_index} supports it: {_quote(context[chunk_index])}."
+            f"Context chunk {_chunk(chunk_index)} supports it: "
+            f"{_quote(context[chunk_index])}."
         )
     return "unsure", "The context does not mention enough of this claim to verify it."
 
@@ -733,7 +743,7 @@ def _reason_text(kind: str, score_text: str, analysis: Mapping[str, Any]) -> str
             label = (
                 _quote(str(v.get(label_key)))
                 if label_key
-                else f"chunk {v.get('context_index', '?')}"
+                else f"chunk {_chunk(v.get('context_index'))}"
             )
             if label_key is None and "context_index" not in v:
                 label = "a statement"

@@ -243,3 +243,11 @@ def test_command_line_help() -> None:
         "--port",
     ):
         assert flag in out.stdout
+
+
+def test_reasons_number_chunks_as_the_review_page_does() -> None:
+    """1-based "[n]" like the item page's numbered chunks; context_index stays 0-based."""
+    verdict, reason = verdict_for_claim("The Eiffel Tower is in Paris.", CONTEXT)
+    supporting = next(i for i, c in enumerate(CONTEXT) if "Paris" in c)
+    assert verdict == "yes"
+    assert reason.startswith(f"Context chunk [{supporting + 1}] supports it")
