@@ -111,3 +111,12 @@ def test_compose_services_and_env_match_the_settings():
 @pytest.mark.parametrize("path", ["/healthz"])
 def test_health_endpoint_needs_no_login(client, path):
     assert client.get(path).status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/healthz", "/login/", "/api/projects"])
+def test_every_response_says_how_long_the_app_took(client, path):
+    """Server-Timing: what browsers' developer tools show and `make bench` reads."""
+    response = client.get(path)
+    name, _, duration = response["Server-Timing"].partition(";dur=")
+    assert name == "app" and 0 < float(duration) < 60_000
