@@ -8,7 +8,6 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -167,21 +166,20 @@ def _panel_response(
     if fresh.reviewed_by_id is not None and fresh.reviewed_by_id == request.user.pk:
         fresh.reviewed_by = request.user  # type: ignore[assignment]
     panel = _panel(request, fresh, can_write=True, error=error, notice=notice)
-    html = render_to_string(
-        "review/item.html#result-panel",
-        {"panel": panel, "project": project, "run": fresh.run},
-        request=request,
-    )
     agg = selectors.run_aggregates(
         run_id=fresh.run_id, run_scorer_id=fresh.run_scorer_id
     )
-    if agg:
-        html += render_to_string(
-            "review/_run_summary.html#scorer-aggregate",
-            {"agg": agg[0], "oob": True, "run": fresh.run},
-            request=request,
-        )
-    return HttpResponse(html)
+    return render(
+        request,
+        "review/_override_response.html",
+        {
+            "panel": panel,
+            "project": project,
+            "run": fresh.run,
+            "agg": agg[0] if agg else None,
+            "oob": True,
+        },
+    )
 
 
 def _after_write(
