@@ -114,11 +114,11 @@ def results_filter(*, run: Run, params: ResultFilters, user: User) -> QuerySet[R
     if params.get("assignee") is not None:
         qs = qs.filter(assignee_id=params["assignee"])
     if params.get("disagree"):
-        qs = qs.filter(
-            Q(overridden=True)
-            | Q(judge_passed=True, final_passed=False)
-            | Q(judge_passed=False, final_passed=True)
-        )
+        # The final numbers leave the judge's only through an active override (the
+        # review services recompute final = judge otherwise), so "a final verdict that
+        # differs, or any active override" is exactly `overridden`: one small partial
+        # index (review_result_overridden_idx) instead of a scan of the run.
+        qs = qs.filter(overridden=True)
     text = (params.get("q") or "").strip()
     if text:
         # A semi-join on the run's dataset: one scan of its items, not one per result.

@@ -6,6 +6,7 @@ from django.urls import reverse
 from evalsite.evals.models import Result
 from evalsite.review.forms_queue import ExplorerFilterForm
 from evalsite.review.selectors_explorer import results_filter
+from evalsite.review.services import override_create, result_accept
 from tests.conftest import login
 from tests.review.builders import make_run
 
@@ -117,7 +118,10 @@ def test_explorer_judge_filter_and_disagreement(client, reviewer, run):
     login(client, reviewer)
     faith = run.run_scorers.get(kind="faithfulness")
     flipped = Result.objects.get(run_scorer=faith, item__index=0)
-    Result.objects.filter(pk=flipped.pk).update(final_passed=False)
+    assert flipped.judge_passed
+    override_create(result=flipped, user=reviewer, kind="pass", value=False)
+    accepted = Result.objects.get(run_scorer=faith, item__index=1)
+    result_accept(result=accepted, user=reviewer)  # reviewed, agrees: not listed
     judge_fail = _row_ids(client.get(_url(run, scorer=faith.pk, judge="fail")))
     assert len(judge_fail) == 2 and flipped.pk not in judge_fail
     assert _row_ids(client.get(_url(run, disagree="on"))) == [flipped.pk]
