@@ -22,14 +22,13 @@ def membership_get(
     """The user's membership of a project, or Http404 so outsiders learn nothing."""
     if not user.is_authenticated:
         raise Http404("No such project.")
-    membership = (
-        Membership.objects.select_related("project")
-        .filter(user=user, project_id=project_id)
-        .first()
-    )
-    if membership is None:
-        raise Http404("No such project.")
-    return membership
+    try:
+        # One membership per (project, user): a unique constraint.
+        return Membership.objects.select_related("project").get(
+            user=user, project_id=project_id
+        )
+    except Membership.DoesNotExist:
+        raise Http404("No such project.") from None
 
 
 def project_get_for_user(
