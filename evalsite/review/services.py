@@ -434,6 +434,10 @@ def _override_create_locked(
         note=note,
         user=user,
         prior_review=_review_state(result),
+        # Usually right already (the newest override of a path flips iff it differs
+        # from the judge), which spares the recompute an UPDATE; it corrects it if not.
+        counts_as_flip=kind == Override.Kind.VERDICT
+        and new != _judge_value(result.analysis or {}, path),
     )
     flip_ids = _recompute_locked(result, run_scorer)
     _mark_reviewed(result, user)
