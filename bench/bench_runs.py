@@ -105,38 +105,6 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _exact_in_flight_handler() -> type:
-    """The offline judge's handler, counting a request as finished once its reply is
-    ready rather than after it is written (otherwise a client that already read its
-    reply and sent the next request is counted twice for a moment)."""
-    from scoring.offline_judge.server import Handler
-
-    class ExactInFlightHandler(Handler):
-        _counted = False  # GET /_stats and friends are not counted
-        _released = False
-
-        def _send_json(self, status: int, data: Any, headers: Any = None) -> None:
-            state = self.server.state
-            if self._counted:
-                with state.lock:
-                    state.in_flight -= 1
-                self._counted, self._released = False, True
-            super()._send_json(status, data, headers)
-
-        def do_POST(self) -> None:  # noqa: N802 - stdlib name
-            path = self.path.split("?", 1)[0].rstrip("/")
-            self._counted = path.endswith("/chat/completions")
-            self._released = False
-            super().do_POST()
-            if self._released:
-                with self.server.state.lock:
-                    self.server.state.in_flight += (
-                        1  # the base class took it down again
-                    )
-
-    return ExactInFlightHandler
-
-
 def _cpu_ticks() -> tuple[int, int]:
     """(busy, total) jiffies of the whole machine, from /proc/stat."""
     with open("/proc/stat") as fh:
@@ -170,7 +138,6 @@ def run() -> list[dict[str, Any]]:
 
     current_app.conf.task_always_eager = False
     server = start_server(port=0, latency_ms=LATENCY_MS)
-    server.RequestHandlerClass = _exact_in_flight_handler()
     stats_url = server.base_url.removesuffix("/v1") + "/_stats"
     project = Project.objects.create(name=f"bench-runs-{int(time.time())}")
     log_dir = Path(tempfile.mkdtemp(prefix="bench-runs-"))

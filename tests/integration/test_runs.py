@@ -10,7 +10,6 @@ from django.db.models import Count
 from evalsite.evals import services
 from evalsite.evals.models import JudgeCall, Result, Run
 from scoring.offline_judge import start_server
-from scoring.offline_judge.server import Handler
 from tests.evals.conftest import make_dataset
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.integration.conftest import wait_until
@@ -26,44 +25,12 @@ TIMEOUT = 300
 CONCURRENCY = 4 if settings.REDIS_URL else 12
 
 
-class _ExactInFlightHandler(Handler):
-    """Counts a chat request as finished once its reply is ready, before it is written.
-
-    The server's own counter goes down only after the write, so a client that already
-    read its reply, released its limiter slot and sent the next request can be counted
-    twice for a moment; this makes max_in_flight measure what the limiter promises.
-    """
-
-    _counted = False  # GET /_stats and friends are not counted
-    _released = False
-
-    def _send_json(self, status, data, headers=None):
-        state = self.server.state
-        if self._counted:
-            with state.lock:
-                state.in_flight -= 1
-            self._counted, self._released = False, True
-        super()._send_json(status, data, headers)
-
-    def do_POST(self):  # noqa: N802 - stdlib name
-        path = self.path.split("?", 1)[0].rstrip("/")
-        self._counted = path.endswith("/chat/completions")
-        self._released = False
-        super().do_POST()
-        if self._released:
-            with self.server.state.lock:
-                self.server.state.in_flight += (
-                    1  # the base class's finally took it down again
-                )
-
-
 @pytest.fixture
 def judge_server():
     servers = []
 
     def _start(**knobs):
         server = start_server(port=0, **knobs)
-        server.RequestHandlerClass = _ExactInFlightHandler
         servers.append(server)
         return server
 
