@@ -419,9 +419,16 @@ _REVIEW_GROUP_KEY = (*_GROUP_FIELDS, "jb", "fb")
 def review_row(result: Result) -> dict[str, Any] | None:
     """The review side's view of one result; None when it is not counted there (not
     ok, or neither reviewed nor overridden)."""
-    if result.status != Result.Status.OK or not (result.reviewed or result.overridden):
+    return review_row_of(
+        {f: getattr(result, f) for f in ("status", *_REVIEW_ROW_FIELDS)}
+    )
+
+
+def review_row_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`review_row` of a row given as a mapping (e.g. from .values())."""
+    if row["status"] != Result.Status.OK or not (row["reviewed"] or row["overridden"]):
         return None
-    return {f: getattr(result, f) for f in _REVIEW_ROW_FIELDS}
+    return {f: row[f] for f in _REVIEW_ROW_FIELDS}
 
 
 def _review_groups_key(run_scorer_id: int, options: Any, version: int) -> str:
@@ -669,24 +676,20 @@ def run_aggregates(
 # ------------------------------------------------------------- in-memory aggregates
 
 
-def _add_to_group(
-    groups: dict[tuple, dict[str, Any]],
-    key_fields: dict[str, Any],
-    js: float | None,
-    fs: float | None = None,
+def _add_to_judge_group(
+    groups: dict[tuple, dict[str, Any]], row: Mapping[str, Any], scale: float
 ) -> None:
-    """Count one row into its group, like the SQL GROUP BY with n / js / jn / fs / fn."""
-    key = tuple(key_fields.values())
-    g = groups.get(key)
-    if g is None:
-        g = groups[key] = {**key_fields, "n": 0, "js": 0.0, "jn": 0, "fs": 0.0, "fn": 0}
+    """Count one row into its judge-side group, like the SQL GROUP BY (n / js / jn)."""
+    js = row["judge_score"]
+    fields = {f: row[f] for f in _JUDGE_GROUP_FIELDS}
+    fields["jb"] = None if js is None else _bin_of(js, scale)
+    g = groups.setdefault(
+        tuple(fields.values()), {**fields, "n": 0, "js": 0.0, "jn": 0}
+    )
     g["n"] += 1
     if js is not None:
         g["js"] += js
         g["jn"] += 1
-    if fs is not None:
-        g["fs"] += fs
-        g["fn"] += 1
 
 
 def aggregate_rows(
@@ -694,16 +697,15 @@ def aggregate_rows(
     run_scorer: RunScorer,
     rows: Iterable[Mapping[str, Any]],
     options: Mapping[str, Any] | None = None,
-    active_overrides: int = 0,
-    verdict_flips: int = 0,
 ) -> ScorerAggregate:
     """The `run_aggregates` numbers computed in Python from rows (rescore preview).
 
-    Rows are grouped exactly like the SQL query, then folded by the same code, so the
-    two cannot drift apart. Each row has: status, judge_score, judge_passed,
-    final_score, final_passed, reviewed, overridden, error, and verdict_count
-    (overridable values; reviewed rows only). `options` replaces the run scorer's
-    options (scale/threshold of the preview).
+    Rows are grouped exactly like the SQL queries (the review side by the same
+    `_shift_group` that carries the cache from version to version), then folded by the
+    same code, so the two cannot drift apart. Each row has: status, error,
+    judge_score, judge_passed, final_score, final_passed, reviewed, overridden and the
+    result's overridable_count, active_override_count and verdict_flip_count.
+    `options` replaces the run scorer's options (scale/threshold of the preview).
     """
     stub_rs = RunScorer(
         pk=run_scorer.pk,
@@ -717,28 +719,15 @@ def aggregate_rows(
     review_groups: dict[tuple, dict[str, Any]] = {}
     errors: dict[str, int] = {}
     for row in rows:
-        js, fs = row["judge_score"], row["final_score"]
-        jb = None if js is None else _bin_of(js, agg.scale)
-        fb = None if fs is None else _bin_of(fs, agg.scale)
-        _add_to_group(
-            judge_groups, {**{f: row[f] for f in _JUDGE_GROUP_FIELDS}, "jb": jb}, js
-        )
-        if row["status"] == Result.Status.OK and (row["reviewed"] or row["overridden"]):
-            _add_to_group(
-                review_groups,
-                {**{f: row[f] for f in _GROUP_FIELDS}, "jb": jb, "fb": fb},
-                js,
-                fs,
-            )
+        _add_to_judge_group(judge_groups, row, agg.scale)
+        counted = review_row_of(row)
+        if counted is not None:
+            _shift_group(review_groups, counted, agg.scale, 1)
         if row["status"] == Result.Status.ERROR:
             msg = row.get("error") or "(no message)"
             errors[msg] = errors.get(msg, 0) + 1
-        elif row["status"] == Result.Status.OK and row["reviewed"]:
-            agg.verdict_total += row.get("verdict_count") or 0
     _fold_groups(agg, judge_groups.values(), review_groups.values())
     agg.error_reasons = sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
-    agg.active_overrides = active_overrides
-    agg.verdict_flips = verdict_flips
     agg.moved = moved_sentence(agg)
     return agg
 

@@ -713,6 +713,8 @@ _RESCORE_COLUMNS = (
     "reviewed",
     "overridden",
     "overridable_count",
+    "active_override_count",
+    "verdict_flip_count",
 )
 
 
@@ -739,8 +741,6 @@ def _rescore_row(kind: str, row: dict[str, Any], options: dict) -> dict[str, Any
             new["final_score"] = compute_score(kind, final_analysis, options)
         if not row["pass_overridden"]:
             new["final_passed"] = passes(kind, new["final_score"], options)
-    if row["reviewed"]:
-        new["verdict_count"] = row["overridable_count"]
     return new
 
 
@@ -834,13 +834,7 @@ def run_rescore(
     if not save:
         for chunk in _iter_chunks(qs, lock=False):
             new_rows.extend(process(chunk))
-        after = aggregate_rows(
-            run_scorer=run_scorer,
-            rows=new_rows,
-            options=validated,
-            active_overrides=before.active_overrides,
-            verdict_flips=before.verdict_flips,
-        )
+        after = aggregate_rows(run_scorer=run_scorer, rows=new_rows, options=validated)
         return RescorePreview(
             run_scorer_id=run_scorer.pk,
             options=validated,
