@@ -162,12 +162,11 @@ def _panel_response(
     project = result.run.project
     # The review services copy the committed row back onto `result`; its run, scorer
     # and item are the ones loaded for the permission check.
-    fresh = result
-    if fresh.reviewed_by_id is not None and fresh.reviewed_by_id == request.user.pk:
-        fresh.reviewed_by = request.user  # type: ignore[assignment]
-    panel = _panel(request, fresh, can_write=True, error=error, notice=notice)
+    if result.reviewed_by_id is not None and result.reviewed_by_id == request.user.pk:
+        result.reviewed_by = request.user  # type: ignore[assignment]
+    panel = _panel(request, result, can_write=True, error=error, notice=notice)
     agg = selectors.run_aggregates(
-        run_id=fresh.run_id, run_scorer_id=fresh.run_scorer_id
+        run_id=result.run_id, run_scorer_id=result.run_scorer_id
     )
     return render(
         request,
@@ -175,7 +174,7 @@ def _panel_response(
         {
             "panel": panel,
             "project": project,
-            "run": fresh.run,
+            "run": result.run,
             "agg": agg[0] if agg else None,
             "oob": True,
         },
