@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, bootsteps
 
 from evalsite.lib import fstransport
 
@@ -12,3 +12,24 @@ fstransport.register()
 app = Celery("evalsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+class RecoverRunsOnConnect(bootsteps.StartStopStep):
+    """Give every running run a watchdog whenever the worker's consumer (re)connects.
+
+    The consumer starts its steps again after a lost broker connection, and it drops
+    the tasks it had reserved, counting on the broker to hand them out again; a Redis
+    that restarted without persistence has lost them, the watchdog's scheduled tick
+    among them. A fresh watchdog re-queues the lost work (duplicate chains end
+    themselves, see evals.tasks.run_monitor).
+    """
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, parent: object) -> None:
+        from evalsite.evals.tasks import runs_recover
+
+        runs_recover.delay()
+
+
+app.steps["consumer"].add(RecoverRunsOnConnect)

@@ -49,7 +49,8 @@ def run_monitor(run_id: int) -> None:
     """The watchdog of a running run: re-queues lost work, then ticks again later.
 
     A tick that another watchdog already did (None) ends this chain, so restarts do not
-    multiply them; a worker start begins a fresh chain (see apps.py).
+    multiply them; a worker (re)connection begins a fresh chain
+    (evalsite.celery.RecoverRunsOnConnect).
     """
     from evalsite.evals import conf
     from evalsite.evals.models import Run
@@ -64,8 +65,8 @@ def run_monitor(run_id: int) -> None:
 
 @shared_task(name="evals.runs_recover", **_RETRY)
 def runs_recover() -> None:
-    """At worker start: give every running run a watchdog (its old one may have died
-    with a killed worker, together with the scheduled tick it held)."""
+    """When a worker (re)connects: give every running run a watchdog (its old one may
+    have died with a killed worker or a restarted broker, with the tick it held)."""
     from evalsite.evals import conf
     from evalsite.evals.services.runs import runs_active_ids
 
