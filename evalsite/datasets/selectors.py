@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import F, Func, QuerySet, TextField
 from django.http import Http404
 
 from evalsite.accounts.models import Project
@@ -35,3 +37,35 @@ def dataset_list(*, project: Project) -> QuerySet[Dataset]:
 
 def item_list(*, dataset: Dataset) -> QuerySet[Item]:
     return Item.objects.filter(dataset=dataset).order_by("index")
+
+
+class ItemSearchText(Func):
+    """UPPER(input || chr(31) || output): the text the explorer searches, exactly the
+    expression of the trigram index datasets_item_text_trgm (migration 0003).
+
+    One expression over both fields gives the planner one index to weigh; with a
+    trigram index per field it priced the OR of two bitmap scans above reading the
+    whole dataset (75-110 ms instead of 16 ms for a 50k-item dataset). The unit
+    separator between the fields keeps a match from spanning them.
+    """
+
+    template = "UPPER(%(expressions)s)"
+    arg_joiner = " || chr(31) || "
+    output_field = TextField()
+
+    def __init__(self, **extra: Any) -> None:
+        super().__init__(F("input"), F("output"), **extra)
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, arg_joiner=" || char(31) || ", **extra)
+
+
+def items_matching(*, dataset_id: int, text: str) -> QuerySet[Item]:
+    """The dataset's items whose input or output contains `text`, ignoring case."""
+    # The separator never matches: it cannot be typed, and is dropped from the query.
+    needle = text.replace("\x1f", "").upper()
+    return (
+        Item.objects.filter(dataset_id=dataset_id)
+        .alias(search_text=ItemSearchText())
+        .filter(search_text__contains=needle)
+    )
