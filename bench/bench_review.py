@@ -16,6 +16,7 @@ built once and reused. Run alone: `python -m bench bench_review`.
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
@@ -298,6 +299,10 @@ def run() -> list[dict]:
     bench_run, user = _build()
     _reset_reviews(bench_run, user)
     out: list[dict] = [setup_row("review", time.perf_counter() - started)]
+    # Like a production process (evalsite/wsgi.py): what is loaded so far is frozen
+    # out of the garbage collector's full passes.
+    gc.collect()
+    gc.freeze()
     client = Client()
     client.force_login(user)
     faith = bench_run.run_scorers.get(kind="faithfulness")

@@ -62,18 +62,16 @@ def result_get_for_user(
     # .get, not .filter().first(): first() orders the five-table join by id, which
     # costs the planner more than the row itself.
     try:
-        result = Result.objects.select_related(
-            "run", "run__project", "run_scorer", "item"
-        ).get(pk=pk)
+        result = Result.objects.select_related("run", "run_scorer", "item").get(pk=pk)
     except Result.DoesNotExist:
         result = None
     if result is None or (
         project_id is not None and result.run.project_id != project_id
     ):
         raise Http404("No such result.")
-    result.project = project_get_for_user(  # type: ignore[attr-defined]
-        user=user, pk=result.run.project_id, write=write
-    )
+    # The membership check reads the project anyway: one copy serves both.
+    project = project_get_for_user(user=user, pk=result.run.project_id, write=write)
+    result.project = result.run.project = project  # type: ignore[attr-defined]
     return result
 
 
