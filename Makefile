@@ -39,6 +39,7 @@ lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy --strict scoring
 
 test: lint
 	$(BIN)/python manage.py makemigrations --check --dry-run

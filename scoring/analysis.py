@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from scoring.errors import AnalysisError, UnknownKindError
 
@@ -188,7 +189,7 @@ def format_path(loc: Sequence[int | str]) -> str:
     return path
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     """A short human sentence for one pydantic error."""
     kind = error["type"]
     message = str(error["msg"])

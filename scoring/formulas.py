@@ -130,7 +130,7 @@ def score_answer_relevancy(analysis: dict[str, Any], options: dict[str, Any]) ->
 def score_factuality(analysis: dict[str, Any], options: dict[str, Any]) -> float:
     """category_scores[category] x scale, not rounded."""
     key = _CATEGORY_KEYS[analysis["category"]]
-    return options["category_scores"][key] * options["scale"]
+    return float(options["category_scores"][key] * options["scale"])
 
 
 def score_custom_rubric(analysis: dict[str, Any], options: dict[str, Any]) -> float:
@@ -140,7 +140,7 @@ def score_custom_rubric(analysis: dict[str, Any], options: dict[str, Any]) -> fl
 
 def score_text_ratio(analysis: dict[str, Any], options: dict[str, Any]) -> float:
     """Non-LLM kinds: the ratio ``analyze_text`` computed, scaled, not rounded."""
-    return analysis["ratio"] * options["scale"]
+    return float(analysis["ratio"] * options["scale"])
 
 
 SCORE_FUNCTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any]], float]] = {

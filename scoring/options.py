@@ -13,6 +13,7 @@ import math
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from scoring.analysis import format_path
 from scoring.errors import OptionsError, UnknownKindError
@@ -216,9 +217,7 @@ def check_kind(kind: object) -> str:
     return kind
 
 
-def _message(
-    kind: str, model: type[BaseModel], error: dict[str, Any]
-) -> tuple[str, str]:
+def _message(kind: str, model: type[BaseModel], error: ErrorDetails) -> tuple[str, str]:
     loc = tuple(error["loc"])
     field = format_path(loc)
     if error["type"] == "extra_forbidden":
@@ -284,6 +283,6 @@ def options_schema(kind: str) -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of the kind's options, nested objects inlined."""
     schema = OPTIONS_MODELS[check_kind(kind)].model_json_schema()
     defs = schema.get("$defs", {})
-    inlined = _inline_refs(schema, defs)
+    inlined: dict[str, Any] = _inline_refs(schema, defs)
     inlined["title"] = f"{kind} options"
     return inlined

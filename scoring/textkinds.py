@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rapidfuzz.distance import Indel
-from stop_words import get_stop_words
+from stop_words import get_stop_words  # type: ignore[import-untyped]
 
 from scoring.errors import CaseError
 from scoring.options import check_kind, validate_options
@@ -44,7 +44,7 @@ __all__ = [
 
 
 def _text_field(case: Case, name: str, *, required: bool) -> str | None:
-    value = case.get(name)  # type: ignore[misc]
+    value = case.get(name)
     if value is None:
         if required:
             raise CaseError(f"the item has no {name}", field=name)

@@ -53,7 +53,7 @@ def measure(
         for kind in kinds:
             for index, case in enumerate(cases):
                 key = (kind, case_type(case))
-                fields = {
+                fields: dict[str, Any] = {
                     name: case[name]
                     for name in ("input", "output", "context", "reference")
                     if name in case
