@@ -15,6 +15,11 @@ urlpatterns: list = [
     ),
     path(f"{P}results/<int:result_id>/accept/", views.accept, name="accept"),
     path(
+        f"{P}results/<int:result_id>/calls/<int:call_id>/",
+        views.judge_call,
+        name="judge_call",
+    ),
+    path(
         f"{P}overrides/<int:override_id>/undo/",
         views.override_revert,
         name="override_revert",

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -74,11 +75,29 @@ def _panel(
                 "created_at", "id"
             )
         ),
-        calls=list(result.calls.all()),
+        # The prompts and raw replies (kilobytes per call) load when opened: see
+        # judge_call. Every review write re-renders the panel without them.
+        calls=list(result.calls.defer("messages", "raw_response")),
         error=error,
         notice=notice,
         offline=bool((result.run_scorer.judge_snapshot or {}).get("is_offline")),
     )
+
+
+@require_GET
+def judge_call(
+    request: HttpRequest, project_id: int, result_id: int, call_id: int
+) -> HttpResponse:
+    """One judge call's prompt and raw reply (the item panel loads it when opened)."""
+    result = selectors.result_get_for_user(
+        user=request.user, pk=result_id, project_id=project_id
+    )
+    if _hide_judge(request, result.project, result):  # type: ignore[attr-defined]
+        raise PermissionDenied("Blind review: the judge's calls show once you answer.")
+    call = JudgeCall.objects.filter(pk=call_id, result_id=result.pk).first()
+    if call is None:
+        raise Http404("No such judge call.")
+    return render(request, "review/_judge_call.html", {"call": call})
 
 
 def _can_write(project: Any) -> bool:

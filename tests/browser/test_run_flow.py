@@ -148,3 +148,12 @@ def test_upload_map_run_and_watch_the_bar_reach_100(
         "data-status"
     ) in ("done", "done_with_errors")
     assert page.locator("#run-summary .scorer-aggregate").count() == 2
+
+    # An item page: the judge call's prompt loads when its details are opened.
+    judged = run.results.filter(calls__isnull=False).order_by("id").first()
+    page.goto(f"{base}/results/{judged.pk}/")
+    page.click(".judge-calls > summary")
+    page.locator(".call-detail > summary").first.click()
+    body = page.locator(".call-detail .call-body").first
+    body.locator("pre.prompt").first.wait_for(timeout=10_000)
+    assert judged.item.output in body.inner_text()  # the faithfulness claims prompt

@@ -55,7 +55,15 @@ def test_item_page_shows_item_analysis_calls_and_controls(client, reviewer, resu
     assert "Context says 2.1M." in html
     assert f'id="result-scores-{result.pk}"' in html
     assert "120 prompt + 30 completion tokens" in html and "412 ms" in html
-    assert "Judge &lt;these&gt; claims" in html  # escaped, in a collapsed <details>
+    # The prompt and raw reply load when their <details> opens, not with the page.
+    call = result.calls.get()
+    call_url = reverse(
+        "review:judge_call", args=[result.run.project_id, result.pk, call.pk]
+    )
+    assert "Judge &lt;these&gt; claims" not in html and call_url in html
+    detail = client.get(call_url, headers={"HX-Request": "true"}).content.decode()
+    assert "Judge &lt;these&gt; claims" in detail  # escaped
+    assert '{"verdicts": []}' in detail.replace("&quot;", '"')
     assert 'name="path" value="verdicts.1.verdict"' in html
     assert "Override score" in html
     assert f'id="agg-{result.run_scorer_id}"' in html  # this scorer's aggregates
@@ -264,3 +272,34 @@ def test_item_page_shows_comments_and_history(client, reviewer, result):
     assert f'id="comment-form-{result.pk}"' in body
     assert "judge too strict" in body
     assert "rita" in body.split("History")[1]
+
+
+def _call_url(result, call, project_id=None):
+    return reverse(
+        "review:judge_call",
+        args=[project_id or result.run.project_id, result.pk, call.pk],
+    )
+
+
+def test_judge_call_detail_is_scoped_to_its_result_and_project(
+    client, viewer, outsider, run, result
+):
+    call = result.calls.get()
+    login(client, viewer)
+    assert client.get(_call_url(result, call)).status_code == 200  # viewers may read
+    other = Result.objects.filter(run=run).exclude(pk=result.pk).first()
+    assert client.get(_call_url(other, call)).status_code == 404  # not its result
+    login(client, outsider)
+    assert client.get(_call_url(result, call)).status_code == 404
+
+
+def test_judge_call_detail_stays_hidden_in_blind_review_until_answered(
+    client, reviewer, project, result
+):
+    call = result.calls.get()
+    project.blind_review = True
+    project.save(update_fields=["blind_review"])
+    login(client, reviewer)
+    assert client.get(_call_url(result, call)).status_code == 403
+    Result.objects.filter(pk=result.pk).update(reviewed=True)
+    assert client.get(_call_url(result, call)).status_code == 200

@@ -94,6 +94,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "token_id": world["token"],
         "membership_id": world["reviewer_membership"],
         "comment_id": world["comment"],
+        "call_id": world["call"],
     }
     if name in objects:
         return objects[name].pk
