@@ -29,6 +29,7 @@ from bench._common import (
     replace_dataset,
     reusable_run,
     server_ms,
+    settle_database,
     setup_row,
     time_get,
 )
@@ -200,7 +201,7 @@ def _reset_reviews(run: Any, user: Any) -> None:
     """Put the run back into the same review state every time (timed overrides of
     earlier bench runs are dropped): 4 % of the ok results reviewed, 1/3 of those
     with an active pass override, the rest accepted."""
-    from django.db import connection, transaction
+    from django.db import transaction
     from django.db.models import F, Q
     from django.utils import timezone
 
@@ -277,12 +278,8 @@ def _reset_reviews(run: Any, user: Any) -> None:
                 defaults={"version": F("version") + 1},
                 create_defaults={"version": 1},
             )
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE evals_result")
-            # Flush the reset's writes now, so no checkpoint lands in the timed part
-            # (commits wait on the WAL flush, which a checkpoint slows down).
-            cursor.execute("CHECKPOINT")
+    # Commits wait on the WAL flush, which a checkpoint in the timed part would slow.
+    settle_database()
 
 
 def run() -> list[dict]:

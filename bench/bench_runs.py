@@ -30,6 +30,8 @@ from typing import Any
 
 import httpx
 
+from bench._common import settle_database
+
 ROOT = Path(__file__).resolve().parent.parent
 N_RESULTS = int(os.environ.get("BENCH_RUNS_RESULTS", 1500))
 LATENCY_MS = 100
@@ -171,6 +173,7 @@ def run() -> list[dict[str, Any]]:
         scorer = services.scorer_create(
             project=project, user=user, name="F", kind="faithfulness", judge=judge
         )
+        settle_database()
         procs = _start_workers(log_dir)
         time.sleep(6)  # let the workers boot before the clock starts
         started = time.monotonic()
