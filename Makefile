@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export EVALSITE_PORT := $(PORT)
 
-.PHONY: run test install install-dev lint bench clean
+.PHONY: run test install install-dev browser lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,21 @@ lint: install-dev
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict scoring
 
-test: lint
+# The browser tests drive Debian's chromium: install it where we may (root with apt),
+# otherwise say plainly that those tests will be skipped.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's chromium for the browser tests"; \
+	    { DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+	      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	      || echo "note: could not install chromium; the browser tests will be skipped"; \
+	  else \
+	    echo "note: /usr/bin/chromium is missing, so the browser tests will be skipped (sudo apt-get install chromium)"; \
+	  fi; \
+	fi
+
+test: lint browser
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m pytest
 
