@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from scoring.cache import JudgeCache, cache_key
 from scoring.prompts import Messages, Reply, Step, repair_message, schema_instructions
@@ -358,7 +359,12 @@ class StepRunner:
         limiter = (
             self.limiter() if self.limiter is not None else contextlib.nullcontext()
         )
+        # The same POST that chat.completions.create sends, minus its per-call TypedDict
+        # transform of the body: that transform was a third of the client's CPU per call
+        # (~1 ms of 2.5), and a run's workers are CPU-bound.
         with limiter:
-            return self.client.chat.completions.create(
-                model=self.model, messages=cast(Any, messages), **params
+            return self.client.post(
+                "/chat/completions",
+                body={"model": self.model, "messages": messages, **params},
+                cast_to=ChatCompletion,
             )
