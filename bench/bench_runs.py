@@ -21,6 +21,7 @@ project and deletes it afterwards. Run alone: `python -m bench bench_runs`.
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -59,6 +60,11 @@ def _start_workers(log_dir: Path) -> list[subprocess.Popen[bytes]]:
         DJANGO_SETTINGS_MODULE="evalsite.settings",
         CELERY_TASK_ALWAYS_EAGER="false",
         LOG_LEVEL="WARNING",
+        # As deployed (docker/compose.yml): with DEBUG on, Django also records every
+        # query a worker sends, which a production worker does not pay for.
+        DEBUG="false",
+        SECRET_KEY=os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="localhost",
     )
     procs = []
     for i in range(WORKERS):
