@@ -17,7 +17,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8011)
     parser.add_argument(
-        "--latency-ms", type=float, default=0.0, help="added to every chat request"
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="how long every chat request takes (the answer is worked out within it)",
     )
     parser.add_argument(
         "--error-rate", type=float, default=0.0, help="share of 429/500 replies (mixed)"

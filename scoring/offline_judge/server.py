@@ -104,6 +104,23 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
+def _error_body(
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+    """(status, body, headers) of an error in OpenAI's shape."""
+    kind = {
+        400: "invalid_request_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+    }.get(status, "server_error")
+    body = {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    return status, body, headers
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -148,16 +165,7 @@ class Handler(BaseHTTPRequestHandler):
         param: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
-        kind = {
-            400: "invalid_request_error",
-            404: "not_found_error",
-            429: "rate_limit_error",
-        }.get(status, "server_error")
-        self._send_json(
-            status,
-            {"error": {"message": message, "type": kind, "param": param, "code": None}},
-            headers,
-        )
+        self._send_json(*_error_body(status, message, param=param, headers=headers))
 
     def _read_json(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
@@ -226,6 +234,7 @@ class Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route {self.path}")
 
     def _chat(self, body: dict[str, Any]) -> None:
+        arrived = time.monotonic()
         state = self.server.state
         fmt = body.get("response_format") or {}
         fmt_type = fmt.get("type", "text") if isinstance(fmt, dict) else "text"
@@ -246,33 +255,46 @@ class Handler(BaseHTTPRequestHandler):
         delay = state.latency_ms / 1000
         if action.startswith("sleep:"):
             delay += float(action.split(":", 1)[1])
-        if delay > 0:
-            time.sleep(delay)
+        status, data, headers = self._chat_reply(step, fmt_type, action, body)
+        # The latency is the whole time a request spends here, as a hosted model's would
+        # be: the heuristics run inside it, not on top of it.
+        remaining = arrived + delay - time.monotonic()
+        if remaining > 0:
+            time.sleep(remaining)
+        if status == 200:
+            with state.lock:
+                state.completions += 1
+                data["id"] = f"chatcmpl-offline-{state.completions}"
+        self._send_json(status, data, headers)
+
+    def _chat_reply(
+        self, step: str | None, fmt_type: str, action: str, body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+        """(status, body, headers) of the answer to one chat request."""
         if action.startswith("429"):
             wait = (
-                action.split(":", 1)[1] if ":" in action else f"{state.retry_after:g}"
+                action.split(":", 1)[1]
+                if ":" in action
+                else f"{self.server.state.retry_after:g}"
             )
-            self._error(
+            return _error_body(
                 429, "Rate limit reached (offline judge)", headers={"Retry-After": wait}
             )
-            return
         if action in ("500", "502", "503"):
-            self._error(int(action), "The offline judge had an internal error")
-            return
+            return _error_body(int(action), "The offline judge had an internal error")
         if action == "400":
-            self._error(400, "Bad request (scripted)")
-            return
+            return _error_body(400, "Bad request (scripted)")
         if step is None:
-            self._error(
+            return _error_body(
                 400,
                 "the offline judge cannot tell which judge step this is (no json_schema name, no 'Task id:' line)",
             )
-            return
         try:
             reply = heuristics.answer(step, body)
         except KeyError:
-            self._error(400, f"the offline judge does not know the step {step!r}")
-            return
+            return _error_body(
+                400, f"the offline judge does not know the step {step!r}"
+            )
         if action.startswith("reply:"):
             content = action.split(":", 1)[1]
         elif action == "malformed":
@@ -291,30 +313,25 @@ class Handler(BaseHTTPRequestHandler):
         )
         prompt_tokens = max(1, prompt_chars // 4)
         completion_tokens = _tokens(content)
-        with state.lock:
-            state.completions += 1
-            number = state.completions
-        self._send_json(
-            200,
-            {
-                "id": f"chatcmpl-offline-{number}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": str(body.get("model") or MODEL_NAME),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
+        data = {
+            "id": "",  # numbered when it is sent
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model") or MODEL_NAME),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
             },
-        )
+        }
+        return 200, data, None
 
 
 class OfflineJudgeServer(ThreadingHTTPServer):
