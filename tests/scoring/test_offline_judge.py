@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -137,6 +138,23 @@ def test_chat_completion_has_usage_from_characters(client: openai.OpenAI) -> Non
     assert response.usage.prompt_tokens == chars // 4
     assert response.usage.completion_tokens == len(content) // 4
     assert response.model == "any-model-name"
+
+
+def test_latency_is_the_whole_time_of_a_request_and_ids_count_up(
+    client: openai.OpenAI, judge: Any
+) -> None:
+    judge.control(latency_ms=300)
+    messages = first_step_messages("toxicity", {"output": "You are an idiot."}, {})
+    ids = []
+    for _ in range(2):
+        started = time.monotonic()
+        response = client.chat.completions.create(model="m", messages=messages)
+        # The answer is worked out within the latency, never sent before it is over.
+        assert time.monotonic() - started >= 0.3
+        assert json.loads(response.choices[0].message.content or "")["verdicts"]
+        ids.append(response.id)
+    assert ids == ["chatcmpl-offline-1", "chatcmpl-offline-2"]
+    assert judge.stats()["completed"] == 2
 
 
 def test_unknown_step_is_a_400(client: openai.OpenAI) -> None:
