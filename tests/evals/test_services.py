@@ -292,6 +292,9 @@ def test_run_completes_and_stores_every_judge_step(
         assert steps[0] == "claims" and steps[-1] == "reason"
         call = result.calls.first()
         assert call.messages and call.raw_response and call.prompt_tokens > 0
+        # Stored as JSON (the review page shows each message), in the order sent.
+        assert [m["role"] for m in call.messages][-1] == "user"
+        assert call.created_at is not None and not call.cache_hit
     # The non-LLM scorer makes no judge call.
     assert not JudgeCall.objects.filter(
         result__run_scorer__kind="content_similarity"
