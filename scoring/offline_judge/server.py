@@ -127,6 +127,12 @@ class Handler(BaseHTTPRequestHandler):
     server: OfflineJudgeServer
     _is_chat = False  # counters by status cover chat completions only
 
+    def parse_request(self) -> bool:
+        # A request's latency runs from its arrival (its request line has just been
+        # read), so reading the headers and body counts towards it.
+        self.arrived = time.monotonic()
+        return super().parse_request()
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         if self.server.verbose:
             super().log_message(format, *args)
@@ -234,7 +240,6 @@ class Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route {self.path}")
 
     def _chat(self, body: dict[str, Any]) -> None:
-        arrived = time.monotonic()
         state = self.server.state
         fmt = body.get("response_format") or {}
         fmt_type = fmt.get("type", "text") if isinstance(fmt, dict) else "text"
@@ -258,7 +263,7 @@ class Handler(BaseHTTPRequestHandler):
         status, data, headers = self._chat_reply(step, fmt_type, action, body)
         # The latency is the whole time a request spends here, as a hosted model's would
         # be: the heuristics run inside it, not on top of it.
-        remaining = arrived + delay - time.monotonic()
+        remaining = self.arrived + delay - time.monotonic()
         if remaining > 0:
             time.sleep(remaining)
         if status == 200:
