@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import openai
 import pytest
 
 from scoring.cache import InMemoryCache, cache_key
 from scoring.errors import CaseError, JudgeError, UnknownKindError
-from scoring.judge import estimate_tokens, judge_case, preview_prompts
+from scoring.judge import estimate_tokens, judge_case, make_client, preview_prompts
 from scoring.prompts import STEPS
 from scoring.registry import KINDS
 
@@ -303,6 +304,52 @@ def test_limiter_is_entered_around_every_http_request(client, judge) -> None:
     assert entered == [0, 1, 2, 3]  # entered before each request reached the server
     assert active["now"] == 0
     assert result.steps[0].attempts == 2
+
+
+def _counting_limiter() -> tuple[Any, dict[str, int]]:
+    counts = {"entered": 0, "active": 0}
+
+    @contextmanager
+    def limiter() -> Iterator[None]:
+        counts["entered"] += 1
+        counts["active"] += 1
+        try:
+            yield
+        finally:
+            counts["active"] -= 1
+
+    return limiter, counts
+
+
+def test_a_plain_openai_client_is_limited_around_each_request(judge) -> None:
+    # A caller's own client (not from make_client) still gets one slot per request.
+    plain = openai.OpenAI(base_url=judge.base_url, api_key="k", max_retries=0)
+    limiter, counts = _counting_limiter()
+    run("faithfulness", FAITHFUL, plain, limiter=limiter)
+    assert counts == {"entered": 3, "active": 0} and judge.chat_requests() == 3
+
+
+def test_the_slot_is_given_back_when_the_endpoint_is_unreachable() -> None:
+    unreachable = make_client("http://127.0.0.1:9/v1", timeout=2.0)
+    limiter, counts = _counting_limiter()
+    with pytest.raises(JudgeError, match="connection error"):
+        run("toxicity", FAITHFUL, unreachable, limiter=limiter, max_retries=2)
+    assert counts == {"entered": 3, "active": 0}  # one slot per attempt, all returned
+
+
+def test_what_entering_the_limiter_raises_is_raised_as_is(client, judge) -> None:
+    # e.g. evalsite's "the run was cancelled": not a connection error, not retried.
+    class Stop(Exception):
+        pass
+
+    @contextmanager
+    def limiter() -> Iterator[None]:
+        raise Stop("cancelled")
+        yield  # pragma: no cover
+
+    with pytest.raises(Stop, match="cancelled"):
+        run("toxicity", FAITHFUL, client, limiter=limiter)
+    assert judge.chat_requests() == 0
 
 
 def test_limiter_not_entered_for_cache_hits(client) -> None:
