@@ -51,6 +51,7 @@ class JudgeState:
         self.in_flight = 0
         self.max_in_flight = 0
         self.completions = 0
+        self.replies = 0
 
     def reset(self) -> None:
         with self.lock:
@@ -60,6 +61,7 @@ class JudgeState:
             self.rng = random.Random(self.seed)
             self.max_in_flight = 0
             self.completions = 0
+            self.replies = 0
 
     def control(self, data: dict[str, Any]) -> None:
         with self.lock:
@@ -148,15 +150,24 @@ class Handler(BaseHTTPRequestHandler):
     def _send_json(
         self, status: int, data: Any, headers: dict[str, str] | None = None
     ) -> None:
+        self._send_prepared(self._prepare_json(status, data, headers), status)
+
+    def _prepare_json(
+        self, status: int, data: Any, headers: dict[str, str] | None = None
+    ) -> bytes:
+        """Buffer the status line and headers; the body to send with them."""
         body = json.dumps(data, ensure_ascii=False).encode("utf-8")
-        # Leave the in-flight count before the reply goes out: once the client has it, it
-        # may send its next request, which must not find this one still counted.
-        self._leave_in_flight()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
+        return body
+
+    def _send_prepared(self, body: bytes, status: int) -> None:
+        # Leave the in-flight count before the reply goes out: once the client has it, it
+        # may send its next request, which must not find this one still counted.
+        self._leave_in_flight()
         self.end_headers()
         self.wfile.write(body)
         if self._is_chat:
@@ -261,6 +272,12 @@ class Handler(BaseHTTPRequestHandler):
         if action.startswith("sleep:"):
             delay += float(action.split(":", 1)[1])
         status, data, headers = self._chat_reply(step, fmt_type, action, body)
+        if status == 200:
+            with state.lock:
+                state.replies += 1
+                data["id"] = f"chatcmpl-offline-{state.replies}"
+        # Everything but the write happens before the wait, so the reply leaves on time.
+        prepared = self._prepare_json(status, data, headers)
         # The latency is the whole time a request spends here, as a hosted model's would
         # be: the heuristics run inside it, not on top of it.
         remaining = self.arrived + delay - time.monotonic()
@@ -269,8 +286,7 @@ class Handler(BaseHTTPRequestHandler):
         if status == 200:
             with state.lock:
                 state.completions += 1
-                data["id"] = f"chatcmpl-offline-{state.completions}"
-        self._send_json(status, data, headers)
+        self._send_prepared(prepared, status)
 
     def _chat_reply(
         self, step: str | None, fmt_type: str, action: str, body: dict[str, Any]
@@ -319,7 +335,7 @@ class Handler(BaseHTTPRequestHandler):
         prompt_tokens = max(1, prompt_chars // 4)
         completion_tokens = _tokens(content)
         data = {
-            "id": "",  # numbered when it is sent
+            "id": "",  # numbered by the caller
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(body.get("model") or MODEL_NAME),
