@@ -145,6 +145,9 @@ def run() -> list[dict[str, Any]]:
     from scoring.offline_judge import start_server
 
     current_app.conf.task_always_eager = False
+    from django.utils import timezone
+
+    bench_started = timezone.now()
     server = start_server(port=0, latency_ms=LATENCY_MS)
     stats_url = server.base_url.removesuffix("/v1") + "/_stats"
     project = Project.objects.create(name=f"bench-runs-{int(time.time())}")
@@ -259,7 +262,11 @@ def run() -> list[dict[str, Any]]:
     finally:
         _stop(procs)
         server.stop()
-        from evalsite.evals.models import ScorerConfig
+        from evalsite.evals.models import JudgeCacheEntry, ScorerConfig
+
+        # The cache is not per project: drop the replies this bench stored, or every
+        # run would leave thousands behind in the scratch database.
+        JudgeCacheEntry.objects.filter(created_at__gte=bench_started).delete()
 
         Result.objects.filter(run__project=project).delete()
         Run.objects.filter(project=project).delete()
