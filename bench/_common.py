@@ -7,11 +7,56 @@ Django imports it inside the function, so this module can be imported before set
 from __future__ import annotations
 
 import os
+import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
+
+# The offline judge ---------------------------------------------------------------------
+
+
+def start_offline_judge(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+    """The offline judge in its own process, on a free port: (process, base URL).
+
+    Its own process, as a hosted endpoint would be: in the bench's process it would
+    share the bench's GIL, and pause with the bench's garbage collections."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scoring.offline_judge",
+            "--port",
+            str(port),
+            "--latency-ms",
+            str(latency_ms),
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    process.stderr.readline()  # "offline judge listening on ..."
+    return process, f"http://127.0.0.1:{port}/v1"
+
+
+def stop_process(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
 
 # Process memory ----------------------------------------------------------------------
 

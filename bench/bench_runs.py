@@ -2,7 +2,7 @@
 
 A run of N faithfulness results (3 judge calls each, every prompt distinct so nothing
 comes from the cache) goes through the configured broker to real Celery worker
-processes, against the offline judge at 100 ms latency with the judge connection's
+processes, against the offline judge (its own process) at 100 ms latency with the judge connection's
 max concurrency 16. The ideal bound is 16 / 0.1 s = 160 calls/s; the target is 85 % of
 it. Measured from the judge's own counters: calls completed per second in the steady
 part of the run (between 10 % and 90 % of the calls), plus the end-to-end figure
@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from bench._common import settle_database
+from bench._common import settle_database, start_offline_judge, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 N_RESULTS = int(os.environ.get("BENCH_RUNS_RESULTS", 1500))
@@ -142,14 +142,16 @@ def run() -> list[dict[str, Any]]:
     from evalsite.datasets.models import Dataset, Item
     from evalsite.evals import services
     from evalsite.evals.models import Result, Run
-    from scoring.offline_judge import start_server
 
     current_app.conf.task_always_eager = False
     from django.utils import timezone
 
     bench_started = timezone.now()
-    server = start_server(port=0, latency_ms=LATENCY_MS)
-    stats_url = server.base_url.removesuffix("/v1") + "/_stats"
+    judge_process, judge_url = start_offline_judge(LATENCY_MS)
+    stats_url = judge_url.removesuffix("/v1") + "/_stats"
+    # One client for the polling: httpx.get() builds a client, and with it an SSL
+    # context (tens of ms of CPU), on every call, taken from the workers being measured.
+    stats_client = httpx.Client(timeout=5)
     project = Project.objects.create(name=f"bench-runs-{int(time.time())}")
     log_dir = Path(tempfile.mkdtemp(prefix="bench-runs-"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -159,7 +161,7 @@ def run() -> list[dict[str, Any]]:
         user, _ = get_user_model().objects.get_or_create(username="bench-runs")
         Membership.objects.create(project=project, user=user, role="owner")
         judge = services.judge_create_offline(project)
-        judge.base_url = server.base_url
+        judge.base_url = judge_url
         judge.max_concurrency = MAX_CONCURRENCY
         judge.requests_per_minute = 0
         judge.save()
@@ -194,7 +196,7 @@ def run() -> list[dict[str, Any]]:
         cpu_before = _cpu_ticks()
         deadline = started + 600
         while time.monotonic() < deadline:
-            completed = httpx.get(stats_url, timeout=5).json()["completed"]
+            completed = stats_client.get(stats_url).json()["completed"]
             samples.append((time.monotonic(), completed))
             if Run.objects.filter(
                 pk=run_obj.pk, status__in=list(Run.FINISHED)
@@ -204,7 +206,7 @@ def run() -> list[dict[str, Any]]:
         elapsed = time.monotonic() - started
         cpu_after = _cpu_ticks()
         busy = (cpu_after[0] - cpu_before[0]) / max(1, cpu_after[1] - cpu_before[1])
-        stats = httpx.get(stats_url, timeout=5).json()
+        stats = stats_client.get(stats_url).json()
         ok_results = Result.objects.filter(run=run_obj, status="ok").count()
         low = next(s for s in samples if s[1] >= 0.1 * expected)
         high = next((s for s in samples if s[1] >= 0.9 * expected), samples[-1])
@@ -261,7 +263,8 @@ def run() -> list[dict[str, Any]]:
         ]
     finally:
         _stop(procs)
-        server.stop()
+        stats_client.close()
+        stop_process(judge_process)
         from evalsite.evals.models import JudgeCacheEntry, ScorerConfig
 
         # The cache is not per project: drop the replies this bench stored, or every

@@ -9,9 +9,6 @@ Run alone with `python bench/bench_scoring_judge.py`; `make bench` imports `run(
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +18,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._common import start_offline_judge, stop_process  # noqa: E402
 from scoring.cache import InMemoryCache  # noqa: E402
 from scoring.judge import judge_case, make_client  # noqa: E402
 
@@ -66,34 +64,8 @@ def _throughput(
     return n_cases / elapsed, max(steps)
 
 
-def _start_judge() -> tuple[subprocess.Popen[str], str]:
-    """The offline judge in its own process (so it does not share our GIL), on a free port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    root = Path(__file__).resolve().parent.parent
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scoring.offline_judge",
-            "--port",
-            str(port),
-            "--latency-ms",
-            str(LATENCY_S * 1000),
-        ],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    process.stderr.readline()  # "offline judge listening on ..."
-    return process, f"http://127.0.0.1:{port}/v1"
-
-
 def run() -> list[dict[str, Any]]:
-    process, base_url = _start_judge()
+    process, base_url = start_offline_judge(LATENCY_S * 1000)
     rows: list[dict[str, Any]] = []
     try:
         client = make_client(base_url, "bench", timeout=30)
@@ -132,8 +104,7 @@ def run() -> list[dict[str, Any]]:
             }
         )
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        stop_process(process)
     return rows
 
 
