@@ -104,12 +104,21 @@ _redis_clients: dict[str, Any] = {}
 
 def _redis() -> Any:
     import redis
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
 
     url = settings.REDIS_URL
     with _redis_lock:
         client = _redis_clients.get(url)
         if client is None:
-            client = redis.Redis.from_url(url, socket_timeout=10)
+            # A restarting Redis (seconds) makes judge calls wait, not fail: the
+            # commands are retried with backoff for about half a minute.
+            client = redis.Redis.from_url(
+                url,
+                socket_timeout=10,
+                retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=20),
+                retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+            )
             _redis_clients[url] = client
         return client
 
