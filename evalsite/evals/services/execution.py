@@ -252,7 +252,7 @@ def _run_status(run_id: int) -> str | None:
     return status
 
 
-_CALL_COLUMNS = (
+_CALL_FIELDS = (
     "result_id",
     "step",
     "messages",
@@ -266,6 +266,11 @@ _CALL_COLUMNS = (
     "error",
     "created_at",
 )
+_CALL_INSERT = 'INSERT INTO "{table}" ({columns}) VALUES '.format(
+    table=JudgeCall._meta.db_table,
+    columns=", ".join(f'"{JudgeCall._meta.get_field(f).column}"' for f in _CALL_FIELDS),
+)
+_CALL_ROW = "(" + ", ".join(["%s"] * len(_CALL_FIELDS)) + ")"
 
 
 def _insert_calls(result_id: int, steps: list[StepRecord]) -> None:
@@ -295,16 +300,8 @@ def _insert_calls(result_id: int, steps: list[StepRecord]) -> None:
             step.error or "",
             now,
         ]
-    row = "(" + ", ".join(["%s"] * len(_CALL_COLUMNS)) + ")"
-    columns = ", ".join(
-        f'"{JudgeCall._meta.get_field(c).column}"' for c in _CALL_COLUMNS
-    )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f'INSERT INTO "{JudgeCall._meta.db_table}" ({columns}) VALUES '
-            + ", ".join([row] * len(steps)),
-            params,
-        )
+        cursor.execute(_CALL_INSERT + ", ".join([_CALL_ROW] * len(steps)), params)
 
 
 def _store(
