@@ -2,8 +2,8 @@
 
 A run of N faithfulness results (3 judge calls each, every prompt distinct so nothing
 comes from the cache) goes through the configured broker to real Celery worker
-processes, against the offline judge (its own process) at 100 ms latency with the judge connection's
-max concurrency 16. The ideal bound is 16 / 0.1 s = 160 calls/s; the target is 85 % of
+processes, against the offline judge (in its own process) at 100 ms latency with the
+judge connection's max concurrency 16. The ideal bound is 16 / 0.1 s = 160 calls/s; the target is 85 % of
 it. Measured from the judge's own counters: calls completed per second in the steady
 part of the run (between 10 % and 90 % of the calls), plus the end-to-end figure
 (start of the run to its last result, including fan-out and ramp-up).
@@ -137,6 +137,7 @@ def _row(
 
 def run() -> list[dict[str, Any]]:
     from celery import current_app
+    from django.utils import timezone
 
     from evalsite.accounts.models import Membership, Project
     from evalsite.datasets.models import Dataset, Item
@@ -144,8 +145,6 @@ def run() -> list[dict[str, Any]]:
     from evalsite.evals.models import Result, Run
 
     current_app.conf.task_always_eager = False
-    from django.utils import timezone
-
     bench_started = timezone.now()
     judge_process, judge_url = start_offline_judge(LATENCY_MS)
     stats_url = judge_url.removesuffix("/v1") + "/_stats"
