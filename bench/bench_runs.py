@@ -3,8 +3,8 @@
 A run of N faithfulness results (3 judge calls each, every prompt distinct so nothing
 comes from the cache) goes through the configured broker to real Celery worker
 processes, against the offline judge (in its own process) at 100 ms latency with the
-judge connection's max concurrency 16. The ideal bound is 16 / 0.1 s = 160 calls/s; the target is 85 % of
-it. Measured from the judge's own counters: calls completed per second in the steady
+judge connection's max concurrency 16. The ideal bound is 16 / 0.1 s = 160 calls/s;
+the target is 85 % of it. Measured from the judge's own counters: calls completed per second in the steady
 part of the run (between 10 % and 90 % of the calls), plus the end-to-end figure
 (start of the run to its last result, including fan-out and ramp-up).
 
