@@ -19,7 +19,9 @@ from scoring.analysis import format_path
 from scoring.errors import OptionsError, UnknownKindError
 
 __all__ = [
+    "CATEGORY_SCORE_LIMIT",
     "DEFAULT_CUSTOM_RUBRIC",
+    "MAX_SCALE",
     "OPTIONS_MODELS",
     "check_kind",
     "default_options",
@@ -28,15 +30,33 @@ __all__ = [
 ]
 
 
+# Every number option has a finite range. Scores are stored, summed and binned as
+# floats, so an option like a scale of 1e308 would overflow them (a stored 1e308 made
+# every later rescore fail); no real scorer comes near these bounds.
+MAX_SCALE = 1_000_000.0
+# Factuality's category scores are multiples of the scale; "any number" (promptfoo)
+# within this, which leaves room for bonuses (2 = twice the scale) and penalties (-1).
+CATEGORY_SCORE_LIMIT = 10.0
+
+
 def _number(value: Any) -> Any:
+    """Refuse booleans and anything that is not a finite number, whatever its type:
+    JSON gives NaN and 1e999 (inf) as floats, 10**400 as an int, "nan" as a string."""
     if isinstance(value, bool):
         raise ValueError("must be a number, not a boolean")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("must be a finite number")
+    if isinstance(value, (int, float, str)):
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError("must be a finite number") from None
+        except ValueError:
+            return value  # not a number at all: pydantic's own message says so
+        if not math.isfinite(number):
+            raise ValueError("must be a finite number")
     return value
 
 
-Number = Annotated[float, BeforeValidator(_number)]
+Number = Annotated[float, Field(allow_inf_nan=False), BeforeValidator(_number)]
 
 
 class _Options(BaseModel):
@@ -47,6 +67,7 @@ class CommonOptions(_Options):
     scale: Number = Field(
         default=1.0,
         gt=0,
+        le=MAX_SCALE,
         title="Scale",
         description="Scores run from 0 to this number (score = ratio x scale).",
     )
@@ -104,12 +125,19 @@ class AnswerRelevancyOptions(CommonOptions):
     )
 
 
+CategoryScore = Annotated[
+    float,
+    Field(allow_inf_nan=False, ge=-CATEGORY_SCORE_LIMIT, le=CATEGORY_SCORE_LIMIT),
+    BeforeValidator(_number),
+]
+
+
 class CategoryScores(_Options):
-    subset: Number = Field(default=1.0, title="A: subset, consistent")
-    superset: Number = Field(default=1.0, title="B: superset, consistent")
-    agree: Number = Field(default=1.0, title="C: same details")
-    disagree: Number = Field(default=0.0, title="D: disagrees")
-    differ_but_factual: Number = Field(
+    subset: CategoryScore = Field(default=1.0, title="A: subset, consistent")
+    superset: CategoryScore = Field(default=1.0, title="B: superset, consistent")
+    agree: CategoryScore = Field(default=1.0, title="C: same details")
+    disagree: CategoryScore = Field(default=0.0, title="D: disagrees")
+    differ_but_factual: CategoryScore = Field(
         default=1.0, title="E: differs, factually equivalent"
     )
 
@@ -127,20 +155,27 @@ def _rubric_with(placeholder: str) -> Any:
 
 
 class FactualityOptions(CommonOptions):
-    threshold: Annotated[float, Field(ge=0, le=1), BeforeValidator(_number)] | None = (
-        Field(  # type: ignore[assignment]
-            default=None,
-            title="Pass threshold",
-            description=(
-                "Empty: pass iff the category's score is > 0 (promptfoo's rule). "
-                "A number replaces that with score >= threshold x scale."
-            ),
-        )
+    threshold: (
+        Annotated[
+            float, Field(allow_inf_nan=False, ge=0, le=1), BeforeValidator(_number)
+        ]
+        | None
+    ) = Field(  # type: ignore[assignment]
+        default=None,
+        title="Pass threshold",
+        description=(
+            "Empty: pass iff the category's score is > 0 (promptfoo's rule). "
+            "A number replaces that with score >= threshold x scale."
+        ),
     )
     category_scores: CategoryScores = Field(
         default_factory=CategoryScores,
         title="Category scores",
-        description="Score of each answer category A-E (any number, not clamped).",
+        description=(
+            "Score of each answer category A-E, as a multiple of the scale (any "
+            f"number from -{CATEGORY_SCORE_LIMIT:g} to {CATEGORY_SCORE_LIMIT:g}; "
+            "the score is not clamped)."
+        ),
     )
     rubric_prompt: Annotated[str | None, _rubric_with("{{completion}}")] = Field(
         default=None,
@@ -237,7 +272,10 @@ def _message(kind: str, model: type[BaseModel], error: ErrorDetails) -> tuple[st
         message = f"must be {message}"
     if error["type"] == "missing":
         message = "is required"
-    return field, f"option {field!r} of {kind} {message} (got {error.get('input')!r})"
+    got = repr(error.get("input"))
+    if len(got) > 60:
+        got = got[:57] + "..."
+    return field, f"option {field!r} of {kind} {message} (got {got})"
 
 
 def validate_options(

@@ -11,7 +11,7 @@ from scoring import (
     options_schema,
     validate_options,
 )
-from scoring.options import DEFAULT_CUSTOM_RUBRIC
+from scoring.options import CATEGORY_SCORE_LIMIT, DEFAULT_CUSTOM_RUBRIC, MAX_SCALE
 
 
 def test_defaults_for_every_kind_have_scale_and_threshold():
@@ -171,3 +171,99 @@ def test_factuality_threshold_schema_allows_null():
     assert {"type": "null"} in threshold["anyOf"]
     number = next(s for s in threshold["anyOf"] if s.get("type") == "number")
     assert number["minimum"] == 0 and number["maximum"] == 1
+
+
+def _number_paths(schema, prefix=""):
+    """Dotted names of every number option in a kind's JSON Schema."""
+    for name, prop in schema.get("properties", {}).items():
+        if prop.get("type") == "object":
+            yield from _number_paths(prop, f"{prefix}{name}.")
+        elif prop.get("type") == "number" or any(
+            p.get("type") == "number" for p in prop.get("anyOf", [])
+        ):
+            yield f"{prefix}{name}"
+
+
+def _nested(path, value):
+    *parents, last = path.split(".")
+    options = {last: value}
+    for part in reversed(parents):
+        options = {part: options}
+    return options
+
+
+NUMBER_OPTIONS = [
+    (kind, path) for kind in KINDS for path in _number_paths(options_schema(kind))
+]
+NUMBER_OPTION_IDS = [f"{kind}:{path}" for kind, path in NUMBER_OPTIONS]
+
+
+def test_every_kind_has_its_number_options_listed():
+    found = {f"{kind}:{path}" for kind, path in NUMBER_OPTIONS}
+    assert "faithfulness:scale" in found
+    assert "factuality:category_scores.disagree" in found
+    assert "context_relevance:penalties.max_missing_context_penalty" in found
+    assert "answer_relevancy:uncertainty_weight" in found
+    assert "factuality:threshold" in found
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        1e308,
+        -1e308,
+        10**400,
+        "nan",
+        "NaN",
+        "inf",
+        "-Infinity",
+        "1e999",
+        "1e308",
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize(("kind", "path"), NUMBER_OPTIONS, ids=NUMBER_OPTION_IDS)
+def test_every_number_option_refuses_non_finite_and_huge_values(kind, path, bad):
+    with pytest.raises(OptionsError) as info:
+        validate_options(kind, _nested(path, bad))
+    assert info.value.field == path
+    message = str(info.value)
+    assert path in message
+    assert any(
+        words in message for words in ("finite", "less than or equal", "greater than")
+    ), message
+    assert len(message) < 300  # a 400-digit input is not echoed whole
+
+
+@pytest.mark.parametrize(("kind", "path"), NUMBER_OPTIONS, ids=NUMBER_OPTION_IDS)
+def test_every_number_option_has_a_finite_range_in_its_schema(kind, path):
+    prop = options_schema(kind)
+    for part in path.split("."):
+        prop = prop["properties"][part]
+    number = next((p for p in prop.get("anyOf", []) if p["type"] == "number"), prop)
+    assert "minimum" in number or "exclusiveMinimum" in number
+    assert "maximum" in number
+
+
+def test_scale_has_a_sensible_upper_bound():
+    assert validate_options("faithfulness", {"scale": 100})["scale"] == 100.0
+    assert validate_options("faithfulness", {"scale": MAX_SCALE})["scale"] == MAX_SCALE
+    with pytest.raises(OptionsError) as info:
+        validate_options("faithfulness", {"scale": MAX_SCALE * 10})
+    assert info.value.field == "scale"
+
+
+@pytest.mark.parametrize("value", [-1, 0, 0.25, 2, CATEGORY_SCORE_LIMIT])
+def test_factuality_category_scores_accept_multiples_of_the_scale(value):
+    options = validate_options("factuality", {"category_scores": {"disagree": value}})
+    assert options["category_scores"]["disagree"] == value
+
+
+@pytest.mark.parametrize("value", [CATEGORY_SCORE_LIMIT + 1, -CATEGORY_SCORE_LIMIT - 1])
+def test_factuality_category_scores_are_range_checked(value):
+    with pytest.raises(OptionsError) as info:
+        validate_options("factuality", {"category_scores": {"subset": value}})
+    assert info.value.field == "category_scores.subset"
