@@ -208,6 +208,15 @@ else:
         "processed_folder": str(CELERY_FS_DIR / "processed"),
         "store_processed": False,
         "control_folder": str(CELERY_FS_DIR / "control"),
+# Environment variables a judge may take its key from (shell-style patterns): any project
+# owner can name one, so server secrets such as SECRET_KEY must never match.
+JUDGE_KEY_ENV_ALLOWED = env.list(
+    "JUDGE_KEY_ENV_ALLOWED", default=["EVALSITE_JUDGE_KEY_*", "OPENAI_API_KEY"]
+)
+# Private, loopback and link-local hosts judges may reach (host, host:port, address or
+# CIDR network). Public addresses are always allowed, the offline judge's host:port too,
+# and loopback when DEBUG is on.
+JUDGE_ALLOWED_PRIVATE_HOSTS = env.list("JUDGE_ALLOWED_PRIVATE_HOSTS", default=[])
         # The default 1 s poll caps each worker at `concurrency` tasks a second.
         "polling_interval": env.float("CELERY_FS_POLLING_INTERVAL", default=0.05),
     }

@@ -19,6 +19,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from scoring.cache import JudgeCache, cache_key
+from scoring.egress import refused_cause
 from scoring.prompts import Messages, Reply, Step, repair_message, schema_instructions
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
@@ -332,6 +333,10 @@ class StepRunner:
                 error: Exception = exc
                 retry_after = parse_retry_after(exc.response.headers)
             except openai.APIConnectionError as exc:
+                refused = refused_cause(exc)
+                if refused is not None:
+                    # A policy answer, not a network fault: retrying cannot change it.
+                    raise self._fail(record, str(refused), None) from exc
                 error = exc
                 retry_after = None
             if attempt >= policy.max_retries:

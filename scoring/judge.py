@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import httpx2
 import openai
 
 from scoring.analysis import validate_analysis
 from scoring.cache import JudgeCache
 from scoring.client import Limiter, RetryPolicy, StepFailed, StepRecord, StepRunner
+from scoring.egress import AddressGuard, guarded_http_client
 from scoring.errors import AnalysisError, CaseError, JudgeError
 from scoring.formulas import compute_score, passes
 from scoring.options import validate_options
@@ -73,15 +75,33 @@ class JudgeResult:
 
 
 def make_client(
-    base_url: str, api_key: str | None = None, timeout: float = 60.0
+    base_url: str,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    *,
+    address_guard: AddressGuard | None = None,
 ) -> openai.OpenAI:
     """An ``openai.OpenAI`` client for a judge endpoint. Its own retries are off
-    (``max_retries=0``): ``judge_case`` retries itself and honours Retry-After."""
+    (``max_retries=0``): ``judge_case`` retries itself and honours Retry-After.
+
+    Redirects are never followed (the SDK's default client follows them, and a redirect
+    would carry the key to another address). With ``address_guard``, every connection's
+    resolved addresses are checked by it first (see ``scoring.egress``).
+    """
+    if address_guard is not None:
+        http_client = guarded_http_client(address_guard, timeout)
+    else:
+        http_client = httpx2.Client(
+            timeout=timeout,
+            follow_redirects=False,
+            limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+        )
     return openai.OpenAI(
         base_url=base_url,
         api_key=api_key or "not-needed",
         timeout=timeout,
         max_retries=0,
+        http_client=http_client,
     )
 
 

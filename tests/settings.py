@@ -19,3 +19,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
 # The login rate limit counts in the cache: a per-process cache, emptied before each test
 # (tests/conftest.py), keeps one test's logins from blocking the next one's.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# The tests' judges (offline judge servers, scripted endpoints) listen on loopback, and
+# pytest-django runs with DEBUG off, which refuses loopback to judges; the SSRF tests
+# set this back to [] to see the shipped policy.
+JUDGE_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1", "localhost"]

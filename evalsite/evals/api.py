@@ -72,11 +72,12 @@ def judge_create(
     request: HttpRequest, project_id: int, payload: JudgeIn
 ) -> Status[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
-    data = payload.model_dump(exclude={"rpm", "requests_per_minute"})
+    data = payload.model_dump(exclude={"rpm", "requests_per_minute", "api_key"})
     rpm = _rpm(payload)
     judge = services.judge_create(
         project=project,
         user=request.user,
+        api_key=payload.api_key.get_secret_value() if payload.api_key else None,
         **data,
         **({"requests_per_minute": rpm} if rpm is not None else {}),
     )
@@ -108,7 +109,7 @@ def judge_update(
     judge = services.judge_update(
         judge=judge,
         user=request.user,
-        api_key=payload.api_key,
+        api_key=payload.api_key.get_secret_value() if payload.api_key else None,
         api_key_env=payload.api_key_env,
         clear_api_key=payload.clear_api_key,
         **changes,

@@ -24,6 +24,11 @@ class JudgeConnection(models.Model):
     api_key_encrypted = models.TextField(
         blank=True, help_text="Fernet token; never rendered."
     )
+    api_key_url = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="The base URL the key was entered for: it is sent nowhere else.",
+    )
     temperature = models.FloatField(default=0.0)
     timeout_seconds = models.FloatField(default=60.0)
     max_concurrency = models.PositiveIntegerField(default=8)

@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Any
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SecretStr
 
 
 class JudgeIn(Schema):
@@ -12,7 +12,8 @@ class JudgeIn(Schema):
     name: str = Field(min_length=1, max_length=200)
     base_url: str
     model: str
-    api_key: str | None = Field(
+    # SecretStr: a repr (a log line, a traceback's locals) shows "**********".
+    api_key: SecretStr | None = Field(
         default=None, description="Stored encrypted; write-only."
     )
     api_key_env: str | None = Field(
@@ -35,7 +36,7 @@ class JudgePatch(Schema):
     name: str | None = None
     base_url: str | None = None
     model: str | None = None
-    api_key: str | None = None
+    api_key: SecretStr | None = None
     api_key_env: str | None = None
     clear_api_key: bool = False
     temperature: float | None = None

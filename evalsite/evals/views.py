@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
+from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
@@ -59,6 +60,8 @@ def _judge_fields(form: JudgeForm) -> dict[str, Any]:
 
 
 @require_POST
+@sensitive_post_parameters("api_key")
+@sensitive_variables("fields", "form")
 def judge_create(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     form = JudgeForm(request.POST)
@@ -85,6 +88,8 @@ def judge_create(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+@sensitive_post_parameters("api_key")
+@sensitive_variables("fields", "form")
 def judge_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
     judge = selectors.judge_get_for_user(
         user=request.user, pk=pk, project_id=project_id, manage=True

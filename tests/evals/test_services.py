@@ -79,12 +79,12 @@ def test_judge_api_key_reads_the_named_environment_variable(
         name="Env",
         base_url="https://api.example.com/v1",
         model="m",
-        api_key_env="EVALSITE_TEST_KEY",
+        api_key_env="EVALSITE_JUDGE_KEY_TEST",
     )
-    monkeypatch.setenv("EVALSITE_TEST_KEY", "sk-from-env")
+    monkeypatch.setenv("EVALSITE_JUDGE_KEY_TEST", "sk-from-env")
     assert services.judge_api_key(judge=judge) == "sk-from-env"
-    monkeypatch.delenv("EVALSITE_TEST_KEY")
-    with pytest.raises(ApplicationError, match="EVALSITE_TEST_KEY is not set"):
+    monkeypatch.delenv("EVALSITE_JUDGE_KEY_TEST")
+    with pytest.raises(ApplicationError, match="EVALSITE_JUDGE_KEY_TEST is not set"):
         services.judge_api_key(judge=judge)
 
 
@@ -143,7 +143,8 @@ def test_judge_test_reports_the_endpoint_error(judge, offline_judge):
     judge_control(offline_judge, script=["400"])
     outcome = services.judge_test(judge=judge)
     assert not outcome.ok
-    assert "HTTP 400" in outcome.message and "Bad request" in outcome.message
+    # The status, in words; never the remote body (a judge URL may point anywhere).
+    assert "HTTP 400" in outcome.message and "Bad request" not in outcome.message
 
 
 def test_judge_test_reports_an_unreachable_endpoint(project, owner):
@@ -315,6 +316,35 @@ def test_identical_calls_are_answered_from_the_cache(
     assert judge_stats(offline_judge)["chat_completions"] == before
     calls = JudgeCall.objects.filter(result__run=second)
     assert calls.exists() and all(c.cache_hit for c in calls)
+
+
+def test_another_projects_identical_calls_are_judged_again_not_cached(
+    project, owner, dataset, scorers, offline_judge, django_capture_on_commit_callbacks
+):
+    _start(project, owner, dataset, scorers, django_capture_on_commit_callbacks)
+    other = project_create(user=owner, name="Other team")
+    other_judge = services.judge_create_offline(other)
+    other_judge.base_url = offline_judge.base_url
+    other_judge.save(update_fields=["base_url"])
+    other_scorer = services.scorer_create(
+        project=other,
+        user=owner,
+        name="Faithfulness",
+        kind="faithfulness",
+        judge=other_judge,
+    )
+    before = judge_stats(offline_judge)["chat_completions"]
+    second = _start(
+        other,
+        owner,
+        make_dataset(other),
+        [other_scorer],
+        django_capture_on_commit_callbacks,
+    )
+    # Same texts, same judge settings: paid again, and nothing says they were seen.
+    assert judge_stats(offline_judge)["chat_completions"] > before
+    calls = JudgeCall.objects.filter(result__run=second)
+    assert calls.exists() and not any(c.cache_hit for c in calls)
 
 
 def test_result_score_twice_neither_duplicates_nor_calls_again(

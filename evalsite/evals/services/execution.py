@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from django.db import (
@@ -35,6 +36,7 @@ from django.db import (
 )
 from django.db.models import F, Q
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import conf
@@ -46,6 +48,7 @@ from evalsite.evals.models import (
     Result,
     Run,
 )
+from evalsite.evals.services.egress import judge_address_guard
 from evalsite.evals.services.judges import judge_api_key
 from evalsite.evals.services.runs import run_finish_if_complete
 from scoring import (
@@ -77,10 +80,19 @@ class DbJudgeCache:
 
     _table = JudgeCacheEntry._meta.db_table
 
+    def __init__(self, *, project_id: int) -> None:
+        self._scope = f"project-{project_id}:"
+
+    def _scoped(self, key: str) -> str:
+        # One project's identical call never answers another's: a hit would hand it a
+        # reply paid for elsewhere and tell it that this text was judged there.
+        return hashlib.sha256((self._scope + key).encode()).hexdigest()
+
     def get(self, key: str) -> dict[str, Any] | None:
         with connection.cursor() as cursor:
             cursor.execute(
-                f'SELECT "value" FROM "{self._table}" WHERE "key" = %s', [key]
+                f'SELECT "value" FROM "{self._table}" WHERE "key" = %s',
+                [self._scoped(key)],
             )
             row = cursor.fetchone()
         if row is None:
@@ -97,7 +109,7 @@ class DbJudgeCache:
             cursor.execute(
                 f'INSERT INTO "{self._table}" ("key", "value", "created_at") '
                 'VALUES (%s, %s, %s) ON CONFLICT ("key") DO NOTHING',
-                [key, json.dumps(value), timezone.now()],
+                [self._scoped(key), json.dumps(value), timezone.now()],
             )
 
 
@@ -108,15 +120,30 @@ _clients: dict[tuple[Any, ...], openai.OpenAI] = {}
 _limiters: dict[tuple[Any, ...], Limiter] = {}
 
 
-def _client_for(judge: JudgeConnection, base_url: str) -> openai.OpenAI:
-    """One client (one HTTP connection pool) per judge settings per process."""
-    key = judge_api_key(judge=judge)
+@sensitive_variables("key")
+def _client_for(judge: JudgeConnection, base_url: str | None) -> openai.OpenAI:
+    """One client (one HTTP connection pool) per judge settings per process.
+
+    ``base_url`` replaces the judge's URL only for callers inside the server (the demo's
+    private offline judge, which has no key): the key goes only to the judge's own URL.
+    """
+    if base_url is None or base_url == judge.base_url:
+        key = judge_api_key(judge=judge)
+        url, extra_allowed = judge.base_url, ()
+    else:
+        parts = urlsplit(base_url)
+        key, url, extra_allowed = None, base_url, (f"{parts.hostname}:{parts.port}",)
     fingerprint = hashlib.sha256((key or "").encode()).hexdigest()
-    cache_key = (judge.pk, base_url, fingerprint, judge.timeout_seconds)
+    cache_key = (judge.pk, url, fingerprint, judge.timeout_seconds)
     with _lock:
         client = _clients.get(cache_key)
         if client is None:
-            client = make_client(base_url, key, judge.timeout_seconds)
+            client = make_client(
+                url,
+                key,
+                judge.timeout_seconds,
+                address_guard=judge_address_guard(extra_allowed),
+            )
             _clients[cache_key] = client
         return client
 
@@ -387,7 +414,7 @@ def _judge_and_store(
 ) -> tuple[int, str]:
     """(run id, outcome)."""
     result = Result.objects.select_related(
-        "item", "run_scorer", "run_scorer__judge"
+        "item", "run", "run_scorer", "run_scorer__judge"
     ).get(pk=result_id)
     run_id = result.run_id
     run_scorer = result.run_scorer
@@ -401,7 +428,7 @@ def _judge_and_store(
         configured_url = None
         if judge is not None:
             configured_url = judge.base_url
-            client = _client_for(judge, base_url or judge.base_url)
+            client = _client_for(judge, base_url)
             limiter = _cancel_guard(result.run_id, _limiter_for(judge))
             snapshot = run_scorer.judge_snapshot or {}
             model = str(snapshot.get("model") or judge.model)
@@ -413,7 +440,7 @@ def _judge_and_store(
             client,
             model=model,
             temperature=temperature,
-            cache=DbJudgeCache(),
+            cache=DbJudgeCache(project_id=result.run.project_id),
             limiter=limiter,
             base_url=configured_url,
         )

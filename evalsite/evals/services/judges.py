@@ -9,18 +9,27 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlsplit
 
 import openai
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.views.decorators.debug import sensitive_variables
 
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.crypto import secret_decrypt, secret_encrypt
 from evalsite.evals.models import JudgeConnection
+from evalsite.evals.services.egress import (
+    judge_address_guard,
+    judge_key_env_allowed,
+    judge_key_env_help,
+    judge_url_problem,
+)
+from evalsite.lib.text import unstorable_char
 from scoring import make_client, preview_prompts
+from scoring.egress import refused_cause
 
 logger = logging.getLogger(__name__)
 
@@ -71,9 +80,9 @@ def _check(fields: dict[str, Any]) -> dict[str, Any]:
             errors["name"] = "At most 200 characters."
     if "base_url" in out:
         out["base_url"] = str(out["base_url"] or "").strip().rstrip("/")
-        parsed = urlparse(out["base_url"])
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            errors["base_url"] = "Enter an http(s) URL, e.g. https://api.openai.com/v1."
+        problem = judge_url_problem(out["base_url"])
+        if problem:
+            errors["base_url"] = problem
     if "model" in out:
         out["model"] = str(out["model"] or "").strip()
         if not out["model"]:
@@ -117,23 +126,52 @@ def _check(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _check_key_env(api_key_env: str) -> None:
+    if not _ENV_NAME.match(api_key_env):
+        raise ApplicationError(
+            "api_key_env must be an environment variable name.",
+            field_errors={
+                "api_key_env": "Letters, digits and underscores, e.g. OPENAI_API_KEY."
+            },
+        )
+    if not judge_key_env_allowed(api_key_env):
+        message = (
+            f"This server does not let judges read {api_key_env}. "
+            + judge_key_env_help()
+        )
+        raise ApplicationError(
+            f"api_key_env: {message}", field_errors={"api_key_env": message}
+        )
+
+
+@sensitive_variables("api_key")
 def _key_fields(
-    api_key: str | None, api_key_env: str | None, clear: bool
+    api_key: str | None, api_key_env: str | None, clear: bool, base_url: str
 ) -> dict[str, str]:
-    """The stored key fields for a key given as plain text or as an env var name."""
+    """The stored key fields for a key given as plain text or as an env var name,
+    bound to the URL it is entered for."""
     if clear:
-        return {"api_key_encrypted": "", "api_key_env": ""}
+        return {"api_key_encrypted": "", "api_key_env": "", "api_key_url": ""}
     if api_key:
-        return {"api_key_encrypted": secret_encrypt(api_key), "api_key_env": ""}
-    if api_key_env:
-        if not _ENV_NAME.match(api_key_env):
+        if unstorable_char(api_key) or not api_key.isprintable():
             raise ApplicationError(
-                "api_key_env must be an environment variable name.",
+                "api_key: The key contains characters an HTTP header cannot carry.",
                 field_errors={
-                    "api_key_env": "Letters, digits and underscores, e.g. OPENAI_API_KEY."
+                    "api_key": "Contains characters an HTTP header cannot carry."
                 },
             )
-        return {"api_key_encrypted": "", "api_key_env": api_key_env}
+        return {
+            "api_key_encrypted": secret_encrypt(api_key),
+            "api_key_env": "",
+            "api_key_url": base_url,
+        }
+    if api_key_env:
+        _check_key_env(api_key_env)
+        return {
+            "api_key_encrypted": "",
+            "api_key_env": api_key_env,
+            "api_key_url": base_url,
+        }
     return {}
 
 
@@ -148,6 +186,7 @@ def _save(judge: JudgeConnection) -> None:
         ) from exc
 
 
+@sensitive_variables("api_key")
 def judge_create(
     *,
     project: Project,
@@ -178,13 +217,16 @@ def judge_create(
         }
     )
     judge = JudgeConnection(
-        project=project, **fields, **_key_fields(api_key, api_key_env, False)
+        project=project,
+        **fields,
+        **_key_fields(api_key, api_key_env, False, fields["base_url"]),
     )
     _save(judge)
     logger.info("judge %s created in project %s", judge.pk, project.pk)
     return judge
 
 
+@sensitive_variables("api_key")
 def judge_update(
     *,
     judge: JudgeConnection,
@@ -194,24 +236,55 @@ def judge_update(
     clear_api_key: bool = False,
     **changes: Any,
 ) -> JudgeConnection:
-    """Change settings; a key is replaced only when a new one (or clear) is given."""
+    """Change settings; a key is replaced only when a new one (or clear) is given.
+
+    A key is only ever sent to the URL it was entered for, so a new URL for a judge that
+    has a key needs the key again (or its removal) in the same change.
+    """
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise ApplicationError(f"Unknown judge fields: {', '.join(sorted(unknown))}.")
     fields = _check(changes)
+    url_changes = "base_url" in fields and fields["base_url"] != judge.base_url
+    if (
+        url_changes
+        and judge.has_api_key
+        and not (api_key or api_key_env or clear_api_key)
+    ):
+        message = (
+            "Enter the API key again (or remove it): a key is only sent to the URL it "
+            "was entered for."
+        )
+        raise ApplicationError(f"api_key: {message}", field_errors={"api_key": message})
     for name, value in fields.items():
         setattr(judge, name, value)
-    for name, value in _key_fields(api_key, api_key_env, clear_api_key).items():
+    key_fields = _key_fields(api_key, api_key_env, clear_api_key, judge.base_url)
+    for name, value in key_fields.items():
         setattr(judge, name, value)
     _save(judge)
     return judge
 
 
+@sensitive_variables("value")
 def judge_api_key(*, judge: JudgeConnection) -> str | None:
-    """The plain key for a call (never for display): env var or decrypted."""
+    """The plain key for a call to the judge's URL (never for display): env var or
+    decrypted. Refused when the key was entered for another URL, or its env var is not
+    (or no longer) one the operator allows."""
+    if not judge.has_api_key:
+        return None
+    if judge.api_key_url != judge.base_url:
+        raise ApplicationError(
+            "The API key was entered for another URL; enter it again for this one."
+        )
     if judge.api_key_encrypted:
-        return secret_decrypt(judge.api_key_encrypted)
+        value = secret_decrypt(judge.api_key_encrypted)
+        return value
     if judge.api_key_env:
+        if not judge_key_env_allowed(judge.api_key_env):
+            raise ApplicationError(
+                f"This server does not let judges read {judge.api_key_env}. "
+                + judge_key_env_help()
+            )
         value = os.environ.get(judge.api_key_env)
         if not value:
             raise ApplicationError(
@@ -228,23 +301,37 @@ class JudgeTestResult:
     message: str
 
 
+@sensitive_variables("key", "client")
 def judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
     """One real, tiny judge call (a factuality step on "2 + 2"): latency or the error.
 
     A judge prompt rather than "say OK" so the test also proves the endpoint handles
-    the system prompts our scorers send (the offline judge only answers those).
+    the system prompts our scorers send (the offline judge only answers those). Every
+    failure is a message naming what failed (host, port, status) and never echoes what
+    the remote answered: a judge URL may point anywhere, and its reply is not ours to
+    show.
     """
+    where = _host_port(judge.base_url)
     try:
         key = judge_api_key(judge=judge)
     except ApplicationError as exc:
         return JudgeTestResult(False, 0.0, exc.message)
-    client = make_client(judge.base_url, key, min(judge.timeout_seconds, 30.0))
+    client = make_client(
+        judge.base_url,
+        key,
+        min(judge.timeout_seconds, 30.0),
+        address_guard=judge_address_guard(),
+    )
     messages = preview_prompts(
         "factuality",
         {"input": "What is 2 + 2?", "output": "4", "reference": "2 + 2 = 4"},
         None,
     )[0]["messages"]
     started = time.perf_counter()
+
+    def failed(message: str) -> JudgeTestResult:
+        return JudgeTestResult(False, (time.perf_counter() - started) * 1000, message)
+
     try:
         reply = client.chat.completions.create(
             model=judge.model,
@@ -252,27 +339,62 @@ def judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
             temperature=judge.temperature,
             max_tokens=60,
         )
+        content = reply.choices[0].message.content if reply.choices else None
+        if not isinstance(content, str):
+            raise TypeError("no message content")
     except openai.APIStatusError as exc:
-        return JudgeTestResult(
-            False,
-            (time.perf_counter() - started) * 1000,
-            f"HTTP {exc.status_code}: {_error_text(exc)}",
+        return failed(
+            f"{where} answered HTTP {exc.status_code}{_status_hint(exc.status_code)}."
         )
-    except openai.APIError as exc:
-        return JudgeTestResult(False, (time.perf_counter() - started) * 1000, str(exc))
+    except openai.APITimeoutError:
+        return failed(
+            f"{where} did not answer within {min(judge.timeout_seconds, 30.0):g} s."
+        )
+    except openai.APIConnectionError as exc:
+        refused = refused_cause(exc)
+        if refused is not None:
+            return failed(f"Not connected: {refused}")
+        return failed(
+            f"Could not connect to {where} (refused, unreachable or unknown host)."
+        )
+    except Exception:  # noqa: BLE001 - any other reply (HTML, not JSON, wrong shape) is the judge's fault, reported as such
+        logger.info("judge %s test: reply was not a chat completion", judge.pk)
+        return failed(
+            f"{where} answered, but not with an OpenAI-compatible chat completion. "
+            "Check that the base URL ends at the API (e.g. …/v1)."
+        )
+    finally:
+        client.close()
     latency = (time.perf_counter() - started) * 1000
-    content = (reply.choices[0].message.content or "").strip() if reply.choices else ""
     return JudgeTestResult(
         True,
         latency,
-        f"{reply.model or judge.model} answered in {latency:.0f} ms: {content[:120]!r}",
+        f"{judge.model} at {where} answered a judge prompt in {latency:.0f} ms.",
     )
 
 
-def _error_text(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])[:500]
-    return str(exc.message)[:500]
+_STATUS_HINTS = {
+    301: "a redirect, which judge calls never follow: enter the URL it redirects to",
+    302: "a redirect, which judge calls never follow: enter the URL it redirects to",
+    307: "a redirect, which judge calls never follow: enter the URL it redirects to",
+    308: "a redirect, which judge calls never follow: enter the URL it redirects to",
+    400: "the request was refused; check the model name",
+    401: "the API key was refused",
+    403: "the API key may not use this model",
+    404: "no such model or path; check the base URL and the model",
+    429: "rate limited; try again later",
+}
+
+
+def _status_hint(status: int) -> str:
+    hint = _STATUS_HINTS.get(status) or ("the server failed" if status >= 500 else None)
+    return f" ({hint})" if hint else ""
+
+
+def _host_port(url: str) -> str:
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = None
+    return f"{parts.hostname}:{port}" if port else str(parts.hostname)

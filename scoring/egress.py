@@ -1,0 +1,149 @@
+"""Outbound connections to a judge, checked where they are made.
+
+A judge URL is typed by a user, so it may name an address of the server's own network
+(loopback, a private range, a cloud metadata service). Checking the URL when it is saved
+is not enough: its name may resolve elsewhere by the time a call is made (DNS
+rebinding). So every connection of a judge client resolves the host itself, asks an
+``AddressGuard`` about every address, and connects to the checked address, never to a
+name resolved a second time. The guard is the caller's policy; this module only makes
+sure it is asked on every connection.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import httpcore2
+import httpx2
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# Raises EgressRefused to refuse a connection to (host, port) that resolved to addresses.
+AddressGuard = Callable[[str, int, list[IPAddress]], None]
+
+
+class EgressRefused(httpcore2.ConnectError):
+    """A connection the address policy refused; the message is safe to show a user.
+
+    A ConnectError so that httpx2 and the openai client wrap it as they wrap any failed
+    connection (``refused_cause`` finds it again behind their exceptions).
+    """
+
+
+def normalise_address(address: IPAddress) -> IPAddress:
+    """An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``) as the IPv4 address it is."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        return address.ipv4_mapped
+    return address
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address ``host`` resolves to (a literal address resolves to itself; so do
+    the odd forms the C resolver accepts, such as ``2130706433`` for 127.0.0.1).
+    Raises OSError when the name does not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except UnicodeError as exc:  # a name IDNA cannot encode
+        raise socket.gaierror(f"could not resolve host {host}") from exc
+    seen: list[IPAddress] = []
+    for _family, _type, _proto, _name, sockaddr in infos:
+        # Drop an IPv6 zone ("fe80::1%eth0"); the address itself is what is checked.
+        address = normalise_address(
+            ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
+        )
+        if address not in seen:
+            seen.append(address)
+    return seen
+
+
+class _GuardedBackend(httpcore2.NetworkBackend):
+    def __init__(self, guard: AddressGuard) -> None:
+        self._guard = guard
+        self._inner = httpcore2.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        try:
+            addresses = resolve(host, port)
+        except OSError as exc:
+            raise httpcore2.ConnectError(f"could not resolve host {host}") from exc
+        self._guard(host, port, addresses)
+        error: httpcore2.ConnectError | None = None
+        for address in addresses:
+            try:
+                # TLS still verifies and sends the name from the URL (httpcore2 takes
+                # the server name from the request's origin, not from this address).
+                return self._inner.connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except httpcore2.ConnectError as exc:
+                error = exc
+        assert error is not None  # resolve() returns at least one address
+        raise error
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        raise EgressRefused("judge connections go over TCP only")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class GuardedTransport(httpx2.HTTPTransport):
+    """httpx2's transport with every TCP connection checked by ``guard``.
+
+    No proxy from the environment: a proxy would be the only address checked.
+    """
+
+    def __init__(
+        self, guard: AddressGuard, *, limits: httpx2.Limits | None = None
+    ) -> None:
+        limits = limits or httpx2.Limits(
+            max_connections=1000, max_keepalive_connections=100
+        )
+        super().__init__(limits=limits, trust_env=False)
+        # The pool httpx2 would build, with our network backend: httpx2 takes no backend
+        # argument, httpcore2's pool does.
+        self._pool = httpcore2.ConnectionPool(
+            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_GuardedBackend(guard),
+        )
+
+
+def guarded_http_client(guard: AddressGuard, timeout: float) -> httpx2.Client:
+    """An httpx2 client for a judge: connections checked by ``guard``, redirects never
+    followed (a redirect could send the request, with its key, to another address)."""
+    return httpx2.Client(
+        transport=GuardedTransport(guard),
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+    )
+
+
+def refused_cause(exc: BaseException) -> EgressRefused | None:
+    """The EgressRefused behind an exception (the openai client wraps it), if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, EgressRefused):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
