@@ -240,8 +240,17 @@ def _edges(scale: float) -> list[float]:
 
 
 def _bin_of(score: float, scale: float) -> int:
-    """Python twin of `ScoreBin` (scores outside [0, scale] go to the end bins)."""
-    return max(0, min(HISTOGRAM_BINS - 1, math.floor(score * HISTOGRAM_BINS / scale)))
+    """Python twin of `ScoreBin` (scores outside [0, scale] go to the end bins).
+
+    Compared before flooring: a score stored before overrides and options were
+    range-checked can make the position infinite, which math.floor cannot take.
+    """
+    position = score * HISTOGRAM_BINS / scale
+    if position < 0:
+        return 0
+    if not position < HISTOGRAM_BINS:  # also NaN, which width_bucket puts last
+        return HISTOGRAM_BINS - 1
+    return math.floor(position)
 
 
 class ScoreBin(Func):

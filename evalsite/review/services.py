@@ -183,7 +183,7 @@ def _recompute_locked(result: Result, run_scorer: RunScorer) -> set[int]:
     fields = compute_final(
         kind=run_scorer.kind,
         analysis=result.analysis if result.status == Result.Status.OK else None,
-        options=run_scorer.options or {},
+        options=_scoring_options(run_scorer),
         overrides=overrides,
         judge_score=result.judge_score,
         judge_passed=result.judge_passed,
@@ -363,43 +363,67 @@ def _clean_value(
             field_errors={"path": f"not allowed for kind '{kind}'"},
         )
     if kind == Override.Kind.SCORE:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ApplicationError(
-                "The score must be a number.",
-                field_errors={"value": "must be a number"},
-            )
-        try:
-            number = float(value)
-        except ValueError:
-            raise ApplicationError(
-                "The score must be a number.",
-                field_errors={"value": "must be a number"},
-            ) from None
-        if not math.isfinite(number):
-            raise ApplicationError(
-                "The score must be finite.", field_errors={"value": "must be finite"}
-            )
-        return "", result.final_score, number
+        scale = _scoring_options(run_scorer)["scale"]
+        return "", result.final_score, _score_value(value, scale=scale)
     if kind == Override.Kind.PASS:
-        if isinstance(value, str) and value.lower() in {
-            "true",
-            "pass",
-            "1",
-            "false",
-            "fail",
-            "0",
-        }:
-            value = value.lower() in {"true", "pass", "1"}
+        # Booleans only: the HTML form turns its own "pass"/"fail" into one; "yes",
+        # 1 or "true" sent to the API are refused rather than guessed at.
         if not isinstance(value, bool):
             raise ApplicationError(
                 "Pass/fail must be true or false.",
-                field_errors={"value": "must be true or false"},
+                field_errors={"value": "must be true or false (a JSON boolean)"},
             )
         return "", result.final_passed, value
     raise ApplicationError(
         f"Unknown override kind {kind!r}; use verdict, score or pass.",
         field_errors={"kind": "must be verdict, score or pass"},
     )
+
+
+def _score_value(value: Any, *, scale: float) -> float:
+    """A score override as a float in [0, scale], else ApplicationError on "value".
+
+    Only numbers: the HTML form parses its text itself. JSON can carry NaN, 1e999 (inf)
+    and 10**400 (an int no float holds); each is refused here, as is anything outside
+    the scorer's scale, so the aggregates and every later rescore only see sane scores.
+    -0.0 is stored as 0.0.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ApplicationError(
+            "The score must be a number.",
+            field_errors={"value": "must be a number"},
+        )
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ApplicationError(
+            "The score must be a finite number.",
+            field_errors={"value": "must be finite"},
+        )
+    if not 0 <= number <= scale:
+        raise ApplicationError(
+            f"The score must be between 0 and {scale:g} (this scorer's scale).",
+            field_errors={"value": f"must be between 0 and {scale:g}"},
+        )
+    return number + 0.0
+
+
+def _scoring_options(run_scorer: RunScorer) -> dict[str, Any]:
+    """The run scorer's stored options, validated with the kind's defaults.
+
+    Options saved before their ranges were checked (a scale of 1e308, say) are refused
+    with a message saying how to fix them, instead of failing inside the scoring.
+    """
+    try:
+        return validate_options(run_scorer.kind, run_scorer.options or {})
+    except ScoringError as exc:
+        raise ApplicationError(
+            f"The saved options of {run_scorer.name} are out of range ({exc}); save "
+            "corrected options with a what-if rescore, then try again.",
+            field_errors={"options": str(exc)},
+        ) from exc
 
 
 def _describe(value: Any, kind: str, path: str) -> str:

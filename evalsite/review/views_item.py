@@ -303,7 +303,13 @@ def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
     )
     preview = None
     error = ""
-    if write and form.is_valid():
+    if write and not form.is_valid():
+        # htmx swaps only the result region, so the reason goes there too.
+        error = "Not computed: " + "; ".join(
+            f"{form.fields[name].label if name in form.fields else name}: {' '.join(msgs)}"
+            for name, msgs in form.errors.items()
+        )
+    elif write:
         save = request.POST.get("action") == "save"
         try:
             preview = services.run_rescore(
