@@ -217,6 +217,17 @@ JUDGE_KEY_ENV_ALLOWED = env.list(
 # CIDR network). Public addresses are always allowed, the offline judge's host:port too,
 # and loopback when DEBUG is on.
 JUDGE_ALLOWED_PRIVATE_HOSTS = env.list("JUDGE_ALLOWED_PRIVATE_HOSTS", default=[])
+# Error pages and reports hide sensitive locals and POST fields even with DEBUG on.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "evalsite.lib.debug.AlwaysSafeExceptionReporterFilter"
+# Environment variables a judge may take its key from (shell-style patterns): any project
+# owner can name one, so server secrets such as SECRET_KEY must never match.
+JUDGE_KEY_ENV_ALLOWED = env.list(
+    "JUDGE_KEY_ENV_ALLOWED", default=["EVALSITE_JUDGE_KEY_*", "OPENAI_API_KEY"]
+)
+# Private, loopback and link-local hosts judges may reach (host, host:port, address or
+# CIDR network). Public addresses are always allowed, the offline judge's host:port too,
+# and loopback when DEBUG is on.
+JUDGE_ALLOWED_PRIVATE_HOSTS = env.list("JUDGE_ALLOWED_PRIVATE_HOSTS", default=[])
         # The default 1 s poll caps each worker at `concurrency` tasks a second.
         "polling_interval": env.float("CELERY_FS_POLLING_INTERVAL", default=0.05),
     }
