@@ -54,7 +54,7 @@ app.worker_main(sys.argv[1:])
 """
 
 
-def _start_workers(log_dir: Path) -> list[subprocess.Popen[bytes]]:
+def _start_workers(log_dir: Path, judge_url: str) -> list[subprocess.Popen[bytes]]:
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="evalsite.settings",
@@ -65,6 +65,9 @@ def _start_workers(log_dir: Path) -> list[subprocess.Popen[bytes]]:
         DEBUG="false",
         SECRET_KEY=os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
         ALLOWED_HOSTS="localhost",
+        # As docker/compose.yml does: the offline judge's address is the one private
+        # address judges may reach without DEBUG.
+        OFFLINE_JUDGE_URL=judge_url,
     )
     procs = []
     for i in range(WORKERS):
@@ -184,7 +187,7 @@ def run() -> list[dict[str, Any]]:
             project=project, user=user, name="F", kind="faithfulness", judge=judge
         )
         settle_database()
-        procs = _start_workers(log_dir)
+        procs = _start_workers(log_dir, judge_url)
         time.sleep(6)  # let the workers boot before the clock starts
         started = time.monotonic()
         run_obj = services.run_start(
