@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from evalsite.accounts.models import ApiToken, Membership, Project, Role, hash_token
 from evalsite.core.exceptions import ApplicationError
+from evalsite.lib.text import text_check_storable
 
 
 def project_create(
@@ -28,6 +29,8 @@ def project_create(
             "Project name is too long.",
             field_errors={"name": "At most 200 characters."},
         )
+    text_check_storable(name, field="name")
+    text_check_storable(description, field="description")
     with transaction.atomic():
         project = Project.objects.create(
             name=name, description=description, created_by=user
@@ -111,6 +114,13 @@ def project_update(
         raise ApplicationError(
             "A project needs a name.", field_errors={"name": "Required."}
         )
+    if len(name.strip()) > 200:
+        raise ApplicationError(
+            "Project name is too long.",
+            field_errors={"name": "At most 200 characters."},
+        )
+    text_check_storable(name, field="name")
+    text_check_storable(description, field="description")
     project.name = name.strip()
     project.description = description
     project.blind_review = blind_review

@@ -26,8 +26,9 @@ class _ExplorerFilterFields(Schema):
     disagree: bool | None = None
     status: ResultStatus | None = None
     q: str | None = Field(default=None, max_length=Q_MAX_LENGTH)
-    min_score: float | None = None
-    max_score: float | None = None
+    # Finite only: a queue stores its filters as JSON, which has no NaN or infinity.
+    min_score: float | None = Field(default=None, allow_inf_nan=False)
+    max_score: float | None = Field(default=None, allow_inf_nan=False)
     assignee: Literal["me"] | None = None
     sort: SortKey = "item"  # type: ignore[valid-type]
 

@@ -17,6 +17,7 @@ from django.http import Http404
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.datasets.selectors import items_matching
 from evalsite.evals.models import Result, Run
+from evalsite.lib.text import text_check_storable
 from evalsite.review.models import AuditEvent, Comment
 from evalsite.review.models_queue import QueueEntry, ReviewQueue
 from scoring import KINDS, AnalysisError, get_path
@@ -121,6 +122,8 @@ def results_filter(*, run: Run, params: ResultFilters, user: User) -> QuerySet[R
         qs = qs.filter(overridden=True)
     text = (params.get("q") or "").strip()
     if text:
+        # Postgres refuses NUL even as a query parameter: a 400, not a server error.
+        text_check_storable(text, field="q")
         # A semi-join on the run's dataset: one scan of its items, not one per result.
         matching = items_matching(dataset_id=run.dataset_id, text=text)
         qs = qs.filter(item_id__in=matching.values("id"))

@@ -25,6 +25,7 @@ from django.utils import timezone
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
+from evalsite.lib.text import text_check_storable
 from evalsite.review.models import AuditEvent, Override, ReviewVersion
 from evalsite.review.selectors import (
     ScorerAggregate,
@@ -426,6 +427,15 @@ def _scoring_options(run_scorer: RunScorer) -> dict[str, Any]:
         ) from exc
 
 
+def _check_text(**fields: str | None) -> None:
+    """Refuse text the database cannot store (NUL, lone surrogates) with a field error,
+    before anything is locked or written: notes and paths end up in rows and audit
+    summaries."""
+    for name, text in fields.items():
+        if text:
+            text_check_storable(text, field=name)
+
+
 def _describe(value: Any, kind: str, path: str) -> str:
     if kind == Override.Kind.PASS:
         return "pass" if value else "fail"
@@ -504,6 +514,7 @@ def override_create(
     ConflictError (409) when `expected_version` is given and stale. `override.result`
     is the updated result (also copied onto the passed instance).
     """
+    _check_text(path=path, note=note)
     with (
         transaction.atomic(),
         _reviewing(result, expected_version=expected_version) as (locked, run_scorer),
@@ -669,6 +680,7 @@ def result_set_human_pass(
 ) -> Result:
     """The reviewer's own pass/fail (blind answer, p/f keys): records human_passed and,
     when it differs from the current final pass, a pass override."""
+    _check_text(note=note)
     with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
         _require_ok(locked)
         if locked.final_passed != passed:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, Run
+from evalsite.lib.text import text_check_storable
 from evalsite.review import services as review_services
 from evalsite.review.models import Comment, Override
 from evalsite.review.models_queue import QueueEntry, ReviewQueue
@@ -62,6 +63,7 @@ def queue_create(
     2. Create the queue and its entries (positions 1..n), audit it.
     3. Optionally assign the entries round-robin to the project's reviewers.
     """
+    text_check_storable(name, field="name")
     filters = dict(filters)  # type: ignore[assignment]
     if source == ReviewQueue.Source.DISAGREEMENT:
         filters["disagree"] = True
@@ -260,6 +262,7 @@ def result_undo_last(*, result: Result, user: AbstractBaseUser) -> Result:
 @transaction.atomic(durable=True)
 def comment_create(*, result: Result, user: AbstractBaseUser, body: str) -> Comment:
     body = (body or "").strip()
+    text_check_storable(body, field="body")
     if not body:
         raise ApplicationError(
             "A comment cannot be empty.", field_errors={"body": "Write something."}

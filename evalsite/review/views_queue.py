@@ -405,7 +405,11 @@ def comments(request: HttpRequest, project_id: int, result_id: int) -> HttpRespo
                 {"result": result, "comment_form": form},
                 status=400,
             )
-        messages.error(request, "The comment is empty or too long.")
+        messages.error(
+            request,
+            "Comment not added: "
+            + " ".join(" ".join(errors) for errors in form.errors.values()),
+        )
         return redirect(_safe_next(request, fallback))
     try:
         comment = services_queue.comment_create(

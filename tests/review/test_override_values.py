@@ -91,7 +91,7 @@ def test_api_score_override_refuses_anything_but_a_number_within_the_scale(
 
 
 def test_api_score_override_of_1e308_is_a_400_and_rescore_keeps_working(
-    client, reviewer, run, result
+    client, reviewer, owner, run, result
 ):
     login(client, reviewer)
     resp = _post(client, result, {"kind": "score", "value": 1e308})
@@ -101,6 +101,7 @@ def test_api_score_override_of_1e308_is_a_400_and_rescore_keeps_working(
     ]
     ok = _post(client, result, {"kind": "score", "value": 1})
     assert ok.status_code == 201 and ok.json()["result"]["final_score"] == 1.0
+    login(client, owner)  # saving a rescore may be for owners only
     resp = _rescore(client, run, result.run_scorer, {"scale": 10}, save=True)
     assert resp.status_code == 200 and resp.json()["saved"] is True
 
@@ -281,10 +282,10 @@ def test_html_score_form_shows_the_error_and_stores_nothing(
     ],
 )
 def test_api_rescore_refuses_out_of_range_options(
-    client, reviewer, run, kind, raw_options, field
+    client, owner, run, kind, raw_options, field
 ):
     rs = run.run_scorers.get(kind=kind)
-    login(client, reviewer)
+    login(client, owner)
     resp = client.post(
         f"/api/runs/{run.pk}/rescore",
         f'{{"run_scorer_id": {rs.pk}, "options": {raw_options}, "save": true}}',
@@ -313,11 +314,11 @@ def test_api_rescore_refuses_out_of_range_factuality_category_scores(
     assert resp.json()["errors"][0]["field"] == "options.category_scores.disagree"
 
 
-def test_rescore_page_shows_range_errors(client, reviewer, project):
+def test_rescore_page_shows_range_errors(client, owner, project):
     run = make_run(project, kinds=["factuality"])
     rs = run.run_scorers.get()
     url = reverse("review:rescore", args=[run.project_id, run.pk])
-    login(client, reviewer)
+    login(client, owner)
     form = {
         "scorer": rs.pk,
         "scale": "1",
@@ -343,12 +344,12 @@ def test_rescore_page_shows_range_errors(client, reviewer, project):
 
 
 def test_stored_out_of_range_options_give_a_400_that_says_how_to_fix_them(
-    client, reviewer, run, result
+    client, owner, run, result
 ):
     RunScorer.objects.filter(pk=result.run_scorer_id).update(
         options={"scale": 1e308, "threshold": 0.5}
     )
-    login(client, reviewer)
+    login(client, owner)
     resp = _post(client, result, {"kind": "score", "value": 0.5})
     assert resp.status_code == 400
     assert "what-if rescore" in resp.json()["detail"]
