@@ -36,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument(
+        "--enable-control",
+        action="store_true",
+        help="serve the /_control and /_reset test hooks (tests and benchmarks only: "
+        "anyone who can reach the server could script its answers)",
+    )
     args = parser.parse_args(argv)
     for name in ("error_rate", "malformed_rate"):
         if not 0 <= getattr(args, name) <= 1:
@@ -49,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         retry_after=args.retry_after,
         verbose=args.verbose,
+        enable_control=args.enable_control,
     )
     print(
         f"offline judge listening on {server.base_url} (model 'offline-judge')",

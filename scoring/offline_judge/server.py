@@ -1,8 +1,10 @@
 """An OpenAI-compatible HTTP server answering judge steps with ``heuristics``.
 
-Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, and test hooks:
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /_stats``, and
+test hooks that change how it answers everyone, so they exist only when the server is
+started with ``enable_control=True`` (``--enable-control``; the tests and benchmarks):
 ``POST /_control`` (``{"script": [...], "reject_formats": [...], "latency_ms": n}``),
-``POST /_reset``, ``GET /_stats``.
+``POST /_reset``.
 
 Script items are consumed in order, one per chat request: ``ok``, ``429`` or
 ``429:<seconds>`` (with Retry-After), ``500``/``502``/``503``, ``malformed`` (broken
@@ -230,7 +232,12 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, UnicodeDecodeError):
             self._error(400, "the request body is not valid JSON")
             return
-        if path == "/_control":
+        if path in ("/_control", "/_reset") and not self.server.enable_control:
+            self._error(
+                404,
+                f"no route {self.path} (test hooks are off: start with --enable-control)",
+            )
+        elif path == "/_control":
             state.control(body if isinstance(body, dict) else {})
             self._send_json(200, {"ok": True})
         elif path == "/_reset":
@@ -363,11 +370,18 @@ class OfflineJudgeServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(
-        self, host: str, port: int, state: JudgeState, *, verbose: bool = False
+        self,
+        host: str,
+        port: int,
+        state: JudgeState,
+        *,
+        verbose: bool = False,
+        enable_control: bool = False,
     ) -> None:
         super().__init__((host, port), Handler)
         self.state = state
         self.verbose = verbose
+        self.enable_control = enable_control
         self._thread: threading.Thread | None = None
 
     @property
@@ -407,8 +421,11 @@ def start_server(
     seed: int = 0,
     retry_after: float = 0.1,
     verbose: bool = False,
+    enable_control: bool = False,
 ) -> OfflineJudgeServer:
-    """Start the offline judge in a background thread; ``.base_url`` and ``.stop()``."""
+    """Start the offline judge in a background thread; ``.base_url`` and ``.stop()``.
+
+    ``enable_control`` turns on the ``/_control`` and ``/_reset`` test hooks."""
     state = JudgeState(
         latency_ms=latency_ms,
         error_rate=error_rate,
@@ -416,4 +433,6 @@ def start_server(
         seed=seed,
         retry_after=retry_after,
     )
-    return OfflineJudgeServer(host, port, state, verbose=verbose).start()
+    return OfflineJudgeServer(
+        host, port, state, verbose=verbose, enable_control=enable_control
+    ).start()

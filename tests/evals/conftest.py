@@ -55,7 +55,7 @@ def make_dataset(project, n: int = 3, name: str = "support") -> Dataset:
 
 @pytest.fixture(scope="session")
 def offline_judge():
-    server = start_server(port=0)
+    server = start_server(port=0, enable_control=True)
     yield server
     server.stop()
 

@@ -49,7 +49,7 @@ class JudgeControl:
 
 @pytest.fixture(scope="session")
 def offline_server() -> Iterator[OfflineJudgeServer]:
-    server = start_server("127.0.0.1", 0)
+    server = start_server("127.0.0.1", 0, enable_control=True)
     yield server
     server.stop()
 
@@ -75,7 +75,7 @@ def client(judge: JudgeControl) -> openai.OpenAI:
 def own_judge() -> Iterator[JudgeControl]:
     """A private offline judge (its own base URL), for tests that change what the
     endpoint accepts."""
-    server = start_server("127.0.0.1", 0)
+    server = start_server("127.0.0.1", 0, enable_control=True)
     forget_formats()
     yield JudgeControl(server)
     server.stop()
