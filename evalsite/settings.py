@@ -6,6 +6,7 @@ var/); production sets DEBUG=false and then SECRET_KEY and ALLOWED_HOSTS are req
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import environ
@@ -54,6 +55,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "evalsite.core.middleware.ServerTimingMiddleware",
+    # Outermost but timing, so every response gets the header, even early answers.
+    "evalsite.core.middleware.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -135,6 +138,32 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:dashboard"
 LOGOUT_REDIRECT_URL = "accounts:login"
+# Every password check is throttled there (our login page and the admin's alike).
+AUTHENTICATION_BACKENDS = ["evalsite.accounts.backends.ThrottledModelBackend"]
+_RATE = re.compile(r"^\d+/\d*[smhd]$")
+
+
+def _login_rate(name: str, default: str) -> str:
+    value = env.str(name, default=default).strip()
+    if value and not _RATE.match(value):
+        raise ImproperlyConfigured(
+            f"{name} must look like 10/15m (failures per period: s, m, h or d), "
+            "or be empty to turn that limit off."
+        )
+    return value
+
+
+# Failed logins allowed per window: per account from every address together, and per
+# client address over every account. Only failures count.
+LOGIN_RATE_PER_ACCOUNT = _login_rate("LOGIN_RATE_PER_ACCOUNT", "10/15m")
+LOGIN_RATE_PER_IP = _login_rate("LOGIN_RATE_PER_IP", "50/15m")
+# Reverse proxies in front of the app that append the client's address to
+# X-Forwarded-For; 0 trusts REMOTE_ADDR only. With the wrong count, either the proxy's
+# address stands for every client or a client can choose its own address.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+RATELIMIT_IP_META_KEY = "evalsite.accounts.backends.client_ip"
+# Only staff may create projects (the button is hidden and the view and API refuse).
+PROJECT_CREATE_STAFF_ONLY = env.bool("PROJECT_CREATE_STAFF_ONLY", default=False)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -159,6 +188,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATASET_MAX_UPLOAD_BYTES = env.int(
     "DATASET_MAX_UPLOAD_BYTES", default=200 * 1024 * 1024
 )
+# One row of a dataset file: JSON nesting levels (the row is the first) and characters
+# per cell (a row may hold four full cells). A row past them is refused as it is read,
+# so what one row can cost in memory is bounded.
+DATASET_MAX_NESTING = env.int("DATASET_MAX_NESTING", default=32)
+DATASET_MAX_CELL_CHARS = env.int("DATASET_MAX_CELL_CHARS", default=1_000_000)
+if not 1 <= DATASET_MAX_NESTING <= 200:
+    # Decoding recurses once per level: far deeper would meet Python's recursion limit.
+    raise ImproperlyConfigured("DATASET_MAX_NESTING must be between 1 and 200.")
+if DATASET_MAX_CELL_CHARS < 1:
+    raise ImproperlyConfigured("DATASET_MAX_CELL_CHARS must be at least 1.")
+# Uploads waiting between the preview and mapping steps live in VAR_DIR/uploads; all of
+# them together may take this much disk, and an upload that would pass it is refused.
+UPLOAD_SPOOL_MAX_BYTES = env.int("UPLOAD_SPOOL_MAX_BYTES", default=1024 * 1024 * 1024)
 
 # API lists are paginated with limit/offset; a client cannot ask for everything at once.
 NINJA_PAGINATION_PER_PAGE = 50
@@ -175,9 +217,38 @@ EVALS_FANOUT_CHUNK = env.int("EVALS_FANOUT_CHUNK", default=500)
 
 # Judges
 OFFLINE_JUDGE_URL = env.str("OFFLINE_JUDGE_URL", default="http://127.0.0.1:8011/v1")
+# Environment variables a judge may take its key from (shell-style patterns): any project
+# owner can name one, so server secrets such as SECRET_KEY must never match.
+JUDGE_KEY_ENV_ALLOWED = env.list(
+    "JUDGE_KEY_ENV_ALLOWED", default=["EVALSITE_JUDGE_KEY_*", "OPENAI_API_KEY"]
+)
+# Private, loopback and link-local hosts judges may reach (host, host:port, address or
+# CIDR network). Public addresses are always allowed, the offline judge's host:port too,
+# and loopback when DEBUG is on.
+JUDGE_ALLOWED_PRIVATE_HOSTS = env.list("JUDGE_ALLOWED_PRIVATE_HOSTS", default=[])
+# Error pages and reports hide sensitive locals and POST fields even with DEBUG on.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "evalsite.lib.debug.AlwaysSafeExceptionReporterFilter"
 
 # Security: strict when not in DEBUG (python manage.py check --deploy is clean).
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Sent on every response: scripts and styles only from our own static files (htmx
+# included), no inline script, handler attribute or eval; no framing. The Django debug
+# pages (DEBUG only) go without it: they are built of inline scripts and styles.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        # Pico's icons are data: URIs in its stylesheet.
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 # Sessions read from the cache (Redis when configured), written through to the database.
@@ -208,26 +279,6 @@ else:
         "processed_folder": str(CELERY_FS_DIR / "processed"),
         "store_processed": False,
         "control_folder": str(CELERY_FS_DIR / "control"),
-# Environment variables a judge may take its key from (shell-style patterns): any project
-# owner can name one, so server secrets such as SECRET_KEY must never match.
-JUDGE_KEY_ENV_ALLOWED = env.list(
-    "JUDGE_KEY_ENV_ALLOWED", default=["EVALSITE_JUDGE_KEY_*", "OPENAI_API_KEY"]
-)
-# Private, loopback and link-local hosts judges may reach (host, host:port, address or
-# CIDR network). Public addresses are always allowed, the offline judge's host:port too,
-# and loopback when DEBUG is on.
-JUDGE_ALLOWED_PRIVATE_HOSTS = env.list("JUDGE_ALLOWED_PRIVATE_HOSTS", default=[])
-# Error pages and reports hide sensitive locals and POST fields even with DEBUG on.
-DEFAULT_EXCEPTION_REPORTER_FILTER = "evalsite.lib.debug.AlwaysSafeExceptionReporterFilter"
-# Environment variables a judge may take its key from (shell-style patterns): any project
-# owner can name one, so server secrets such as SECRET_KEY must never match.
-JUDGE_KEY_ENV_ALLOWED = env.list(
-    "JUDGE_KEY_ENV_ALLOWED", default=["EVALSITE_JUDGE_KEY_*", "OPENAI_API_KEY"]
-)
-# Private, loopback and link-local hosts judges may reach (host, host:port, address or
-# CIDR network). Public addresses are always allowed, the offline judge's host:port too,
-# and loopback when DEBUG is on.
-JUDGE_ALLOWED_PRIVATE_HOSTS = env.list("JUDGE_ALLOWED_PRIVATE_HOSTS", default=[])
         # The default 1 s poll caps each worker at `concurrency` tasks a second.
         "polling_interval": env.float("CELERY_FS_POLLING_INTERVAL", default=0.05),
     }
@@ -255,6 +306,18 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=660)
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Periodic jobs, sent by `celery beat` (started by `make run` and docker compose); each
+# is safe to run twice, and expires rather than piling up while no worker runs.
+CELERY_BEAT_SCHEDULE = {
+    # Every 10 minutes: delete dataset uploads abandoned between the preview and
+    # mapping steps for over an hour.
+    "dataset-uploads-cleanup": {
+        "task": "evalsite.datasets.tasks.dataset_uploads_cleanup",
+        "schedule": 600.0,
+        "options": {"expires": 600},
+    },
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Celery's Django fixup closes a worker's database connection before and after every
 # task unless this is set; connecting to Postgres anew per task held the run benchmark
 # at 64 % of its bound instead of 76-79 %. Django's own rule (CONN_MAX_AGE, health

@@ -1,12 +1,42 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
 
-from evalsite.accounts.models import ApiToken, Membership, Project
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from evalsite.accounts.models import ApiToken, Membership, Project, Role
+
+LAST_OWNER_MESSAGE = (
+    "A project needs at least one owner: make someone else owner first."
+)
+
+
+class MembershipInlineFormSet(forms.BaseInlineFormSet):
+    """The admin's project page edits all memberships at once: at least one owner must
+    be left among those kept (the app's own views refuse the same through services)."""
+
+    def clean(self) -> None:
+        super().clean()
+        kept = [
+            form
+            for form in self.forms
+            if form.cleaned_data  # an untouched extra row has none
+            and not (self.can_delete and self._should_delete_form(form))
+        ]
+        had_members = bool(self.instance.pk) and self.instance.memberships.exists()
+        if (kept or had_members) and not any(
+            form.cleaned_data.get("role") == Role.OWNER for form in kept
+        ):
+            raise ValidationError(LAST_OWNER_MESSAGE)
 
 
 class MembershipInline(admin.TabularInline):
     model = Membership
+    formset = MembershipInlineFormSet
     extra = 0
     raw_id_fields = ["user"]
 
@@ -18,10 +48,59 @@ class ProjectAdmin(admin.ModelAdmin):
     inlines = [MembershipInline]
 
 
+class MembershipAdminForm(forms.ModelForm):
+    class Meta:
+        model = Membership
+        fields = ["project", "user", "role"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        before = self.instance
+        if before.pk and before.role == Role.OWNER:
+            # The owner row leaves its project when demoted or moved to another one.
+            leaves = (
+                data.get("role") != Role.OWNER or data.get("project") != before.project
+            )
+            others = (
+                Membership.objects.filter(project_id=before.project_id, role=Role.OWNER)
+                .exclude(pk=before.pk)
+                .exists()
+            )
+            if leaves and not others:
+                raise ValidationError(LAST_OWNER_MESSAGE)
+        return data
+
+
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
+    form = MembershipAdminForm
     list_display = ["project", "user", "role"]
     list_filter = ["role"]
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: Membership | None = None
+    ) -> bool:
+        if obj is not None and _leaves_a_project_ownerless([obj.pk]):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        if _leaves_a_project_ownerless(list(queryset.values_list("pk", flat=True))):
+            raise PermissionDenied(LAST_OWNER_MESSAGE)
+        super().delete_queryset(request, queryset)
+
+
+def _leaves_a_project_ownerless(pks: list[int]) -> bool:
+    """Whether deleting these memberships removes every owner of some project."""
+    doomed = Membership.objects.filter(pk__in=pks, role=Role.OWNER)
+    for project_id in doomed.values_list("project_id", flat=True).distinct():
+        if (
+            not Membership.objects.filter(project_id=project_id, role=Role.OWNER)
+            .exclude(pk__in=pks)
+            .exists()
+        ):
+            return True
+    return False
 
 
 @admin.register(ApiToken)

@@ -8,7 +8,11 @@ from ninja.pagination import paginate
 from evalsite.accounts import services
 from evalsite.accounts.models import Membership, Project
 from evalsite.accounts.schemas import MemberIn, MemberOut, ProjectIn, ProjectOut
-from evalsite.accounts.selectors import project_get_for_user, project_list_for_user
+from evalsite.accounts.selectors import (
+    project_get_for_user,
+    project_list_for_user,
+    require_project_create,
+)
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.pagination import LimitOffsetPagination
 
@@ -21,6 +25,8 @@ def _project_out(project: Project, role: str | None) -> dict:
         "name": project.name,
         "description": project.description,
         "blind_review": project.blind_review,
+        "reviewers_can_start_runs": project.reviewers_can_start_runs,
+        "reviewers_can_save_rescore": project.reviewers_can_save_rescore,
         "created_at": project.created_at,
         "role": role,
     }
@@ -40,6 +46,7 @@ def project_list(request: HttpRequest) -> list[dict]:
 
 @router.post("/projects", response={201: ProjectOut})
 def project_create(request: HttpRequest, payload: ProjectIn) -> dict:
+    require_project_create(user=request.user)
     project = services.project_create(
         user=request.user, name=payload.name, description=payload.description
     )

@@ -27,3 +27,5 @@ class ProjectSettingsForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={"rows": 2})
     )
     blind_review = forms.BooleanField(required=False)
+    reviewers_can_start_runs = forms.BooleanField(required=False)
+    reviewers_can_save_rescore = forms.BooleanField(required=False)

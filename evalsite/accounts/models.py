@@ -24,6 +24,18 @@ class Project(models.Model):
         default=False,
         help_text="Reviewers give pass/fail before they see the judge's verdict.",
     )
+    # What reviewers may do beyond reviewing; owners always may. Off by default: both
+    # cost money or rewrite everyone's numbers, so the owner opts in.
+    reviewers_can_start_runs = models.BooleanField(
+        default=False,
+        help_text="Reviewers may start runs on paid judges (any judge but the "
+        "built-in offline judge) and retry their failed results.",
+    )
+    reviewers_can_save_rescore = models.BooleanField(
+        default=False,
+        help_text="Reviewers may save a what-if rescore, which rewrites every "
+        "result's final score for everyone.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -70,6 +82,22 @@ class Membership(models.Model):
     @property
     def can_manage(self) -> bool:
         return self.role == Role.OWNER
+
+    @property
+    def can_start_paid_runs(self) -> bool:
+        """Start (or retry) runs whose judge costs money: owners, and reviewers when the
+        owner allows it."""
+        if self.role == Role.OWNER:
+            return True
+        return self.role == Role.REVIEWER and self.project.reviewers_can_start_runs
+
+    @property
+    def can_save_rescore(self) -> bool:
+        """Save a rescore (rewrites every result's final score): owners, and reviewers
+        when the owner allows it."""
+        if self.role == Role.OWNER:
+            return True
+        return self.role == Role.REVIEWER and self.project.reviewers_can_save_rescore
 
 
 TOKEN_PREFIX = "evs_"

@@ -17,6 +17,8 @@ class ProjectOut(Schema):
     name: str
     description: str
     blind_review: bool
+    reviewers_can_start_runs: bool
+    reviewers_can_save_rescore: bool
     created_at: datetime
     role: str | None = None
 

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Protocol
+
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -56,6 +60,57 @@ def require_role(
         raise PermissionDenied("Only project owners can do this.")
     if write and not membership.can_review:
         raise PermissionDenied("Viewers cannot change anything in this project.")
+
+
+PROJECT_CREATE_STAFF_ONLY_MESSAGE = (
+    "Only staff can create projects on this server; ask an administrator to create "
+    "one and add you to it."
+)
+
+
+def project_create_allowed(*, user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Whether `user` may create projects: anyone signed in, or only staff when
+    PROJECT_CREATE_STAFF_ONLY is on."""
+    if not user.is_authenticated:
+        return False
+    return not settings.PROJECT_CREATE_STAFF_ONLY or bool(
+        getattr(user, "is_staff", False)
+    )
+
+
+def require_project_create(*, user: AbstractBaseUser | AnonymousUser) -> None:
+    if not project_create_allowed(user=user):
+        raise PermissionDenied(PROJECT_CREATE_STAFF_ONLY_MESSAGE)
+
+
+class _Judge(Protocol):
+    is_offline: bool
+
+
+def require_run_start(
+    *, membership: Membership, judges: Iterable[_Judge | None]
+) -> None:
+    """Refuse a run (or a retry of its failures) the member may not start: viewers
+    never; reviewers not on a paid judge (any of `judges` but the built-in offline
+    one) unless the owner allows it in the project settings."""
+    require_role(membership, write=True)
+    paid = sorted({str(j) for j in judges if j is not None and not j.is_offline})
+    if paid and not membership.can_start_paid_runs:
+        raise PermissionDenied(
+            f"Only project owners can start runs on a paid judge ({', '.join(paid)}) "
+            "in this project; an owner can allow reviewers in the project settings."
+        )
+
+
+def require_rescore_save(*, membership: Membership) -> None:
+    """Refuse saving a rescore (it rewrites every result's final score for everyone)
+    to all but owners, and reviewers the owner allowed in the project settings."""
+    require_role(membership, write=True)
+    if not membership.can_save_rescore:
+        raise PermissionDenied(
+            "Only project owners can save a rescore in this project (it rewrites every "
+            "result's final score); an owner can allow reviewers in the project settings."
+        )
 
 
 def project_overview(*, project: Project, user: AbstractBaseUser) -> dict:

@@ -50,12 +50,43 @@ def on_project_created(hook) -> None:  # type: ignore[no-untyped-def]
         _PROJECT_CREATED_HOOKS.append(hook)
 
 
+def _lock_project(project: Project) -> None:
+    """Serialise membership changes of one project for the rest of the transaction, so
+    two owners demoting or removing each other at once cannot both pass the last-owner
+    check (each would still see the other as an owner)."""
+    list(Project.objects.select_for_update().filter(pk=project.pk).values_list("pk"))
+
+
+def _other_owners_exist(*, project: Project, membership: Membership) -> bool:
+    return (
+        Membership.objects.filter(project=project, role=Role.OWNER)
+        .exclude(pk=membership.pk)
+        .exists()
+    )
+
+
+@transaction.atomic
 def membership_set(
     *, project: Project, user: AbstractBaseUser, role: str
 ) -> Membership:
+    """Add `user` to the project with `role`, or change their role.
+
+    Refuses to demote the project's last owner: every project keeps one."""
     if role not in Role.values:
         raise ApplicationError(
             f"Unknown role {role!r}.", field_errors={"role": "Unknown role."}
+        )
+    _lock_project(project)
+    current = Membership.objects.filter(project=project, user=user).first()
+    if (
+        current is not None
+        and current.role == Role.OWNER
+        and role != Role.OWNER
+        and not _other_owners_exist(project=project, membership=current)
+    ):
+        raise ApplicationError(
+            "A project needs at least one owner: make someone else owner first.",
+            field_errors={"role": "The last owner must stay owner."},
         )
     membership, _ = Membership.objects.update_or_create(
         project=project, user=user, defaults={"role": role}
@@ -109,7 +140,11 @@ def project_update(
     name: str,
     description: str,
     blind_review: bool,
+    reviewers_can_start_runs: bool | None = None,
+    reviewers_can_save_rescore: bool | None = None,
 ) -> Project:
+    """Change the project's settings; the two reviewer permissions change only when
+    given."""
     if not name.strip():
         raise ApplicationError(
             "A project needs a name.", field_errors={"name": "Required."}
@@ -124,17 +159,30 @@ def project_update(
     project.name = name.strip()
     project.description = description
     project.blind_review = blind_review
-    project.save(update_fields=["name", "description", "blind_review"])
+    fields = ["name", "description", "blind_review"]
+    if reviewers_can_start_runs is not None:
+        project.reviewers_can_start_runs = reviewers_can_start_runs
+        fields.append("reviewers_can_start_runs")
+    if reviewers_can_save_rescore is not None:
+        project.reviewers_can_save_rescore = reviewers_can_save_rescore
+        fields.append("reviewers_can_save_rescore")
+    project.save(update_fields=fields)
     return project
 
 
+@transaction.atomic
 def membership_remove(*, membership: Membership) -> None:
-    is_last_owner = (
-        membership.role == Role.OWNER
-        and not Membership.objects.filter(project=membership.project, role=Role.OWNER)
-        .exclude(pk=membership.pk)
-        .exists()
+    _lock_project(membership.project)
+    # Re-read under the lock: the role may have changed since the caller loaded it.
+    role = (
+        Membership.objects.filter(pk=membership.pk)
+        .values_list("role", flat=True)
+        .first()
     )
-    if is_last_owner:
+    if role is None:
+        return  # already removed
+    if role == Role.OWNER and not _other_owners_exist(
+        project=membership.project, membership=membership
+    ):
         raise ApplicationError("A project needs at least one owner.")
     membership.delete()

@@ -5,11 +5,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.decorators import method_decorator
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_ratelimit.decorators import ratelimit
+from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from evalsite.accounts import services
+from evalsite.accounts.backends import LOGIN_THROTTLED_MESSAGE, login_throttled
 from evalsite.accounts.forms import (
     ApiTokenForm,
     MemberForm,
@@ -18,42 +20,52 @@ from evalsite.accounts.forms import (
 )
 from evalsite.accounts.models import ApiToken, Membership
 from evalsite.accounts.selectors import (
+    project_create_allowed,
     project_get_for_user,
     project_list_for_user,
     project_overview,
+    require_project_create,
 )
 from evalsite.core.exceptions import ApplicationError
 
 
-@method_decorator(
-    ratelimit(key="ip", rate="10/m", method="POST", block=False), name="dispatch"
-)
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
 class LoginView(auth_views.LoginView):
+    """The login page; the throttle itself lives in the authentication backend (it
+    covers the admin's login too), this only answers a throttled client with 429."""
+
     template_name = "accounts/login.html"
     redirect_authenticated_user = True
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:  # type: ignore[no-untyped-def]
-        if getattr(request, "limited", False):
+        if login_throttled(request, str(request.POST.get("username") or "")):
             form = self.get_form()
-            form.add_error(
-                None, "Too many login attempts. Wait a minute and try again."
-            )
+            form.add_error(None, LOGIN_THROTTLED_MESSAGE)
             return self.render_to_response(self.get_context_data(form=form), status=429)
         return super().post(request, *args, **kwargs)
 
 
+def _dashboard_context(request: HttpRequest, form: ProjectForm) -> dict[str, object]:
+    return {
+        "projects": project_list_for_user(user=request.user),
+        "form": form,
+        "can_create_project": project_create_allowed(user=request.user),
+    }
+
+
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
-    projects = project_list_for_user(user=request.user)
     return render(
-        request,
-        "accounts/dashboard.html",
-        {"projects": projects, "form": ProjectForm()},
+        request, "accounts/dashboard.html", _dashboard_context(request, ProjectForm())
     )
 
 
 @require_POST
 def project_create(request: HttpRequest) -> HttpResponse:
+    require_project_create(user=request.user)
     form = ProjectForm(request.POST)
     if form.is_valid():
         try:
@@ -67,11 +79,10 @@ def project_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Project “{project.name}” created.")
             return redirect("accounts:project", project_id=project.pk)
-    projects = project_list_for_user(user=request.user)
     return render(
         request,
         "accounts/dashboard.html",
-        {"projects": projects, "form": form},
+        _dashboard_context(request, form),
         status=400,
     )
 
@@ -102,6 +113,8 @@ def project_settings(request: HttpRequest, project_id: int) -> HttpResponse:
                 "name": project.name,
                 "description": project.description,
                 "blind_review": project.blind_review,
+                "reviewers_can_start_runs": project.reviewers_can_start_runs,
+                "reviewers_can_save_rescore": project.reviewers_can_save_rescore,
             }
         )
     memberships = (
@@ -134,28 +147,46 @@ def member_set(request: HttpRequest, project_id: int) -> HttpResponse:
         if user is None:
             messages.error(request, f"No user named “{form.cleaned_data['username']}”.")
         else:
-            services.membership_set(
-                project=project, user=user, role=form.cleaned_data["role"]
-            )
-            messages.success(request, f"{user} is now {form.cleaned_data['role']}.")
+            try:
+                services.membership_set(
+                    project=project, user=user, role=form.cleaned_data["role"]
+                )
+            except ApplicationError as exc:
+                messages.error(request, exc.message)
+            else:
+                messages.success(request, f"{user} is now {form.cleaned_data['role']}.")
     else:
         messages.error(request, "Give a username and a role.")
     return redirect("accounts:settings", project_id=project.pk)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def member_remove(
-    request: HttpRequest, project_id: int, membership_id: int
+    request: HtmxHttpRequest, project_id: int, membership_id: int
 ) -> HttpResponse:
+    """GET, or a POST without `confirm=yes`: the confirmation page (so removal needs a
+    second, deliberate step without JS too). POST with it: remove. htmx sends the
+    confirmation itself after the browser's hx-confirm dialog."""
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
-    membership = get_object_or_404(Membership, pk=membership_id, project=project)
+    membership = get_object_or_404(
+        Membership.objects.select_related("user"), pk=membership_id, project=project
+    )
+    if request.method == "GET" or request.POST.get("confirm") != "yes":
+        return render(
+            request,
+            "accounts/member_remove.html",
+            {"project": project, "membership": membership},
+        )
     try:
         services.membership_remove(membership=membership)
     except ApplicationError as exc:
         messages.error(request, exc.message)
     else:
         messages.success(request, f"Removed {membership.user}.")
-    return redirect("accounts:settings", project_id=project.pk)
+    settings_url = reverse("accounts:settings", args=[project.pk])
+    if request.htmx:
+        return HttpResponseClientRedirect(settings_url)
+    return redirect(settings_url)
 
 
 @require_http_methods(["GET", "POST"])

@@ -4,6 +4,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.middleware import (
     LoginRequiredMiddleware as DjangoLoginRequired,
 )
@@ -23,6 +24,26 @@ class ServerTimingMiddleware:
         response = self.get_response(request)
         elapsed_ms = (time.perf_counter() - started) * 1000
         response["Server-Timing"] = f"app;dur={elapsed_ms:.1f}"
+        return response
+
+
+class ContentSecurityPolicyMiddleware:
+    """`Content-Security-Policy: <CONTENT_SECURITY_POLICY>` on every response.
+
+    A response that sets its own policy keeps it. In DEBUG only, Django's technical
+    404 and 500 pages (inline scripts and styles throughout) are sent without one, so
+    they keep working; in production those statuses are our own templates.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = self.get_response(request)
+        policy = settings.CONTENT_SECURITY_POLICY
+        if not policy or (settings.DEBUG and response.status_code in (404, 500)):
+            return response
+        response.setdefault("Content-Security-Policy", policy)
         return response
 
 

@@ -2,18 +2,25 @@
 
 The file is uploaded once: the first step stores it under VAR_DIR/uploads named by a
 random token, the view binds the token to the user and project in the session, and the
-file is deleted after the dataset is created, or by `uploads_cleanup` after an hour.
+file is deleted after the dataset is created, or by `uploads_cleanup` after an hour
+(celery beat runs it every 10 minutes, see CELERY_BEAT_SCHEDULE). All waiting files
+together may take at most UPLOAD_SPOOL_MAX_BYTES of disk.
 """
 
 from __future__ import annotations
 
+import fcntl
 import re
 import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+
+from evalsite.core.exceptions import ApplicationError
 
 MAX_AGE_SECONDS = 3600
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -33,14 +40,63 @@ def upload_path(token: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def _spool_bytes() -> int:
+    total = 0
+    for path in uploads_dir().glob("*.upload"):
+        try:
+            total += path.stat().st_size
+        except FileNotFoundError:
+            continue  # removed meanwhile
+    return total
+
+
+@contextmanager
+def _spool_lock() -> Iterator[None]:
+    """One process at a time between measuring the spool and reserving room in it."""
+    with open(uploads_dir() / ".lock", "ab") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def upload_store(*, file: UploadedFile) -> str:
-    """Copy an upload to disk chunk by chunk; return its token."""
+    """Copy an upload to disk chunk by chunk; return its token.
+
+    1. Sweep expired uploads.
+    2. Under a lock, check the file fits in UPLOAD_SPOOL_MAX_BYTES with every upload
+       still waiting, and reserve its room: the file is created at its full (sparse)
+       size, so a concurrent upload counts it. ApplicationError when it does not fit.
+    3. Copy the upload into it.
+    """
+    from evalsite.datasets.services import human_bytes
+
     uploads_cleanup()
+    size = file.size or 0
+    cap = settings.UPLOAD_SPOOL_MAX_BYTES
     token = secrets.token_urlsafe(24)
     path = uploads_dir() / f"{token}.upload"
-    with open(path, "wb") as out:
-        for chunk in file.chunks():
-            out.write(chunk)
+    with _spool_lock():
+        used = _spool_bytes()
+        if used + size > cap:
+            raise ApplicationError(
+                f"The server's room for uploads waiting for their column mapping is "
+                f"full ({human_bytes(used)} of {human_bytes(cap)} in use, this file is "
+                f"{human_bytes(size)}). Finish or abandon other uploads, or try again "
+                "within the hour; an administrator can raise UPLOAD_SPOOL_MAX_BYTES.",
+                field_errors={"file": "No room for this upload on the server now."},
+            )
+        with open(path, "wb") as out:
+            out.truncate(size)
+    try:
+        with open(path, "r+b") as out:
+            for chunk in file.chunks():
+                out.write(chunk)
+            out.truncate()
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
     return token
 
 

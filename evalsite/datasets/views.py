@@ -68,6 +68,7 @@ def dataset_upload(request: HttpRequest, project_id: int) -> HttpResponse:
         # Size first, so an oversized file is refused before it is copied anywhere.
         services.dataset_check_upload(file=upload)
         preview = services.dataset_preview(file=upload, file_format=file_format)
+        token = uploads.upload_store(file=upload)
     except ApplicationError as exc:
         return render(
             request,
@@ -77,7 +78,6 @@ def dataset_upload(request: HttpRequest, project_id: int) -> HttpResponse:
             ),
             status=400,
         )
-    token = uploads.upload_store(file=upload)
     name = form.cleaned_data["name"] or os.path.splitext(upload.name or "dataset")[0]
     now = time.time()
     # Forget abandoned uploads (their files are swept by uploads_cleanup).

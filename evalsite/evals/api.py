@@ -10,7 +10,7 @@ from django.urls import reverse
 from ninja import Router, Status
 from ninja.pagination import paginate
 
-from evalsite.accounts.selectors import project_get_for_user
+from evalsite.accounts.selectors import project_get_for_user, require_run_start
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals import selectors, services
@@ -272,6 +272,10 @@ def run_create(
     except Http404 as exc:
         field = "dataset_id" if "dataset" in str(exc) else "scorer_ids"
         raise ApplicationError(str(exc), field_errors={field: str(exc)}) from exc
+    require_run_start(
+        membership=project.membership,  # type: ignore[attr-defined]
+        judges=[s.judge for s in scorers],
+    )
     run = services.run_start(
         project=project,
         user=request.user,
@@ -321,6 +325,11 @@ def run_cancel(request: HttpRequest, run_id: int) -> dict[str, Any]:
 @router.post("/runs/{run_id}/retry-failed", response=RetryOut)
 def run_retry_failed(request: HttpRequest, run_id: int) -> dict[str, Any]:
     run = selectors.run_get_for_user(user=request.user, pk=run_id, write=True)
+    # A retry calls the run's judges again: the same rule as starting the run.
+    require_run_start(
+        membership=run.project.membership,  # type: ignore[attr-defined]
+        judges=[rs.judge for rs in run.run_scorers.select_related("judge")],
+    )
     count = services.run_retry_failed(run=run, user=request.user)
     run.refresh_from_db()
     return {"id": run.pk, "status": run.status, "retried": count}

@@ -13,7 +13,7 @@ from django.views.decorators.debug import sensitive_post_parameters, sensitive_v
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from evalsite.accounts.selectors import project_get_for_user
+from evalsite.accounts.selectors import project_get_for_user, require_run_start
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import selectors, services
 from evalsite.evals.forms import JudgeForm, RunStartForm, ScorerForm
@@ -275,12 +275,17 @@ def _preview_context(project_id: int, form: RunStartForm) -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 def run_create(request: HttpRequest, project_id: int) -> HttpResponse:
     """GET: the start form (with a preview once a dataset and scorers are chosen).
-    POST: start the run. htmx GETs get only the #run-preview region."""
-    write = request.method == "POST"
-    project = project_get_for_user(user=request.user, pk=project_id, write=write)
+    POST: start the run. htmx GETs get only the #run-preview region. Viewers get
+    neither (403); reviewers start runs on paid judges only if the owner allows it."""
+    project = project_get_for_user(user=request.user, pk=project_id, write=True)
+    membership = project.membership  # type: ignore[attr-defined]
     if request.method == "POST":
         form = RunStartForm(request.POST, project_id=project.pk)
         if form.is_valid():
+            require_run_start(
+                membership=membership,
+                judges=[s.judge for s in form.cleaned_data["scorers"]],
+            )
             try:
                 run = services.run_start(
                     project=project,
@@ -299,6 +304,7 @@ def run_create(request: HttpRequest, project_id: int) -> HttpResponse:
         context = {
             "project": project,
             "form": form,
+            "can_start_paid": membership.can_start_paid_runs,
             **_preview_context(project.pk, form),
         }
         return render(request, "evals/run_new.html", context, status=400)
@@ -307,6 +313,7 @@ def run_create(request: HttpRequest, project_id: int) -> HttpResponse:
     context = {
         "project": project,
         "form": form,
+        "can_start_paid": membership.can_start_paid_runs,
         **(_preview_context(project.pk, form) if has_choice else {"preview": None}),
     }
     template = "evals/run_new.html"
@@ -338,12 +345,18 @@ def _summary_context(run: Run) -> dict[str, Any]:
 
 
 def _run_context(run: Run) -> dict[str, Any]:
+    membership = run.project.membership
+    run_scorers = list(run.run_scorers.select_related("judge"))
+    paid = any(rs.judge is not None and not rs.judge.is_offline for rs in run_scorers)
     return {
         "project": run.project,
         "run": run,
         "progress": selectors.run_progress(run=run),
-        "run_scorers": list(run.run_scorers.select_related("judge")),
-        "can_write": run.project.membership.can_review,
+        "run_scorers": run_scorers,
+        "can_write": membership.can_review,
+        # Retrying calls the judges again: on a paid judge, only who may start runs.
+        "can_retry": membership.can_review
+        and (not paid or membership.can_start_paid_runs),
     }
 
 
@@ -398,6 +411,11 @@ def run_cancel(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 def run_retry_failed(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
     run = selectors.run_get_for_user(
         user=request.user, pk=pk, project_id=project_id, write=True
+    )
+    # A retry calls the run's judges again: the same rule as starting the run.
+    require_run_start(
+        membership=run.project.membership,
+        judges=[rs.judge for rs in run.run_scorers.select_related("judge")],
     )
     try:
         count = services.run_retry_failed(run=run, user=request.user)

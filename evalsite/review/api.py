@@ -10,6 +10,7 @@ from typing import Any
 from django.http import Http404, HttpRequest
 from ninja import Query, Router, Status
 
+from evalsite.accounts.selectors import require_rescore_save
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, RunScorer
 from evalsite.review import selectors, services
@@ -186,8 +187,11 @@ def _run_scorer_for(run_id: int, payload: RescoreIn) -> RunScorer:
 def run_rescore(
     request: HttpRequest, run_id: int, payload: RescoreIn
 ) -> dict[str, Any]:
-    # Even a preview is a POST: reviewers and owners only, like the UI.
+    # Even a preview is a POST: reviewers and owners only, like the UI. Saving
+    # rewrites everyone's final scores: owners, or reviewers the owner allowed.
     run = selectors.run_get_for_user(user=request.user, pk=run_id, write=True)
+    if payload.save:
+        require_rescore_save(membership=run.project.membership)  # type: ignore[attr-defined]
     preview = services.run_rescore(
         run=run,
         run_scorer=_run_scorer_for(run.pk, payload),

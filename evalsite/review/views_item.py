@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evalsite.accounts.selectors import project_get_for_user
+from evalsite.accounts.selectors import project_get_for_user, require_rescore_save
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import JudgeCall, Result, RunScorer
 from evalsite.review import selectors, services
@@ -282,7 +282,9 @@ def accept(request: HttpRequest, project_id: int, result_id: int) -> HttpRespons
 @require_http_methods(["GET", "POST"])
 def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
     """What-if: GET shows the form; POST action=preview shows before → after;
-    POST action=save saves a new scorer version; discard is a link back."""
+    POST action=save saves a new scorer version (owners, or reviewers the owner
+    allowed) once confirmed: without `confirm=yes` it previews and asks (hx-confirm
+    sends it with htmx); discard is a link back."""
     write = request.method == "POST"
     run = selectors.run_get_for_user(
         user=request.user, pk=run_id, project_id=project_id, write=write
@@ -303,6 +305,9 @@ def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
     )
     preview = None
     error = ""
+    confirm_save = False
+    if write and request.POST.get("action") == "save":
+        require_rescore_save(membership=run.project.membership)  # type: ignore[attr-defined]
     if write and not form.is_valid():
         # htmx swaps only the result region, so the reason goes there too.
         error = "Not computed: " + "; ".join(
@@ -311,6 +316,10 @@ def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
         )
     elif write:
         save = request.POST.get("action") == "save"
+        if save and request.POST.get("confirm") != "yes":
+            # It rewrites the scorer's final scores for everyone: show what changes
+            # and ask first.
+            save, confirm_save = False, True
         try:
             preview = services.run_rescore(
                 run=run,
@@ -345,6 +354,8 @@ def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
         "preview": preview,
         "error": error,
         "can_write": _can_write(run.project),
+        "can_save": run.project.membership.can_save_rescore,  # type: ignore[attr-defined]
+        "confirm_save": confirm_save and preview is not None,
         "finished": run.is_finished,
     }
     template = "review/rescore.html"

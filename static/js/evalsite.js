@@ -9,3 +9,20 @@ document.addEventListener("htmx:responseError", (event) => {
   article.textContent = status === 403 ? "Your role does not allow this." : `Request failed (${status}).`;
   box.prepend(article);
 });
+
+// A <select data-autosubmit> submits its form when it changes (the <noscript> button
+// does it without JS). Here rather than in onchange="…": the CSP allows no inline script.
+document.addEventListener("change", (event) => {
+  const select = event.target.closest && event.target.closest("select[data-autosubmit]");
+  if (select && select.form) select.form.requestSubmit();
+});
+
+// A comment posted through htmx: empty the form and its errors, and drop the
+// "No comments yet" line of its list.
+document.addEventListener("htmx:afterRequest", (event) => {
+  const form = event.target.closest && event.target.closest("form[data-comment-form]");
+  if (!form || !event.detail.successful) return;
+  form.reset();
+  form.querySelector(".comment-errors")?.replaceChildren();
+  document.querySelector(`${form.dataset.commentList} .no-comments`)?.remove();
+});

@@ -179,7 +179,10 @@ def test_rescore_page_preview_and_save(client, reviewer, viewer, run):
     assert html.lstrip().startswith('<section id="rescore-result">')
     assert "Preview (nothing saved)" in html
     assert rs.results.filter(final_score=0.75).exists()
-    resp = client.post(url, {**form, "action": "save"})
+    # Saving rewrites everyone's scores: reviewers need the owner's leave, and confirm.
+    run.project.reviewers_can_save_rescore = True
+    run.project.save(update_fields=["reviewers_can_save_rescore"])
+    resp = client.post(url, {**form, "action": "save", "confirm": "yes"})
     assert resp.status_code == 302
     assert not rs.results.filter(
         final_score=0.75
@@ -189,6 +192,8 @@ def test_rescore_page_preview_and_save(client, reviewer, viewer, run):
 
 def test_rescore_api_preview_and_save_by_config_id(client, reviewer, run):
     rs = run.run_scorers.get()
+    run.project.reviewers_can_save_rescore = True  # saving needs the owner's leave
+    run.project.save(update_fields=["reviewers_can_save_rescore"])
     login(client, reviewer)
     body = {"scorer_id": rs.scorer_id, "options": {"threshold": 0.7}}
     data = client.post(
