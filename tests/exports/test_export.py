@@ -145,9 +145,32 @@ def test_errored_results_are_exported_with_their_message_and_no_score(
     assert errored["judge_passed"] == ""
 
 
-@pytest.mark.parametrize(
-    "payload", ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"]
-)
+FORMULA_PAYLOADS = [
+    '=HYPERLINK("http://x")',
+    "+1+1",
+    "-2+3",
+    "@SUM(A1)",
+    "\tcmd",
+    "\rcmd",
+    # Past a first-character check: leading whitespace and line feeds...
+    " =1+1",
+    "   @SUM(A1)",
+    "\n=cmd|' /C calc'!A0",
+    "\r\n=cmd",
+    "\u3000=1+1",  # ideographic space
+    "\xa0-2+3",  # no-break space
+    # ...and the full-width and small forms spreadsheet input folds to ASCII.
+    '＝HYPERLINK("http://x")',
+    "＋1+1",
+    "－2+3",
+    "＠SUM(A1)",
+    " ＝1+1",
+    "﹦1+1",
+    "﹫SUM(A1)",
+]
+
+
+@pytest.mark.parametrize("payload", FORMULA_PAYLOADS)
 def test_formula_cells_are_neutralised(client, owner, project, payload):
     dataset = make_dataset(
         project,
@@ -408,32 +431,61 @@ def test_dataset_export_is_404_for_outsiders(client, outsider, project):
     )
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
-        "plain",
-        "",
-        "=1+1",
-        "+x",
-        "-x",
-        "@x",
-        "\tx",
-        "\rx",
-        0,
-        -3,
-        0.5,
-        -0.25,
-        1e-9,
-        True,
-        False,
-        None,
-        ["=a"],
-        {"k": "=v"},
-        "'quoted",
-    ],
-)
-def test_fast_cell_matches_safe_cell(value):
-    from evalsite.exports.services import _cell
-    from evalsite.lib.csvsafe import safe_cell
+@pytest.mark.parametrize("payload", FORMULA_PAYLOADS)
+def test_dataset_export_neutralises_formula_cells(client, viewer, project, payload):
+    dataset = make_dataset(
+        project,
+        [
+            {
+                "input": payload,
+                "output": "ok",
+                "reference": payload,
+                "metadata": {"note": payload},
+            }
+        ],
+        columns=["input", "output", "reference", "note"],
+    )
+    login(client, viewer)
+    url = reverse(
+        "exports:dataset_csv",
+        kwargs={"project_id": project.pk, "dataset_id": dataset.pk},
+    )
+    (row,) = _csv_rows(client.get(url))
+    assert row["input"] == row["reference"] == row["note"] == "'" + payload
+    assert row["output"] == "ok"
+    # JSONL is data for programs: exact.
+    url = reverse(
+        "exports:dataset_jsonl",
+        kwargs={"project_id": project.pk, "dataset_id": dataset.pk},
+    )
+    (record,) = [json.loads(line) for line in _body(client.get(url)).splitlines()]
+    assert record["input"] == payload
 
-    assert _cell(value) == safe_cell(value)
+
+def test_exports_use_the_one_shared_rule(client, owner, project, monkeypatch):
+    """No inlined copy of the rule: every CSV cell of both exports goes through
+    evalsite.lib.csvsafe.safe_cell."""
+    import evalsite.exports.services as export_services
+    from evalsite.lib import csvsafe
+
+    assert not hasattr(export_services, "_FORMULA_FIRST")
+    assert not hasattr(export_services, "_cell")
+    seen = []
+
+    def spy(value):
+        seen.append(value)
+        return csvsafe.safe_cell(value)
+
+    monkeypatch.setattr(export_services, "safe_cell", spy)
+    dataset = make_dataset(project, [{"input": " =1+1", "output": "a"}])
+    run = make_run(project, dataset, [make_scorer(project)])
+    login(client, owner)
+    row = _csv_rows(client.get(_run_url(run)))[0]
+    assert row["input"] == "' =1+1" and " =1+1" in seen
+    seen.clear()
+    url = reverse(
+        "exports:dataset_csv",
+        kwargs={"project_id": project.pk, "dataset_id": dataset.pk},
+    )
+    assert _csv_rows(client.get(url))[0]["input"] == "' =1+1"
+    assert " =1+1" in seen
