@@ -46,7 +46,7 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     Raises OSError when the name does not resolve."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except UnicodeError as exc:  # a name IDNA cannot encode
+    except (UnicodeError, ValueError) as exc:  # IDNA cannot encode it; a NUL in it
         raise socket.gaierror(f"could not resolve host {host}") from exc
     seen: list[IPAddress] = []
     for _family, _type, _proto, _name, sockaddr in infos:

@@ -27,12 +27,16 @@ class JudgeForm(forms.Form):
         required=False,
         label="API key",
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Stored encrypted and never shown again. Leave empty to keep the current key.",
+        help_text=(
+            "Stored encrypted and never shown again, and only sent to this base URL. "
+            "Leave empty to keep the current key (a new base URL needs it again)."
+        ),
     )
     api_key_env = forms.CharField(
         required=False,
         max_length=100,
         label="…or the name of an environment variable holding it",
+        help_text="Only names this server allows, e.g. EVALSITE_JUDGE_KEY_OPENAI.",
     )
     clear_api_key = forms.BooleanField(required=False, label="Remove the stored key")
     temperature = forms.FloatField(initial=0.0, min_value=0, max_value=2)

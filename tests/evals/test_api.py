@@ -78,6 +78,60 @@ def test_api_judge_create_names_the_bad_field(api, project, owner):
     assert response.json()["errors"][0]["field"] == "base_url"
 
 
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("name", "GPT\x00"),
+        ("model", "gpt\x00"),
+        ("base_url", "https://api.example.com/v1\x00"),
+        ("base_url", "https://api.example.com/" + "v" * 600),
+    ],
+)
+def test_api_judge_create_refuses_text_the_database_cannot_store(
+    api, project, owner, field, value
+):
+    response = api(owner).post(
+        f"/api/projects/{project.pk}/judges",
+        _judge_body(**{field: value}),
+        content_type="application/json",
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == field
+    assert not JudgeConnection.objects.filter(
+        project=project, model__startswith="gpt"
+    ).exists()
+
+
+def test_api_scorer_and_run_refuse_nul_in_names_and_options(
+    api, project, owner, judge, dataset
+):
+    client = api(owner)
+    bad_scorers = [
+        {"name": "F\x00", "kind": "faithfulness", "judge_id": judge.pk},
+        {
+            "name": "Rubric",
+            "kind": "custom_rubric",
+            "judge_id": judge.pk,
+            "options": {"rubric_prompt": "Is {{output}} polite?\x00"},
+        },
+    ]
+    for body in bad_scorers:
+        response = client.post(
+            f"/api/projects/{project.pk}/scorers", body, content_type="application/json"
+        )
+        assert response.status_code == 400, response.content
+    scorer = services.scorer_create(
+        project=project, user=owner, name="Sim", kind="content_similarity"
+    )
+    response = client.post(
+        f"/api/projects/{project.pk}/runs",
+        {"dataset_id": dataset.pk, "scorer_ids": [scorer.pk], "name": "nightly\x00"},
+        content_type="application/json",
+    )
+    assert response.status_code == 400, response.content
+    assert not Run.objects.filter(project=project).exists()
+
+
 def test_api_judges_are_owner_only_for_writes(api, project, reviewer, viewer, judge):
     response = api(reviewer).post(
         f"/api/projects/{project.pk}/judges",

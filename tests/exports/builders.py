@@ -76,6 +76,7 @@ def make_judge(
         model="gpt-4o-mini",
         api_key_encrypted=secret_encrypt(api_key) if api_key else "",
         api_key_env=api_key_env,
+        api_key_url="http://127.0.0.1:9/v1" if api_key or api_key_env else "",
     )
 
 

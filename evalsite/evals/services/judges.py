@@ -80,7 +80,12 @@ def _check(fields: dict[str, Any]) -> dict[str, Any]:
             errors["name"] = "At most 200 characters."
     if "base_url" in out:
         out["base_url"] = str(out["base_url"] or "").strip().rstrip("/")
-        problem = judge_url_problem(out["base_url"])
+        found = unstorable_char(out["base_url"])
+        problem = (
+            f"Contains {found}, which cannot be stored."
+            if found
+            else judge_url_problem(out["base_url"])
+        )
         if problem:
             errors["base_url"] = problem
     if "model" in out:
@@ -120,6 +125,14 @@ def _check(fields: dict[str, Any]) -> dict[str, Any]:
             out[name] = price
         elif name in out:
             out[name] = None
+    for name, longest in (("base_url", 500), ("model", 200)):
+        if name in out and name not in errors and len(out[name]) > longest:
+            errors[name] = f"At most {longest} characters."
+    for name in ("name", "base_url", "model"):
+        if name in out and name not in errors:
+            found = unstorable_char(str(out[name]))
+            if found:
+                errors[name] = f"Contains {found}, which cannot be stored."
     if errors:
         first = next(iter(errors.items()))
         raise ApplicationError(f"{first[0]}: {first[1]}", field_errors=errors)

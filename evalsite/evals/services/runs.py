@@ -19,6 +19,7 @@ from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals import conf
 from evalsite.evals.models import JudgeCall, Result, Run, RunScorer, ScorerConfig
+from evalsite.lib.text import text_check_storable
 from evalsite.queues import CeleryQueue
 from scoring import KINDS, ScoringError, estimate_tokens, preview_prompts
 
@@ -120,6 +121,7 @@ def run_start(
        executes the results in-process).
     """
     _check_run_inputs(project=project, dataset=dataset, scorers=scorers)
+    text_check_storable(name, field="name")
     with transaction.atomic(durable=True):
         run = Run.objects.create(
             project=project,

@@ -12,6 +12,7 @@ from django.db.models import Max
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import JudgeConnection, RunScorer, ScorerConfig
+from evalsite.lib.text import text_check_storable, unstorable_in
 from scoring import KINDS, OptionsError, UnknownKindError, validate_options
 
 # "Not given" (None is a meaningful threshold for factuality).
@@ -38,6 +39,10 @@ def scorer_options_clean(
         )
     if threshold is not UNSET:
         merged["threshold"] = threshold
+    unstorable = unstorable_in(merged)
+    if unstorable:
+        message = f"Contains {unstorable}, which cannot be stored; remove it."
+        raise ApplicationError(f"options: {message}", field_errors={"options": message})
     try:
         return validate_options(kind, merged)
     except (OptionsError, UnknownKindError) as exc:
@@ -74,6 +79,7 @@ def _clean_name(name: str) -> str:
         raise ApplicationError(
             "Scorer name is too long.", field_errors={"name": "At most 200 characters."}
         )
+    text_check_storable(name, field="name")
     return name
 
 
