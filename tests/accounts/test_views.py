@@ -9,6 +9,16 @@ from tests.conftest import login
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture
+def bearer():
+    from evalsite.accounts.services import api_token_create
+
+    def _bearer(user) -> dict[str, str]:
+        return {"HTTP_AUTHORIZATION": f"Bearer {api_token_create(user=user)[1]}"}
+
+    return _bearer
+
+
 def test_dashboard_requires_login(client):
     response = client.get(reverse("accounts:dashboard"))
     assert response.status_code == 302
@@ -134,3 +144,97 @@ def test_project_overview_lists_recent_runs_and_counts(client, owner, project):
     assert "0 datasets" in body
     judges = JudgeConnection.objects.filter(project=project).count()
     assert f"on {judges} judge connection" in body
+
+
+# ------------------------------------------------------------------ who creates projects
+
+
+def test_anyone_signed_in_creates_projects_by_default(client, outsider):
+    body = login(client, outsider).get(reverse("accounts:dashboard")).content.decode()
+    assert 'id="project-create-form"' in body
+
+
+def test_project_creation_can_be_restricted_to_staff(
+    client, outsider, bearer, settings, django_user_model
+):
+    settings.PROJECT_CREATE_STAFF_ONLY = True
+    before = Project.objects.count()
+    login(client, outsider)
+    body = client.get(reverse("accounts:dashboard")).content.decode()
+    assert 'id="project-create-form"' not in body
+
+    page = client.post(reverse("accounts:project_create"), {"name": "Mine"})
+    assert page.status_code == 403
+    assert "Only staff can create projects" in page.content.decode()
+
+    api = client.post(
+        "/api/projects",
+        {"name": "Mine"},
+        content_type="application/json",
+        **bearer(outsider),
+    )
+    assert api.status_code == 403
+    assert api.json()["detail"].startswith("Only staff can create projects")
+    assert Project.objects.count() == before
+
+    staff = django_user_model.objects.create_user(
+        username="sam", password="pw", is_staff=True
+    )
+    login(client, staff)
+    body = client.get(reverse("accounts:dashboard")).content.decode()
+    assert 'id="project-create-form"' in body
+    assert (
+        client.post(reverse("accounts:project_create"), {"name": "A"}).status_code
+        == 302
+    )
+    api = client.post(
+        "/api/projects",
+        {"name": "B"},
+        content_type="application/json",
+        **bearer(staff),
+    )
+    assert api.status_code == 201
+    assert Project.objects.count() == before + 2
+
+
+# ------------------------------------------------------------------ reviewer permissions
+
+
+def test_owner_toggles_what_reviewers_may_do(client, project, owner, reviewer):
+    url = reverse("accounts:settings", args=[project.pk])
+    login(client, owner)
+    body = client.get(url).content.decode()
+    assert 'name="reviewers_can_start_runs"' in body
+    assert 'name="reviewers_can_save_rescore"' in body
+    response = client.post(
+        url,
+        {
+            "name": project.name,
+            "reviewers_can_start_runs": "on",
+            "reviewers_can_save_rescore": "on",
+        },
+    )
+    assert response.status_code == 302
+    project.refresh_from_db()
+    assert project.reviewers_can_start_runs and project.reviewers_can_save_rescore
+    checked = client.get(url).content.decode()
+    assert checked.count("checked") == 2
+
+    client.post(url, {"name": project.name})  # unchecked boxes turn them off
+    project.refresh_from_db()
+    assert not project.reviewers_can_start_runs
+    assert not project.reviewers_can_save_rescore
+
+    login(client, reviewer)
+    forged = client.post(url, {"name": project.name, "reviewers_can_start_runs": "on"})
+    assert forged.status_code == 403
+    project.refresh_from_db()
+    assert not project.reviewers_can_start_runs
+
+
+def test_reviewer_permissions_are_off_for_new_projects(client, outsider):
+    login(client, outsider)
+    client.post(reverse("accounts:project_create"), {"name": "Fresh"})
+    project = Project.objects.get(name="Fresh")
+    assert not project.reviewers_can_start_runs
+    assert not project.reviewers_can_save_rescore

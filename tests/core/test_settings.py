@@ -120,3 +120,78 @@ def test_every_response_says_how_long_the_app_took(client, path):
     response = client.get(path)
     name, _, duration = response["Server-Timing"].partition(";dur=")
     assert name == "app" and 0 < float(duration) < 60_000
+
+
+NEW_SETTINGS = (
+    "LOGIN_RATE_PER_ACCOUNT",
+    "LOGIN_RATE_PER_IP",
+    "TRUSTED_PROXY_COUNT",
+    "PROJECT_CREATE_STAFF_ONLY",
+    "UPLOAD_SPOOL_MAX_BYTES",
+)
+
+
+def test_compose_refuses_to_start_without_a_secret_key():
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yml").read_text())
+    for name in ("web", "worker", "beat"):
+        value = compose["services"][name]["environment"]["SECRET_KEY"]
+        # ${VAR:?message}: compose stops with the message when VAR is unset or empty.
+        assert value.startswith("${SECRET_KEY:?"), (name, value)
+        assert ":-" not in value and "change-me" not in value
+    example = (ROOT / "docker" / ".env.example").read_text()
+    assert "Required: docker compose refuses to start without it" in example
+
+
+def test_beat_runs_beside_the_workers_in_compose_and_make_run():
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yml").read_text())
+    services = compose["services"]
+    assert services["beat"]["command"].startswith("celery -A evalsite beat")
+    # The spool is written by web and swept by a worker: they share var/.
+    for name in ("web", "worker", "beat"):
+        assert "vardata:/app/var" in services[name]["volumes"], name
+    assert "vardata" in compose["volumes"]
+    procfile = (ROOT / "Procfile.dev").read_text().splitlines()
+    beat = [line for line in procfile if line.startswith("beat:")]
+    assert len(beat) == 1 and "celery -A evalsite beat" in beat[0]
+
+
+def test_every_beat_job_names_a_registered_task():
+    from django.conf import settings
+
+    from evalsite.celery import app
+
+    app.loader.import_default_modules()
+    schedule = settings.CELERY_BEAT_SCHEDULE
+    assert "dataset-uploads-cleanup" in schedule
+    for entry in schedule.values():
+        assert entry["task"] in app.tasks, entry["task"]
+    assert str(settings.CELERY_BEAT_SCHEDULE_FILENAME).startswith(str(settings.VAR_DIR))
+
+
+def test_the_scheduled_upload_sweep_is_safe_to_run_twice(settings, tmp_path):
+    import time
+
+    from django.conf import settings as live
+
+    from evalsite.celery import app
+
+    settings.VAR_DIR = tmp_path
+    spool = tmp_path / "uploads"
+    spool.mkdir()
+    stale, fresh = spool / ("a" * 32 + ".upload"), spool / ("b" * 32 + ".upload")
+    stale.write_bytes(b"old")
+    fresh.write_bytes(b"new")
+    old = time.time() - 2 * 3600
+    os.utime(stale, (old, old))
+    task = app.tasks[live.CELERY_BEAT_SCHEDULE["dataset-uploads-cleanup"]["task"]]
+    assert task.apply().get() == 1
+    assert task.apply().get() == 0
+    assert not stale.exists() and fresh.exists()
+
+
+@pytest.mark.parametrize("name", NEW_SETTINGS)
+def test_new_settings_are_documented(name):
+    readme = (ROOT / "README.md").read_text()
+    assert f"| `{name}` |" in readme, name
+    assert f"{name}=" in (ROOT / "docker" / ".env.example").read_text(), name
+    assert f'"{name}"' in (ROOT / "evalsite" / "settings.py").read_text(), name
