@@ -13,6 +13,9 @@ FORMAT_CHOICES = [
     ("json", "JSON array of objects"),
 ]
 _NONE = [("", "— none —")]
+# Input and output start unchosen unless a column is named like one: a browser would
+# otherwise submit the first column for both, importing output = input unasked.
+_CHOOSE = [("", "— choose a column —")]
 
 
 class UploadForm(forms.Form):
@@ -30,8 +33,14 @@ class UploadForm(forms.Form):
 
 class MappingForm(forms.Form):
     name = forms.CharField(max_length=200)
-    input = forms.ChoiceField(help_text="The question or prompt.")
-    output = forms.ChoiceField(help_text="The answer to judge.")
+    input = forms.ChoiceField(
+        help_text="The question or prompt.",
+        error_messages={"required": "Choose the column that holds the input."},
+    )
+    output = forms.ChoiceField(
+        help_text="The answer to judge.",
+        error_messages={"required": "Choose the column that holds the output."},
+    )
     context = forms.ChoiceField(required=False, help_text="Retrieved chunks, if any.")
     reference = forms.ChoiceField(required=False, help_text="The ideal answer, if any.")
     context_format = forms.ChoiceField(
@@ -53,8 +62,8 @@ class MappingForm(forms.Form):
     def __init__(self, *args: Any, columns: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         choices = [(c, c) for c in columns]
-        self.fields["input"].choices = choices
-        self.fields["output"].choices = choices
+        self.fields["input"].choices = _CHOOSE + choices
+        self.fields["output"].choices = _CHOOSE + choices
         self.fields["context"].choices = _NONE + choices
         self.fields["reference"].choices = _NONE + choices
 

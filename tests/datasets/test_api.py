@@ -229,3 +229,71 @@ def test_export_jsonl_round_trips_items(client, project, owner):
         ("q1", "a1"),
         ("q2", "a2"),
     ]
+
+
+HOSTILE = [
+    pytest.param(
+        "x.jsonl",
+        '{"input": "q", "output": "a", "meta": ' + "[" * 1000 + "]" * 1000 + "}\n",
+        ("row 1, column meta", "nested more than 32 levels"),
+        id="jsonl-depth-1000",
+    ),
+    pytest.param(
+        "x.json",
+        '[{"input": "q", "output": "a", "meta": '
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}]",
+        ("row 1, column meta", "nested more than 32 levels"),
+        id="json-depth-100000",
+    ),
+    pytest.param(
+        "x.csv",
+        b"input,output\nq,a\x00b\n",
+        ("row 1, column output", "NUL character"),
+        id="csv-nul",
+    ),
+    pytest.param(
+        "x.json",
+        '[{"input": "q", "output": "\\ud800"}]',
+        ("row 1, column output", "unpaired surrogate"),
+        id="json-lone-surrogate",
+    ),
+    pytest.param(
+        "x.csv",
+        'input,output\nq,a\nq2,"a2\n',
+        ("row 2, column output", "never closed"),
+        id="csv-unterminated-quote",
+    ),
+    pytest.param(
+        "x.csv",
+        "input,output,note\nq,a\n",
+        ("row 1", "2 fields but the header has 3"),
+        id="csv-short-row",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "first_error"), HOSTILE)
+def test_hostile_file_is_400_with_row_and_column_not_500(
+    client, project, owner, name, data, first_error
+):
+    response = post_dataset(client, project, owner, data=data, name=name)
+    assert response.status_code == 400, response.content[:500]
+    field, text = first_error
+    error = response.json()["errors"][0]
+    assert error["field"] == field
+    assert text in error["message"]
+    assert Dataset.objects.count() == 0 and Item.objects.count() == 0
+
+
+def test_upload_without_an_output_column_or_mapping_is_400(client, project, owner):
+    response = post_dataset(client, project, owner, data="input,text\nq,t\n")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {
+            "field": "column output",
+            "message": "Choose the column that holds the output.",
+        }
+    ]
+    assert Dataset.objects.count() == 0

@@ -5,6 +5,7 @@ import json
 import pytest
 from django.test import override_settings
 
+from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.services import (
     DatasetUploadError,
@@ -172,8 +173,8 @@ BAD_INPUTS = [
         "latin1.csv",
         "input,output\nq,café\n".encode("latin-1"),
         None,
-        "The file is not UTF-8: byte 0xe9 at byte 18 (line 2)",
-        ("line 2", "Not UTF-8"),
+        "Nothing was imported. row 1, column output: Byte 0xE9 is not UTF-8",
+        ("row 1, column output", "Byte 0xE9 is not UTF-8"),
         id="not-utf8",
     ),
     pytest.param(
@@ -386,3 +387,81 @@ def test_preview_of_a_file_with_no_readable_row_is_an_error():
     assert exc.value.message.startswith(
         "Nothing was imported: 2 problems, the first at row 1: Line 1 is not valid JSON"
     )
+
+
+# ---------------------------------------------------------------- hostile input
+
+
+def test_name_the_database_cannot_store_is_refused(project, owner, good_csv):
+    with pytest.raises(ApplicationError) as exc:
+        create(project, owner, good_csv, name="a\x00b")
+    assert "NUL" in exc.value.field_errors["name"]
+    assert Dataset.objects.count() == 0
+
+
+def test_mapping_the_database_cannot_store_is_refused(project, owner, good_csv):
+    mapping = {
+        "input": "input",
+        "output": "output",
+        "context": "context",
+        "context_format": "delimited",
+        "context_delimiter": "\x00",
+    }
+    with pytest.raises(DatasetUploadError) as exc:
+        create(project, owner, good_csv, mapping=mapping)
+    assert "NUL" in exc.value.field_errors["column context_delimiter"]
+    assert Dataset.objects.count() == 0
+
+
+def test_limits_come_from_the_settings(project, owner, settings):
+    settings.DATASET_MAX_CELL_CHARS = 10
+    settings.DATASET_MAX_NESTING = 2
+    data = (
+        '{"input": "q", "output": "0123456789a"}\n'
+        '{"input": "q", "output": "a", "m": []}\n'  # the row and a list: 2 levels
+        '{"input": "q", "output": "a", "m": [[]]}\n'
+    )
+    with pytest.raises(DatasetUploadError) as exc:
+        create(project, owner, upload("x.jsonl", data))
+    assert [(p.row, p.column) for p in exc.value.problems] == [
+        (1, "output"),
+        (3, "m"),
+    ]
+    assert "nested more than 2 levels" in exc.value.problems[1].message
+    assert Dataset.objects.count() == 0
+
+
+def test_file_without_an_output_column_is_not_imported_with_output_as_input(
+    project, owner
+):
+    with pytest.raises(DatasetUploadError) as exc:
+        create(project, owner, upload("x.csv", "input,notes\nq,n\n"))
+    assert exc.value.message.startswith("No column is named output")
+    assert exc.value.field_errors == {
+        "column output": "Choose the column that holds the output."
+    }
+    # Chosen explicitly, any column may be the output.
+    dataset = create(
+        project,
+        owner,
+        upload("x.csv", "input,notes\nq,n\n"),
+        mapping={"input": "input", "output": "notes"},
+    )
+    assert dataset.items.get().output == "n"
+
+
+def test_large_rows_are_inserted_in_smaller_batches(project, owner, monkeypatch):
+    from evalsite.datasets import services
+
+    inserted = []
+    real = services._insert_items
+    monkeypatch.setattr(services, "BATCH_MAX_CHARS", 1000)
+    monkeypatch.setattr(
+        services,
+        "_insert_items",
+        lambda dataset, batch: inserted.append(len(batch)) or real(dataset, batch),
+    )
+    data = "input,output\n" + "".join(f"q{i},{'a' * 300}\n" for i in range(10))
+    dataset = create(project, owner, upload("x.csv", data))
+    assert dataset.items.count() == 10
+    assert max(inserted) <= 4 and sum(inserted) == 10

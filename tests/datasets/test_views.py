@@ -186,7 +186,7 @@ def test_bad_file_is_refused_at_upload_with_its_message(
     )
     body = response.content.decode()
     assert response.status_code == 400
-    assert "The file is not UTF-8: byte 0xe9 at byte 18 (line 2)" in body
+    assert "row 1, column output: Byte 0xE9 is not UTF-8" in body
     assert not any((settings.VAR_DIR / "uploads").glob("*.upload"))
 
 
@@ -340,3 +340,30 @@ def test_uploads_cleanup_task_removes_stale_files():
     assert dataset_uploads_cleanup.delay().get() == 1
     assert dataset_uploads_cleanup.delay().get() == 0  # safe to run twice
     assert not path.exists()
+
+
+def test_hostile_file_at_upload_is_400_naming_row_and_column(client, project, owner):
+    deep = "[" * 100_000 + "]" * 100_000
+    data = f'{{"input": "q", "output": "a", "meta": {deep}}}\n'
+    response = start_upload(login(client, owner), project, data=data, name="x.jsonl")
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "nested more than 32 levels" in body
+    assert "<td>meta</td>" in body
+    assert Dataset.objects.count() == 0
+
+
+def test_mapping_page_makes_the_user_choose_an_output_column(client, project, owner):
+    login(client, owner)
+    url = start_upload(client, project, data="question,notes\nq,n\n", name="x.csv").url
+    body = client.get(url).content.decode()
+    output = re.search(r'<select name="output".*?</select>', body, re.S).group()
+    assert '<option value="" selected>' in output  # not the first column
+    fields = {"name": "x", "input": "question", "context_format": "json"}
+    response = client.post(url, {**fields, "output": ""})
+    assert response.status_code == 400
+    assert "Choose the column that holds the output." in response.content.decode()
+    assert Dataset.objects.count() == 0
+    response = client.post(url, {**fields, "output": "notes"})
+    assert response.status_code == 302
+    assert Dataset.objects.get().items.get().output == "n"
