@@ -7,7 +7,7 @@ import sys
 import unicodedata
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from evalsite.lib.csvsafe import is_formula_like, safe_cell
@@ -97,5 +97,10 @@ def test_every_first_character_is_decided_like_the_plain_rule():
 
 
 @given(st.text())
+@example(" =1+1")
+@example("\n=cmd")
+@example("\u3000＋1")
+@example("-")
+@example("\t")
 def test_any_text_is_decided_like_the_plain_rule(text):
     assert safe_cell(text) == ("'" + text if text and _reference(text) else text)
