@@ -358,6 +358,9 @@ def test_stored_out_of_range_options_give_a_400_that_says_how_to_fix_them(
         reverse("review:item", args=[run.project_id, result.pk])
     ).content.decode()
     assert "What is the capital of France" in html
+    rescore_page = reverse("review:rescore", args=[run.project_id, run.pk])
+    resp = client.get(rescore_page, {"scorer": result.run_scorer_id})
+    assert resp.status_code == 200
     # The fix: save sane options, then overriding works again.
     assert (
         _rescore(client, run, result.run_scorer, {"scale": 1}, save=True).status_code
