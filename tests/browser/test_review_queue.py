@@ -50,7 +50,7 @@ def test_reviewer_flips_a_verdict_with_a_key_and_undoes_it(page, live_server, se
     # Key 1: verdict 1 (supported) → contradicted; score 0.33 → 0, mean over 2 items → 0.165.
     page.keyboard.press("1")
     page.wait_for_function(
-        f"document.querySelector('#result-scores-{result.pk} .final-score').innerText.trim() === '0'"
+        f"() => document.querySelector('#result-scores-{result.pk} .final-score').innerText.trim() === '0'"
     )
     assert final_mean.inner_text().strip() == "0.165"
     assert progress.inner_text() == "1 of 2 reviewed"
@@ -59,7 +59,7 @@ def test_reviewer_flips_a_verdict_with_a_key_and_undoes_it(page, live_server, se
     # u: undo → the score, the aggregate and the progress return.
     page.keyboard.press("u")
     page.wait_for_function(
-        f"document.querySelector('#result-scores-{result.pk} .final-score').innerText.trim() === '0.33'"
+        f"() => document.querySelector('#result-scores-{result.pk} .final-score').innerText.trim() === '0.33'"
     )
     assert final_mean.inner_text().strip() == "0.33"
     assert progress.inner_text() == "0 of 2 reviewed"

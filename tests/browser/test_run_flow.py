@@ -127,7 +127,7 @@ def test_upload_map_run_and_watch_the_bar_reach_100(
         box.check()
     # Each change re-renders the preview; wait for the one with both scorers.
     page.wait_for_function(
-        "(document.querySelector('#run-preview tbody') || {children: []}).children.length === 2"
+        "() => (document.querySelector('#run-preview tbody') || {children: []}).children.length === 2"
     )
     preview = page.locator("#run-preview").inner_text()
     assert "offline heuristic judge" in preview
@@ -137,7 +137,7 @@ def test_upload_map_run_and_watch_the_bar_reach_100(
 
     # The bar fills without a reload, then the summary refreshes with the histogram.
     page.wait_for_function(
-        "document.querySelector('#run-percent').innerText.trim() === '100 %'",
+        "() => document.querySelector('#run-percent').innerText.trim() === '100 %'",
         timeout=60_000,
     )
     assert page.locator("#run-progress-bar").get_attribute("value") == "8"
