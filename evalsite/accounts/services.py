@@ -54,7 +54,8 @@ def _lock_project(project: Project) -> None:
     """Serialise membership changes of one project for the rest of the transaction, so
     two owners demoting or removing each other at once cannot both pass the last-owner
     check (each would still see the other as an owner)."""
-    list(Project.objects.select_for_update().filter(pk=project.pk).values_list("pk"))
+    rows = Project.objects.select_for_update().filter(pk=project.pk).order_by()
+    list(rows.values_list("pk"))
 
 
 def _other_owners_exist(*, project: Project, membership: Membership) -> bool:
