@@ -15,6 +15,7 @@ from evalsite.accounts.selectors import (
 )
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.lib.text import text_check_storable
 
 router = Router(tags=["projects"])
 
@@ -72,6 +73,7 @@ def member_list(request: HttpRequest, project_id: int) -> list[dict]:
 @router.post("/projects/{project_id}/members", response={200: MemberOut})
 def member_set(request: HttpRequest, project_id: int, payload: MemberIn) -> dict:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
+    text_check_storable(payload.username, field="username")
     user = get_user_model().objects.filter(username=payload.username).first()
     if user is None:
         raise ApplicationError(
