@@ -48,7 +48,8 @@ CSV_DELIMITERS = ",;\t|"
 # Enough lines for csv.Sniffer to see a pattern without reading a huge file.
 _SNIFF_MAX_CHARS = 64 * 1024
 _SNIFF_MAX_LINES = 50
-# A JSON dataset whose rows all have different keys must not grow `columns` forever.
+# A JSON dataset whose rows all have different keys must not grow `columns` forever,
+# and a CSV header may have no more (the mapping page lists every column).
 _MAX_TRACKED_COLUMNS = 500
 # Column names are shown in table headers and kept in Dataset.columns.
 MAX_COLUMN_NAME_CHARS = 1000
@@ -558,7 +559,11 @@ class _CsvFeed:
             self.chars += len(text)
             if self.chars > self._limits.max_row_chars:
                 self._refuse()
-            if not self.unstorable and unstorable_char(text):
+            if (
+                not self.unstorable
+                and (not text.isascii() or "\x00" in text)
+                and unstorable_char(text)
+            ):
                 self.unstorable = True
             yield text
         yield _EOF_LINE
@@ -651,9 +656,18 @@ def _csv_rows(
                 chars=chars,
             )
     except csv.Error as exc:
+        row = feed.rows + 1 if feed.header_done else None
+        detail = str(exc).rstrip(".?")
+        if "new-line character seen in unquoted field" in detail:
+            # Only "\n" ends a line here, so a lone "\r" is inside a field.
+            detail = (
+                "a carriage return (\\r) on its own, outside quotes. Old Mac line ends "
+                "are not read: save the file with Windows or Unix line ends, or quote "
+                "the field that holds the line break"
+            )
+        message = f"The CSV cannot be read near line {feed.start}: {detail}."
         raise ParseError(
-            f"The CSV cannot be read near line {reader.line_num}: {exc}.",
-            [Problem(f"CSV error: {exc}.", line=reader.line_num)],
+            message, [Problem(f"CSV error: {detail}.", row=row, line=feed.start)]
         ) from None
     if header is None:
         raise ParseError("The file is empty: no header and no rows.")
@@ -698,6 +712,12 @@ def _delimiter_name(delimiter: str) -> str:
 
 
 def _clean_header(record: list[str], line: int) -> list[str]:
+    if len(record) > _MAX_TRACKED_COLUMNS:
+        raise ParseError(
+            f"The header has {len(record):,} columns; a dataset may have at most "
+            f"{_MAX_TRACKED_COLUMNS:,}.",
+            [Problem(f"{len(record):,} columns.", line=line)],
+        )
     header = []
     problems = []
     seen: set[str] = set()
@@ -750,9 +770,25 @@ _JSON_TOKEN = re.compile(
     r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}:,"]|[^"\[\]{}:,]++', re.S
 )
 _COLON = re.compile(r"[ \t\r\n]*:")
+_COLUMN_SEARCH_TOKENS = 200_000
+# Whole strings, and everything but brackets: what is left of JSON text is its nesting.
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
 # Raw text that may decode to something lib.text refuses: a raw NUL, or a \u escape of
 # NUL or of a surrogate (a lone one is refused; a pair is one ordinary character).
 _MAYBE_UNSTORABLE = re.compile(r"\x00|\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _may_be_unstorable(text: str) -> bool:
+    # The substring tests run at memchr speed and rule out almost every row.
+    return ("\x00" in text or "\\u" in text) and bool(_MAYBE_UNSTORABLE.search(text))
+
+
+def _undecodable(text: str) -> re.Match[str] | None:
+    # ASCII text holds no byte that failed to decode (those became U+DC80..U+DCFF).
+    return None if text.isascii() else _UNDECODABLE.search(text)
+
+
 # How much longer than its raw text a JSON value's compact JSON text can be (a raw
 # control character in a string is written back as a six-character escape).
 _CELL_GROWTH = 6
@@ -761,16 +797,28 @@ _CELL_GROWTH = 6
 def _nesting_overflow(text: str, max_nesting: int) -> int | None:
     """Where JSON `text` first nests deeper than `max_nesting` levels, or None.
 
-    Counted on the text, skipping strings, before anything recurses over it.
+    Counted on the text, skipping strings, before anything recurses over it: first on
+    its brackets alone (built at C speed), and only for a row found too deep, token by
+    token to the place (for the message).
     """
     if text.count("[") + text.count("{") <= max_nesting:
         return None
+    skeleton = _STRING.sub("", text)
+    quote = skeleton.find('"')  # a string never closed: json.loads names that error
+    brackets = _NOT_BRACKET.sub("", skeleton if quote < 0 else skeleton[:quote])
     depth = 0
-    pos = 0
+    for char in brackets:
+        if char in "[{":
+            depth += 1
+            if depth > max_nesting:
+                break
+        else:
+            depth -= 1
+    else:
+        return None
+    depth, pos = 0, 0
     while (m := _JSON_STRUCT.match(text, pos)) is not None:
         char = m.group(1)
-        if char == '"':
-            return None  # a string never closed: json.loads names that error
         if char in "[{":
             depth += 1
             if depth > max_nesting:
@@ -778,16 +826,22 @@ def _nesting_overflow(text: str, max_nesting: int) -> int | None:
         elif char in "]}":
             depth -= 1
         pos = m.end()
-    return None
+    return len(text)  # not reached: the skeleton went over
 
 
 def _column_at(text: str, pos: int) -> str | None:
-    """The top-level key of JSON object text whose value (or name) holds `pos`."""
+    """The top-level key of JSON object text whose value (or name) holds `pos`.
+
+    For a message only: gives up (None) past _COLUMN_SEARCH_TOKENS tokens, so that a
+    hostile row costs little more to describe than to refuse.
+    """
     depth = 0
     last = key = None
-    for m in _JSON_TOKEN.finditer(text):
+    for count, m in enumerate(_JSON_TOKEN.finditer(text)):
         if m.start() > pos:
             break
+        if count == _COLUMN_SEARCH_TOKENS:
+            return None
         token = m.group()
         if token == '"':
             break  # a string never closed
@@ -836,20 +890,23 @@ def _json_int(text: str) -> int:
     return int(text)
 
 
+# strict=False keeps raw control characters in strings as they are, so that a raw NUL
+# is refused with its column. One decoder: json.loads with options builds one per call.
+_DECODER = json.JSONDecoder(
+    strict=False,
+    parse_float=_json_float,
+    parse_int=_json_int,
+    parse_constant=_json_constant,
+)
+
+
 def _loads(text: str) -> Any:
     """json.loads for uploaded text, after its nesting has been checked.
 
     JSONDecodeError for bad syntax; ValueError for numbers the database cannot store
-    (NaN, Infinity, 1e400, thousands of digits). strict=False keeps raw control
-    characters in strings as they are, so that a raw NUL is refused with its column.
+    (NaN, Infinity, 1e400, thousands of digits).
     """
-    return json.loads(
-        text,
-        strict=False,
-        parse_float=_json_float,
-        parse_int=_json_int,
-        parse_constant=_json_constant,
-    )
+    return _DECODER.decode(text)
 
 
 def _cell_chars(value: Any) -> int:
@@ -867,7 +924,7 @@ def _json_cell_problem(
     row costs three tests on its text.
     """
     long_names = len(text) > MAX_COLUMN_NAME_CHARS
-    suspicious = _MAYBE_UNSTORABLE.search(text) is not None
+    suspicious = _may_be_unstorable(text)
     big = len(text) * _CELL_GROWTH > limits.max_cell_chars
     if not (long_names or suspicious or big):
         return None
@@ -914,7 +971,7 @@ def _json_row(
     def problem(message: str, column: str | None = None) -> Problem:
         return Problem(message, row=row, column=column, line=line)
 
-    bad = _UNDECODABLE.search(text)
+    bad = _undecodable(text)
     if bad:
         return problem(_not_utf8(bad.group()), _column_at(text, bad.start()))
     if not nesting_checked:
@@ -974,22 +1031,14 @@ def _jsonl_rows(
         raise ParseError("The file is empty: no JSON lines found.")
 
 
-@dataclass
-class _Element:
-    """One element of a JSON array: its text, or the problem found while reading it."""
-
-    row: int
-    text: str | None
-    problem: tuple[str, str | None] | None
-
-
 class _ArraySplitter:
     """Cut a streamed top-level JSON array into the text of its elements.
 
     Only brackets and commas outside strings are looked at, so nesting is counted
-    without building anything, and an element's text is kept only up to the row
-    limit: past it (or past the nesting limit) the element is scanned to its end and
-    reported as a problem. Each finished element is checked and decoded on its own.
+    without building anything and at most `max_row_chars` of one element is kept. An
+    element past either limit stops the file at that point (ParseError naming its row
+    and column): skipping to its end would cost a pass over however much of the file
+    it takes, token by token. Each finished element is then checked and decoded alone.
     """
 
     def __init__(self, limits: Limits) -> None:
@@ -1002,11 +1051,10 @@ class _ArraySplitter:
             "before"  # before the array's "[", "inside" it, or "after" its "]"
         )
         self._in_string = False
-        self._dropped = False  # the current element's text is no longer kept
-        self._problem: tuple[str, str | None] | None = None
         self.elements = 0
 
-    def feed(self, text: str) -> Iterator[_Element]:
+    def feed(self, text: str) -> Iterator[tuple[int, str]]:
+        """Yield (row, text) for each element this text completes."""
         if self._state == "after":
             self._refuse_trailing(text)
             return
@@ -1031,21 +1079,14 @@ class _ArraySplitter:
             self._refuse_trailing(buf[self._pos :])
             self._buf, self._pos = "", 0
             return
-        if not self._dropped and len(buf) - self._start > self._limits.max_row_chars:
-            self._dropped = True
-            if self._problem is None:
-                kept = buf[self._start :]
-                self._problem = (
-                    _row_too_large(self._limits),
-                    _column_at(kept, len(kept)),
-                )
-        # Keep the current element's text, or once it is dropped only what is unscanned.
-        keep = self._pos if self._dropped else self._start
-        self._buf = buf[keep:]
-        self._pos -= keep
-        self._start -= keep
+        if len(buf) - self._start > self._limits.max_row_chars:
+            self._refuse(_row_too_large(self._limits), buf[self._start :], None)
+        # Keep only the current element's text.
+        self._buf = buf[self._start :]
+        self._pos -= self._start
+        self._start = 0
 
-    def _scan(self, buf: str, pos: int) -> Iterator[_Element]:
+    def _scan(self, buf: str, pos: int) -> Iterator[tuple[int, str]]:
         limit = self._limits.max_nesting + 1  # the array is the first level
         if self._in_string:
             end = _STRING_REST.match(buf, pos).end()  # type: ignore[union-attr]
@@ -1066,11 +1107,11 @@ class _ArraySplitter:
             pos = m.end()
             if char in "[{":
                 depth += 1
-                if depth > limit and self._problem is None and not self._dropped:
-                    kept = buf[self._start : at + 1]
-                    self._problem = (
+                if depth > limit:
+                    self._refuse(
                         _too_deep(self._limits),
-                        _column_at(kept, at - self._start),
+                        buf[self._start : pos],
+                        at - self._start,
                     )
             elif char in "]}":
                 depth -= 1
@@ -1081,34 +1122,29 @@ class _ArraySplitter:
                             'the array: the array is closed with "}".',
                             [Problem("Malformed JSON.", row=self.elements + 1)],
                         )
-                    element = self._finish(buf, at, last=True)
-                    if element is not None:
-                        yield element
+                    text = buf[self._start : at]
+                    if self.elements or text.strip(" \t\r\n"):  # else "[]"
+                        yield self._finish(text)
                     self._state, self._depth, self._pos = "after", 0, pos
                     return
             elif depth == 1:  # the comma after an element
-                element = self._finish(buf, at, last=False)
-                if element is not None:
-                    yield element
+                yield self._finish(buf[self._start : at])
                 self._start = pos
         # What is left has no bracket, comma or open string: nothing to scan again.
         self._pos = len(buf)
         self._depth = depth
 
-    def _finish(self, buf: str, end: int, *, last: bool) -> _Element | None:
-        text = None if self._dropped else buf[self._start : end]
-        problem = self._problem
-        self._dropped, self._problem = False, None
-        if last and self.elements == 0 and text is not None and not text.strip():
-            return None  # "[]"
-        if (
-            problem is None
-            and text is not None
-            and len(text) > self._limits.max_row_chars
-        ):
-            problem = (_row_too_large(self._limits), _column_at(text, len(text)))
+    def _finish(self, text: str) -> tuple[int, str]:
+        if len(text) > self._limits.max_row_chars:
+            self._refuse(_row_too_large(self._limits), text, None)
         self.elements += 1
-        return _Element(row=self.elements, text=text, problem=problem)
+        return self.elements, text
+
+    def _refuse(self, message: str, text: str, at: int | None) -> NoReturn:
+        row = self.elements + 1
+        column = _column_at(text, len(text) if at is None else at)
+        problem = Problem(message, row=row, column=column)
+        raise ParseError(f"Nothing was imported. {problem.field}: {message}", [problem])
 
     def _refuse_trailing(self, text: str) -> None:
         if text.strip(" \t\r\n"):
@@ -1141,15 +1177,10 @@ def _json_array_rows(
     known: set[str] = set()
     splitter = _ArraySplitter(limits)
     for text in texts:
-        for element in splitter.feed(text):
-            row = element.row
-            if element.problem is not None or element.text is None:
-                message, column = element.problem or (_row_too_large(limits), None)
-                yield Problem(message, row=row, column=column)
-                continue
+        for row, element in splitter.feed(text):
             try:
                 out = _json_row(
-                    element.text,
+                    element,
                     row=row,
                     line=None,
                     label=f"Element {row} of the array",

@@ -279,6 +279,12 @@ def test_csv_row_with_too_many_fields_is_a_problem():
     assert "3 fields but the header has 2" in out[0].message
 
 
+def test_csv_header_with_too_many_columns_is_refused():
+    header = ",".join(["input", "output"] + [f"c{i}" for i in range(499)])
+    with pytest.raises(ParseError, match="501 columns; a dataset may have at most 500"):
+        rows(f"{header}\n{',' * 500}\n".encode(), "csv", IO)
+
+
 def test_csv_duplicate_header_is_refused():
     with pytest.raises(ParseError, match="appears twice"):
         rows(
@@ -378,6 +384,19 @@ def only_problem(out):
     return out[0]
 
 
+def first_problem(data: bytes, fmt: str) -> Problem:
+    """The first problem: a row's (reading goes on), or the one that stopped the file.
+
+    A CSV cannot be resynchronised after a runaway row, nor a JSON array past an
+    element too deep or too large: reading stops there, with that row's problem.
+    """
+    try:
+        out = rows(data, fmt, IO)
+    except ParseError as exc:
+        return exc.problems[0]
+    return next(o for o in out if isinstance(o, Problem))
+
+
 def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
@@ -394,17 +413,18 @@ def test_jsonl_nesting_deeper_than_the_limit_is_a_problem_naming_row_and_column(
     assert "nested more than 32 levels" in problem.message
 
 
-def test_json_array_nesting_deeper_than_the_limit_is_a_problem_and_parsing_goes_on():
+def test_json_array_element_nested_too_deep_stops_the_file_at_its_row_and_column():
     data = (
         '[{"input": "q", "output": "a"},'
         f'{{"input": "q", "output": "a", "meta": {{"deep": {nested(5000)}}}}},'
         '{"input": "q3", "output": "a3"}]'
     ).encode()
-    out = rows(data, "json", IO)
-    assert [type(o).__name__ for o in out] == ["ParsedRow", "Problem", "ParsedRow"]
-    assert (out[1].row, out[1].column) == (2, "meta")
-    assert "nested more than 32 levels" in out[1].message
-    assert out[2].input == "q3"
+    with pytest.raises(ParseError) as exc:
+        rows(data, "json", IO)
+    [problem] = exc.value.problems
+    assert (problem.row, problem.column) == (2, "meta")
+    assert "nested more than 32 levels" in problem.message
+    assert exc.value.message.startswith("Nothing was imported. row 2, column meta:")
 
 
 def test_nesting_up_to_the_limit_is_imported():
@@ -425,12 +445,33 @@ def test_deeply_nested_file_is_refused_in_bounded_memory(fmt):
     data = (row + "\n" if fmt == "jsonl" else f"[{row}]").encode()
     tracemalloc.start()
     try:
-        problem = only_problem(rows(data, fmt, IO))
+        problem = first_problem(data, fmt)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert (problem.row, problem.column) == (1, "meta")
+    assert "nested more than 32 levels" in problem.message
     assert peak < 20 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
+
+
+class CountingReader(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.bytes_read = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        chunk = super().read(size)
+        self.bytes_read += len(chunk)
+        return chunk
+
+
+def test_json_array_too_deep_is_refused_without_reading_the_rest():
+    """60 MB of '{"k": ': the file stops at level 33, not after a pass over the rest."""
+    data = b'[{"input": "q", "output": "a", "m": ' + b'{"k": ' * 10_000_000
+    reader = CountingReader(data)
+    with pytest.raises(ParseError, match="nested more than 32 levels"):
+        list(parse_rows(reader, file_format="json", mapping=IO))
+    assert reader.bytes_read <= 2 * parsing.CHUNK_BYTES
 
 
 def test_csv_json_context_nested_too_deep_is_a_problem():
@@ -469,18 +510,13 @@ def test_row_far_over_the_limit_is_refused_in_bounded_memory(fmt):
     del big
     tracemalloc.start()
     try:
-        if fmt == "csv":
-            # A CSV cannot be resynchronised after a runaway row: reading stops there.
-            with pytest.raises(ParseError) as exc:
-                rows(data, fmt, IO)
-            problem = exc.value.problems[0]
-        else:
-            problem = only_problem(rows(data, fmt, IO))
-            assert problem.column == "output"
+        problem = first_problem(data, fmt)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert problem.row == 1
+    if fmt != "csv":
+        assert problem.column == "output"
     assert f"over {parsing.Limits().max_row_chars:,} characters" in problem.message
     assert peak < 40 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
 
@@ -609,6 +645,13 @@ def test_numbers_json_cannot_store_are_a_problem(fmt, value, message):
     problem = only_problem(rows(data, fmt, IO))
     assert problem.row == 1
     assert message in problem.message
+
+
+def test_csv_with_lone_carriage_returns_says_so():
+    with pytest.raises(ParseError) as exc:
+        rows(b"input,output\nq,a\rb\n", "csv", IO)
+    assert "carriage return" in exc.value.message
+    assert exc.value.problems[0].row == 1
 
 
 def test_csv_with_bom_crlf_and_quotes_reads_cleanly():

@@ -399,6 +399,13 @@ def test_name_the_database_cannot_store_is_refused(project, owner, good_csv):
     assert Dataset.objects.count() == 0
 
 
+def test_file_name_the_database_cannot_store_is_refused(project, owner):
+    with pytest.raises(DatasetUploadError) as exc:
+        create(project, owner, upload("a\x00b.csv", "input,output\nq,a\n"))
+    assert "NUL" in exc.value.message
+    assert Dataset.objects.count() == 0
+
+
 def test_mapping_the_database_cannot_store_is_refused(project, owner, good_csv):
     mapping = {
         "input": "input",
