@@ -80,6 +80,11 @@ def test_viewers_get_no_run_form_and_their_forged_posts_start_nothing(
     )
     runs_page = client.get(reverse("evals:runs", args=[project.pk])).content.decode()
     assert 'id="new-run"' not in runs_page
+    overview = client.get(reverse("accounts:project", args=[project.pk]))
+    assert "No runs yet" in overview.content.decode()
+    assert (
+        reverse("evals:run_create", args=[project.pk]) not in overview.content.decode()
+    )
     assert not Run.objects.exists()
 
 
