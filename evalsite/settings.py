@@ -227,7 +227,9 @@ JUDGE_KEY_ENV_ALLOWED = env.list(
 # and loopback when DEBUG is on.
 JUDGE_ALLOWED_PRIVATE_HOSTS = env.list("JUDGE_ALLOWED_PRIVATE_HOSTS", default=[])
 # Error pages and reports hide sensitive locals and POST fields even with DEBUG on.
-DEFAULT_EXCEPTION_REPORTER_FILTER = "evalsite.lib.debug.AlwaysSafeExceptionReporterFilter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = (
+    "evalsite.lib.debug.AlwaysSafeExceptionReporterFilter"
+)
 
 # Security: strict when not in DEBUG (python manage.py check --deploy is clean).
 SECURE_CONTENT_TYPE_NOSNIFF = True
