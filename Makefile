@@ -31,7 +31,7 @@ run: install
 	@echo ""
 	@echo "  evalsite is starting on http://127.0.0.1:$(PORT)/"
 	@echo "  demo login: user 'demo', password 'demo'"
-	@echo "  (Ctrl-C stops web, worker and the offline judge)"
+	@echo "  (Ctrl-C stops web, worker, beat and the offline judge)"
 	@echo ""
 	$(BIN)/honcho -f Procfile.dev start
 

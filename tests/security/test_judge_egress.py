@@ -397,3 +397,18 @@ def dataset_with_run(project, owner):
         return run.results.get()
 
     return _make
+
+
+def test_the_offline_judge_cannot_be_repointed_at_another_endpoint(
+    project, owner, listener
+):
+    # Reviewers may start runs on the built-in judge; repointed, it would spend money.
+    offline = services.judge_create_offline(project)
+    with pytest.raises(ApplicationError) as raised:
+        services.judge_update(judge=offline, user=owner, base_url=listener.url)
+    assert "base_url" in raised.value.field_errors
+    offline.refresh_from_db()
+    assert offline.base_url != listener.url
+    services.judge_update(
+        judge=offline, user=owner, max_concurrency=4
+    )  # the rest may change

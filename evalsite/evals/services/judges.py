@@ -259,6 +259,14 @@ def judge_update(
         raise ApplicationError(f"Unknown judge fields: {', '.join(sorted(unknown))}.")
     fields = _check(changes)
     url_changes = "base_url" in fields and fields["base_url"] != judge.base_url
+    if url_changes and judge.is_offline:
+        # The server sets it (OFFLINE_JUDGE_URL); repointed, the "free" built-in judge
+        # would spend a paid endpoint's money where only owners may (reviewers may
+        # start runs on the offline judge).
+        message = "The built-in offline judge's URL is set by the server; add a new judge connection for another endpoint."
+        raise ApplicationError(
+            f"base_url: {message}", field_errors={"base_url": message}
+        )
     if (
         url_changes
         and judge.has_api_key
