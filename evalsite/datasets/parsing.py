@@ -892,11 +892,28 @@ def _json_int(text: str) -> int:
 
 # strict=False keeps raw control characters in strings as they are, so that a raw NUL
 # is refused with its column. One decoder: json.loads with options builds one per call.
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose names are unique: json keeps the last of a repeated name, which
+    would import one of two values silently."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise ValueError(
+                    f"The name {_printable(name)[:60]!r} appears twice in one JSON "
+                    "object; keep one of them."
+                )
+            seen.add(name)
+    return value
+
+
 _DECODER = json.JSONDecoder(
     strict=False,
     parse_float=_json_float,
     parse_int=_json_int,
     parse_constant=_json_constant,
+    object_pairs_hook=_json_object,
 )
 
 

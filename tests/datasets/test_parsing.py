@@ -647,6 +647,21 @@ def test_numbers_json_cannot_store_are_a_problem(fmt, value, message):
     assert message in problem.message
 
 
+@pytest.mark.parametrize(
+    "row",
+    [
+        '{"input": "q", "output": "first", "output": "second"}',
+        '{"input": "q", "output": "a", "meta": {"k": 1, "k": 2}}',
+    ],
+)
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_a_name_repeated_in_one_json_object_is_a_problem_not_a_silent_choice(fmt, row):
+    data = (row + "\n" if fmt == "jsonl" else f"[{row}]").encode()
+    problem = only_problem(rows(data, fmt, IO))
+    assert problem.row == 1
+    assert "appears twice" in problem.message
+
+
 def test_csv_with_lone_carriage_returns_says_so():
     with pytest.raises(ParseError) as exc:
         rows(b"input,output\nq,a\rb\n", "csv", IO)
