@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -113,20 +113,29 @@ def require_rescore_save(*, membership: Membership) -> None:
         )
 
 
-def project_overview(*, project: Project, user: AbstractBaseUser) -> dict:
-    """Counts and recent runs for the project's overview page."""
-    from evalsite.evals.models import Result, Run
+class OverviewPart(Protocol):
+    def __call__(
+        self, *, project: Project, user: AbstractBaseUser
+    ) -> dict[str, Any]: ...
 
-    return {
-        "counts": {
-            "datasets": project.datasets.count(),
-            "scorers": project.scorers.filter(archived=False).count(),
-            "judges": project.judges.count(),
-            "assigned_open": Result.objects.filter(
-                run__project=project, assignee=user, reviewed=False
-            ).count(),
-        },
-        "recent_runs": Run.objects.filter(project=project).select_related("dataset")[
-            :10
-        ],
-    }
+
+# What other apps show on the project overview page: registered from their
+# AppConfig.ready (accounts sits below them and does not import them).
+_OVERVIEW_PARTS: list[OverviewPart] = []
+
+
+def on_project_overview(part: OverviewPart) -> None:
+    """Register `part(project=, user=) -> dict` for the project overview page; its
+    "counts" are merged with the other parts' counts, its other keys added as given."""
+    if part not in _OVERVIEW_PARTS:
+        _OVERVIEW_PARTS.append(part)
+
+
+def project_overview(*, project: Project, user: AbstractBaseUser) -> dict[str, Any]:
+    """The project overview page's context: counts and lists from the registered parts."""
+    overview: dict[str, Any] = {"counts": {}}
+    for part in _OVERVIEW_PARTS:
+        extra = dict(part(project=project, user=user))
+        overview["counts"].update(extra.pop("counts", {}))
+        overview.update(extra)
+    return overview

@@ -8,10 +8,18 @@ class EvalsConfig(AppConfig):
     name = "evalsite.evals"
 
     def ready(self) -> None:
+        # Imported here, not at the top: models may be imported only once apps load.
+        from evalsite.accounts.selectors import on_project_overview
         from evalsite.accounts.services import on_project_created
+
+        # The services send the tasks by name (evals.services.runs); importing the
+        # module registers them in this process too, which eager tests need.
+        from evalsite.evals import tasks  # noqa: F401
+        from evalsite.evals.selectors import project_overview_part
         from evalsite.evals.services.judges import judge_create_offline
 
         # Every project starts with the built-in offline heuristic judge connection.
         on_project_created(judge_create_offline)
+        on_project_overview(project_overview_part)
         # Running runs get a watchdog on every worker (re)connection: see
         # evalsite.celery.RecoverRunsOnConnect.

@@ -10,6 +10,7 @@ from django.db.models import Count, Min, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
+from evalsite.accounts.models import Project
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.datasets.models import Dataset
 from evalsite.evals.models import JudgeConnection, Result, Run, ScorerConfig
@@ -214,3 +215,25 @@ def run_error_groups(*, run: Run, limit: int = 50) -> list[ErrorGroup]:
         )
         for r in rows
     ]
+
+
+def project_overview_part(
+    *, project: Project, user: AbstractBaseUser
+) -> dict[str, Any]:
+    """Counts and recent runs for the project overview page (accounts' page; this is
+    registered with accounts.selectors.on_project_overview in EvalsConfig.ready)."""
+    return {
+        "counts": {
+            "datasets": Dataset.objects.filter(project=project).count(),
+            "scorers": ScorerConfig.objects.filter(
+                project=project, archived=False
+            ).count(),
+            "judges": JudgeConnection.objects.filter(project=project).count(),
+            "assigned_open": Result.objects.filter(
+                run__project=project, assignee=user, reviewed=False
+            ).count(),
+        },
+        "recent_runs": Run.objects.filter(project=project).select_related("dataset")[
+            :10
+        ],
+    }

@@ -7,8 +7,10 @@ import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
+from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Max, Q
@@ -30,6 +32,23 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 _STATE_FIELDS = ["status", "started_at", "finished_at", "error", "total"]
 # Items whose estimate is computed exactly; the rest of the run is extrapolated.
 _ESTIMATE_SAMPLE = 50
+# The evals tasks (evalsite/evals/tasks.py) are sent by name: the tasks import these
+# services, so importing the tasks here would make the two modules a cycle.
+RUN_FANOUT_TASK = "evals.run_fanout"
+RESULTS_ENQUEUE_TASK = "evals.results_enqueue"
+RESULT_SCORE_TASK = "evals.result_score"
+
+
+def _task_send(name: str, *args: int, queue: str | None = None) -> None:
+    """Send task `name` with `args`; a signature by name obeys CELERY_TASK_ALWAYS_EAGER
+    (tests) as Task.delay does, which app.send_task would not."""
+    options = {"queue": queue} if queue else {}
+    current_app.signature(name, args=args, **options).apply_async()
+
+
+def _task_send_on_commit(name: str, *args: int) -> None:
+    """Task.delay_on_commit, by name: send once the open transaction commits."""
+    transaction.on_commit(partial(_task_send, name, *args))
 
 
 def _judge_snapshot(scorer: ScorerConfig) -> dict[str, Any]:
@@ -145,9 +164,7 @@ def run_start(
         run.total = total
         run.save(update_fields=["total"])
         if enqueue:
-            from evalsite.evals.tasks import run_fanout as run_fanout_task
-
-            run_fanout_task.delay_on_commit(run.pk)
+            _task_send_on_commit(RUN_FANOUT_TASK, run.pk)
     logger.info("run %s started: %s results", run.pk, total)
     return run
 
@@ -279,9 +296,7 @@ def run_retry_failed(*, run: Run, user: AbstractBaseUser | None) -> int:
         locked.finished_at = None
         locked.error = ""
         locked.save(update_fields=["status", "finished_at", "error"])
-        from evalsite.evals.tasks import run_fanout as run_fanout_task
-
-        run_fanout_task.delay_on_commit(locked.pk)
+        _task_send_on_commit(RUN_FANOUT_TASK, locked.pk)
     run.refresh_from_db(fields=_STATE_FIELDS)
     return len(ids)
 
@@ -289,8 +304,6 @@ def run_retry_failed(*, run: Run, user: AbstractBaseUser | None) -> int:
 def run_fanout(*, run_id: int) -> int:
     """Mark the run running and enqueue its pending results in chunk tasks of
     conf.chunk_size() (each enqueues one result task per result). Returns the chunks."""
-    from evalsite.evals.tasks import results_enqueue as results_enqueue_task
-
     Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
         status=Run.Status.RUNNING, started_at=timezone.now()
     )
@@ -305,11 +318,11 @@ def run_fanout(*, run_id: int) -> int:
     for pk in ids.values_list("pk", flat=True).iterator(chunk_size=5000):
         batch.append(pk)
         if len(batch) == size:
-            results_enqueue_task.delay(run_id, batch[0], batch[-1])
+            _task_send(RESULTS_ENQUEUE_TASK, run_id, batch[0], batch[-1])
             chunks += 1
             batch = []
     if batch:
-        results_enqueue_task.delay(run_id, batch[0], batch[-1])
+        _task_send(RESULTS_ENQUEUE_TASK, run_id, batch[0], batch[-1])
         chunks += 1
     if not chunks:
         run_finish_if_complete(run_id=run_id)
@@ -318,8 +331,6 @@ def run_fanout(*, run_id: int) -> int:
 
 def results_enqueue(*, run_id: int, first_id: int, last_id: int) -> int:
     """Enqueue one result task per pending result with first_id <= id <= last_id."""
-    from evalsite.evals.tasks import result_score as result_score_task
-
     ids = list(
         Result.objects.filter(
             run_id=run_id,
@@ -331,7 +342,7 @@ def results_enqueue(*, run_id: int, first_id: int, last_id: int) -> int:
         .values_list("pk", flat=True)
     )
     for pk in ids:
-        result_score_task.apply_async(args=[pk], queue=CeleryQueue.SCORING)
+        _task_send(RESULT_SCORE_TASK, pk, queue=CeleryQueue.SCORING)
     return len(ids)
 
 
@@ -365,8 +376,6 @@ def run_recover(*, run_id: int, force: bool = False) -> int | None:
     Re-queuing is always safe: a task only judges a result it can claim.
     Returns the number of results re-queued.
     """
-    from evalsite.evals.tasks import result_score as result_score_task
-
     now = timezone.now()
     interval = timedelta(seconds=conf.monitor_interval())
     lease = timedelta(seconds=conf.lease_seconds())
@@ -401,7 +410,7 @@ def run_recover(*, run_id: int, force: bool = False) -> int | None:
                 .values_list("pk", flat=True)[:1000]
             )
     for pk in sorted(requeue):
-        result_score_task.apply_async(args=[pk], queue=CeleryQueue.SCORING)
+        _task_send(RESULT_SCORE_TASK, pk, queue=CeleryQueue.SCORING)
     if requeue:
         logger.warning("run %s: re-queued %s lost results", run_id, len(requeue))
     run_finish_if_complete(run_id=run_id)
