@@ -13,7 +13,6 @@ A task is delivered at least once (acks_late, redelivery after a lost worker), s
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import socket
@@ -39,11 +38,9 @@ from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals import conf
+from evalsite.evals import conf, rawsql
 from evalsite.evals.limiter import Limiter, judge_limiter
 from evalsite.evals.models import (
-    JudgeCacheEntry,
-    JudgeCall,
     JudgeConnection,
     Result,
     Run,
@@ -71,14 +68,8 @@ class RunCancelledError(Exception):
 
 
 class DbJudgeCache:
-    """scoring.JudgeCache backed by JudgeCacheEntry (shared by every worker).
-
-    Plain SQL rather than the ORM: a run makes a lookup and a store per judge step, and
-    building those two queries through the ORM cost a worker more CPU than sending them
-    (the run benchmark is CPU-bound on its two cores).
-    """
-
-    _table = JudgeCacheEntry._meta.db_table
+    """scoring.JudgeCache backed by JudgeCacheEntry (shared by every worker), scoped to
+    one project. Its two queries are plain SQL, see evalsite/evals/rawsql.py."""
 
     def __init__(self, *, project_id: int) -> None:
         self._scope = f"project-{project_id}:"
@@ -89,28 +80,10 @@ class DbJudgeCache:
         return hashlib.sha256((self._scope + key).encode()).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f'SELECT "value" FROM "{self._table}" WHERE "key" = %s',
-                [self._scoped(key)],
-            )
-            row = cursor.fetchone()
-        if row is None:
-            return None
-        value = row[0]
-        # Django loads jsonb as text on Postgres (and SQLite has no JSON type).
-        return json.loads(value) if isinstance(value, (str, bytes)) else value
+        return rawsql.judge_cache_get(key=self._scoped(key))
 
     def set(self, key: str, value: dict[str, Any]) -> None:
-        # A concurrent identical call may have stored it first: keep that one. One
-        # statement, so in autocommit it is one round trip and inside a transaction
-        # (tests) a conflict leaves the transaction usable.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f'INSERT INTO "{self._table}" ("key", "value", "created_at") '
-                'VALUES (%s, %s, %s) ON CONFLICT ("key") DO NOTHING',
-                [self._scoped(key), json.dumps(value), timezone.now()],
-            )
+        rawsql.judge_cache_set(key=self._scoped(key), value=value, now=timezone.now())
 
 
 # --------------------------------------------------------------------------- per process
@@ -192,8 +165,6 @@ class _Heartbeat:
             self.held.pop(result_id, None)
 
     def _loop(self) -> None:
-        from django.db import connection
-
         while True:
             time.sleep(max(0.5, conf.lease_seconds() / 4))
             with self.lock:
@@ -279,58 +250,6 @@ def _run_status(run_id: int) -> str | None:
     return status
 
 
-_CALL_FIELDS = (
-    "result_id",
-    "step",
-    "messages",
-    "raw_response",
-    "response_format",
-    "prompt_tokens",
-    "completion_tokens",
-    "latency_ms",
-    "attempts",
-    "cache_hit",
-    "error",
-    "created_at",
-)
-_CALL_INSERT = 'INSERT INTO "{table}" ({columns}) VALUES '.format(
-    table=JudgeCall._meta.db_table,
-    columns=", ".join(f'"{JudgeCall._meta.get_field(f).column}"' for f in _CALL_FIELDS),
-)
-_CALL_ROW = "(" + ", ".join(["%s"] * len(_CALL_FIELDS)) + ")"
-
-
-def _insert_calls(result_id: int, steps: list[StepRecord]) -> None:
-    """Store the judge calls of a result in one INSERT.
-
-    Plain SQL: Django's bulk_create sends several rows to Postgres as arrays, and
-    psycopg builds those arrays in Python, which cost a worker more CPU per result than
-    the whole rest of the write (the prompts make them large).
-    """
-    if not steps:
-        return
-    now = timezone.now()
-    params: list[Any] = []
-    for step in steps:
-        usage = step.usage or {}
-        params += [
-            result_id,
-            step.name[:40],
-            json.dumps(step.messages or []),
-            step.raw or "",
-            (step.response_format or "")[:16],
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-            float(step.latency_ms or 0),
-            max(1, int(step.attempts or 1)),
-            bool(step.cached),
-            step.error or "",
-            now,
-        ]
-    with connection.cursor() as cursor:
-        cursor.execute(_CALL_INSERT + ", ".join([_CALL_ROW] * len(steps)), params)
-
-
 def _store(
     result_id: int,
     token: str,
@@ -365,7 +284,9 @@ def _store(
             pk=result_id, claimed_by=token, status=Result.Status.PENDING
         ).update(**fields)
         if updated:
-            _insert_calls(result_id, steps)
+            rawsql.judge_calls_insert(
+                result_id=result_id, steps=steps, now=timezone.now()
+            )
     return bool(updated)
 
 
