@@ -236,6 +236,47 @@ def test_scorer_update_makes_a_new_version_once_a_run_used_it(
         services.scorer_update(scorer=old, user=owner, threshold=0.1)
 
 
+def test_scorer_version_create_from_run_numbers_after_every_version_and_archives_them(
+    project, owner, dataset, scorers
+):
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    old = scorers[0]
+    edited = services.scorer_update(scorer=old, user=owner, threshold=0.9)  # v2
+    snapshot = run.run_scorers.get(scorer=old)  # the run ran v1
+    options = {**snapshot.options, "threshold": 0.7}
+    saved = services.scorer_version_create_from_run(
+        run_scorer=snapshot, options=options, user=owner
+    )
+    edited.refresh_from_db()
+    assert (saved.version, saved.parent_id, saved.name) == (3, old.pk, old.name)
+    assert saved.options["threshold"] == 0.7
+    assert edited.archived
+    live = ScorerConfig.objects.filter(project=project, name=old.name, archived=False)
+    assert list(live) == [saved]
+
+
+def test_scorer_version_create_from_run_stands_in_the_snapshot_for_a_deleted_scorer(
+    project, owner, dataset, scorers
+):
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
+    )
+    snapshot = run.run_scorers.get()
+    scorers[0].delete()
+    snapshot.refresh_from_db()
+    saved = services.scorer_version_create_from_run(
+        run_scorer=snapshot, options=snapshot.options, user=owner
+    )
+    assert (saved.version, saved.parent_id) == (1, None)
+    assert (saved.name, saved.kind, saved.judge_id) == (
+        snapshot.name,
+        snapshot.kind,
+        snapshot.judge_id,
+    )
+
+
 # --------------------------------------------------------------------------- runs
 
 

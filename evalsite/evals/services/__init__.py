@@ -26,6 +26,8 @@ from evalsite.evals.services.scorers import (
     scorer_create,
     scorer_options_clean,
     scorer_update,
+    scorer_version_create,
+    scorer_version_create_from_run,
 )
 
 __all__ = [
@@ -49,4 +51,6 @@ __all__ = [
     "scorer_create",
     "scorer_options_clean",
     "scorer_update",
+    "scorer_version_create",
+    "scorer_version_create_from_run",
 ]

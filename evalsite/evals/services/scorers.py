@@ -7,7 +7,6 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Max
 
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
@@ -136,18 +135,71 @@ def scorer_update(
         locked.name, locked.options, locked.judge = new_name, full, new_judge
         locked.save(update_fields=["name", "options", "judge"])
         return locked
-    top = ScorerConfig.objects.filter(
-        project=locked.project, name=locked.name
-    ).aggregate(v=Max("version"))["v"]
-    locked.archived = True
-    locked.save(update_fields=["archived"])
-    return ScorerConfig.objects.create(
-        project=locked.project,
+    return scorer_version_create(
+        parent=locked,
+        project_id=locked.project_id,
         name=new_name,
         kind=locked.kind,
         judge=new_judge,
         options=full,
-        version=max(top or 0, locked.version) + 1,
-        parent=locked,
+        user=user,
+    )
+
+
+@transaction.atomic
+def scorer_version_create(
+    *,
+    parent: ScorerConfig | None,
+    project_id: int,
+    name: str,
+    kind: str,
+    judge: JudgeConnection | None,
+    options: dict[str, Any],
+    user: AbstractBaseUser | None,
+) -> ScorerConfig:
+    """The next version of a scorer; the one place versions are numbered (an edit of a
+    scorer a run used, a saved rescore).
+
+    1. Lock every version of the scorer (named as `parent`, else `name`), so two saves
+       at once number theirs one after the other.
+    2. Archive the versions still live: only the newest is edited and offered to runs;
+       runs keep pointing at the version they ran.
+    3. Create version highest + 1 with `options` (already validated) and `parent`.
+    """
+    lineage = parent.name if parent is not None else name
+    versions = ScorerConfig.objects.select_for_update().filter(
+        project_id=project_id, name=lineage
+    )
+    top = max(versions.values_list("version", flat=True), default=0)
+    if parent is not None:
+        top = max(top, parent.version)
+    versions.filter(archived=False).update(archived=True)
+    if parent is not None:
+        parent.archived = True
+    return ScorerConfig.objects.create(
+        project_id=project_id,
+        name=name,
+        kind=kind,
+        judge=judge,
+        options=options,
+        version=top + 1,
+        parent=parent,
         created_by=user if user and user.is_authenticated else None,
+    )
+
+
+def scorer_version_create_from_run(
+    *, run_scorer: RunScorer, options: dict[str, Any], user: AbstractBaseUser
+) -> ScorerConfig:
+    """Save a run scorer's new options (a rescore) as the next version of its scorer;
+    the run's snapshot (name, kind, judge) stands in for a scorer since deleted."""
+    parent = run_scorer.scorer
+    return scorer_version_create(
+        parent=parent,
+        project_id=run_scorer.run.project_id,
+        name=parent.name if parent is not None else run_scorer.name,
+        kind=run_scorer.kind,
+        judge=parent.judge if parent is not None else run_scorer.judge,
+        options=options,
+        user=user,
     )
