@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "evalsite.datasets",
     "evalsite.evals",
     "evalsite.review",
+    "evalsite.demo",
 ]
 
 MIDDLEWARE = [

@@ -8,6 +8,7 @@ from django.db import transaction
 
 from evalsite.accounts.models import Project, Role
 from evalsite.accounts.services import membership_set, project_create
+from evalsite.demo.services import demo_load
 
 DEMO_PROJECT = "Demo: support-bot RAG"
 
@@ -42,8 +43,6 @@ class Command(BaseCommand):
                     ),
                 )
             membership_set(project=project, user=user, role=Role.OWNER)
-        from evalsite.evals.demo import demo_load
-
         demo_load(
             project=project,
             user=user,

@@ -1,4 +1,5 @@
-"""The demo: B's dataset, six scorers on the offline judge and a finished run.
+"""The demo: B's dataset, six scorers on the offline judge, a finished run and a first
+pass of reviews.
 
 `make run` loads it before any worker is up, so the run is executed here, in-process,
 against a private offline judge server on a free port (never through the broker).
@@ -14,6 +15,7 @@ from typing import IO, Any
 from django.db import connection
 from django.utils import timezone
 
+from evalsite.datasets.services import dataset_create_from_path
 from evalsite.evals.models import Result, Run, ScorerConfig
 from evalsite.evals.services import (
     judge_create_offline,
@@ -22,6 +24,7 @@ from evalsite.evals.services import (
     run_start,
     scorer_create,
 )
+from evalsite.review.services import override_create, result_accept
 from scoring.offline_judge import start_server
 
 DEMO_DATA = (
@@ -58,8 +61,6 @@ def demo_load(
     4. With `with_run` and no finished run yet: a run of all six, judged to completion
        here by a thread pool against a private offline judge.
     """
-    from evalsite.datasets.services import dataset_create_from_path
-
     judge = judge_create_offline(project)
     dataset = project.datasets.order_by("created_at", "pk").first()
     if dataset is None:
@@ -124,8 +125,6 @@ def _demo_reviews(*, run: Run, user: Any) -> int:
     numbers (final vs judge mean, agreement, kappa) have something to show: the first
     faithful-looking ones accepted, and on a few others the first verdict the judge did
     not call supported flipped to supported."""
-    from evalsite.review.services import override_create, result_accept
-
     results = list(
         Result.objects.filter(
             run=run, run_scorer__kind="faithfulness", status=Result.Status.OK
