@@ -9,13 +9,11 @@ from __future__ import annotations
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Query, Router
 
+from evalsite.datasets.selectors import dataset_get_for_user
+from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.http import export_response
 from evalsite.exports.schemas import ErrorOut, ExportQuery
-from evalsite.exports.selectors import (
-    export_dataset_get_for_user,
-    export_run_get_for_user,
-)
 
 router = Router(tags=["export"])
 
@@ -36,7 +34,7 @@ def _openapi(media_type: str, what: str) -> dict:
 def _run(
     request: HttpRequest, run_id: int, fmt: services.Format, query: ExportQuery
 ) -> StreamingHttpResponse:
-    run = export_run_get_for_user(user=request.user, pk=run_id)
+    run = run_get_for_user(user=request.user, pk=run_id)
     filters = query.to_filters()
     stream = services.run_export_stream(
         run=run, fmt=fmt, filters=filters, user=request.user, excel=query.excel
@@ -74,7 +72,7 @@ def run_export_jsonl(
 def _dataset(
     request: HttpRequest, dataset_id: int, fmt: services.Format, excel: bool
 ) -> StreamingHttpResponse:
-    dataset = export_dataset_get_for_user(user=request.user, pk=dataset_id)
+    dataset = dataset_get_for_user(user=request.user, pk=dataset_id)
     stream = services.dataset_export_stream(dataset=dataset, fmt=fmt, excel=excel)
     filename = services.export_filename(kind="dataset", pk=dataset.pk, fmt=fmt)
     return export_response(stream, fmt=fmt, filename=filename)

@@ -5,7 +5,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import Field
 
-from evalsite.review.schemas_queue import ResultFiltersIn
+from evalsite.review.schemas import ResultFiltersIn
 
 
 class ErrorFieldOut(Schema):

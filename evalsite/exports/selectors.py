@@ -1,41 +1,11 @@
-"""Reads for exports: access checks and the metadata key set of a dataset."""
+"""Reads for exports: the metadata key set of a dataset (access goes through the
+owning apps' `run_get_for_user` and `dataset_get_for_user`)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
-from django.http import Http404
 
-from evalsite.accounts.selectors import project_get_for_user
 from evalsite.datasets.models import Dataset, Item
-from evalsite.evals.models import Run
-
-User = AbstractBaseUser | AnonymousUser
-
-
-def export_run_get_for_user(
-    *, user: User, pk: int, project_id: int | None = None
-) -> Run:
-    """The run if `user` is a member of its project (any role may export); 404 otherwise.
-
-    `project_id` (from a page URL) must match, so one project's path never serves another
-    project's run.
-    """
-    run = Run.objects.select_related("project", "dataset").filter(pk=pk).first()
-    if run is None or (project_id is not None and run.project_id != project_id):
-        raise Http404("No such run.")
-    run.project = project_get_for_user(user=user, pk=run.project_id)
-    return run
-
-
-def export_dataset_get_for_user(
-    *, user: User, pk: int, project_id: int | None = None
-) -> Dataset:
-    dataset = Dataset.objects.select_related("project").filter(pk=pk).first()
-    if dataset is None or (project_id is not None and dataset.project_id != project_id):
-        raise Http404("No such dataset.")
-    dataset.project = project_get_for_user(user=user, pk=dataset.project_id)
-    return dataset
 
 
 def dataset_metadata_keys(*, dataset: Dataset) -> list[str]:

@@ -114,7 +114,7 @@ def export_filters_from_query(*, run: Run, query: QueryDict) -> dict[str, Any]:
     An invalid filter is an ApplicationError naming the field rather than a silently
     wider export.
     """
-    from evalsite.review.forms_queue import ExplorerFilterForm
+    from evalsite.review.forms import ExplorerFilterForm
 
     form = ExplorerFilterForm(query, run_scorers=list(run.run_scorers.all()))
     if not form.is_valid():
@@ -144,7 +144,7 @@ def run_export_queryset(
     *, run: Run, filters: dict[str, Any] | None = None, user: User | None = None
 ) -> QuerySet[Result]:
     """The results to export: the explorer's filter and sort (whole run when empty)."""
-    from evalsite.review.selectors_explorer import results_filter
+    from evalsite.review.selectors import results_filter
 
     qs = results_filter(run=run, params=filters or {}, user=user or AnonymousUser())  # type: ignore[arg-type]
     return qs.select_related(None)

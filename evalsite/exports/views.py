@@ -10,12 +10,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets.selectors import dataset_get_for_user
+from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.http import export_response
-from evalsite.exports.selectors import (
-    export_dataset_get_for_user,
-    export_run_get_for_user,
-)
 
 _TRUE = {"1", "true", "on", "yes"}
 
@@ -27,7 +25,7 @@ def _excel(request: HttpRequest) -> bool:
 def _run_export(
     request: HttpRequest, project_id: int, run_id: int, fmt: services.Format
 ) -> HttpResponseBase:
-    run = export_run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
+    run = run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
     try:
         filters = services.export_filters_from_query(run=run, query=request.GET)
     except ApplicationError as exc:
@@ -54,7 +52,7 @@ def run_jsonl(request: HttpRequest, project_id: int, run_id: int) -> HttpRespons
 def _dataset_export(
     request: HttpRequest, project_id: int, dataset_id: int, fmt: services.Format
 ) -> HttpResponseBase:
-    dataset = export_dataset_get_for_user(
+    dataset = dataset_get_for_user(
         user=request.user, pk=dataset_id, project_id=project_id
     )
     stream = services.dataset_export_stream(

@@ -2,8 +2,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from evalsite.review.models import AuditEvent, Comment, Override, ReviewVersion
-from evalsite.review.models_queue import QueueEntry, ReviewQueue
+from evalsite.review.models import (
+    AuditEvent,
+    Comment,
+    Override,
+    QueueEntry,
+    ReviewQueue,
+    ReviewVersion,
+)
 
 
 @admin.register(Override)

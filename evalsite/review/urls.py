@@ -1,7 +1,53 @@
 from __future__ import annotations
 
-from evalsite.review.urls_item import urlpatterns as item_urlpatterns
-from evalsite.review.urls_queue import urlpatterns as queue_urlpatterns
+from django.urls import path
+
+from evalsite.review.views import (
+    audit,
+    comments,
+    compare,
+    explorer,
+    item,
+    overrides,
+    queues,
+    rescore,
+)
 
 app_name = "review"
-urlpatterns = item_urlpatterns + queue_urlpatterns
+P = "projects/<int:project_id>/"
+urlpatterns = [
+    # Item page, overrides, what-if rescore, compare.
+    path(f"{P}results/<int:result_id>/", item.item, name="item"),
+    path(
+        f"{P}results/<int:result_id>/overrides/",
+        overrides.override_create,
+        name="override_create",
+    ),
+    path(f"{P}results/<int:result_id>/accept/", overrides.accept, name="accept"),
+    path(
+        f"{P}results/<int:result_id>/calls/<int:call_id>/",
+        item.judge_call,
+        name="judge_call",
+    ),
+    path(
+        f"{P}overrides/<int:override_id>/undo/",
+        overrides.override_revert,
+        name="override_revert",
+    ),
+    path(f"{P}runs/<int:run_id>/items/<int:item_id>/", item.run_item, name="run_item"),
+    path(f"{P}runs/<int:run_id>/rescore/", rescore.rescore, name="rescore"),
+    path(f"{P}compare/", compare.compare, name="compare"),
+    # Results explorer, review queues, assigned work, comments, audit log.
+    path(f"{P}runs/<int:run_id>/results/", explorer.explorer, name="explorer"),
+    path(f"{P}runs/<int:run_id>/queues/", queues.queue_create, name="queue_create"),
+    path(f"{P}runs/<int:run_id>/audit/", audit.run_audit, name="run_audit"),
+    path(f"{P}queues/<int:queue_id>/", queues.queue_detail, name="queue"),
+    path(
+        f"{P}queues/<int:queue_id>/<int:position>/<slug:action>/",
+        queues.queue_action,
+        name="queue_action",
+    ),
+    path(f"{P}queue/", queues.assigned, name="assigned"),
+    path(f"{P}results/<int:result_id>/comments/", comments.comments, name="comments"),
+    path(f"{P}results/<int:result_id>/audit/", audit.result_audit, name="result_audit"),
+]

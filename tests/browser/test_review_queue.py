@@ -6,8 +6,8 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.review.models import Override
-from evalsite.review.selectors_explorer import ResultFilters
-from evalsite.review.services_queue import queue_create
+from evalsite.review.selectors import ResultFilters
+from evalsite.review.services import queue_create
 from tests.browser_fixtures import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run

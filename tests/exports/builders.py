@@ -150,8 +150,13 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
     """One of every project-scoped object, for walking every URL and API operation."""
     from evalsite.accounts.services import api_token_create
     from evalsite.evals.models import JudgeCall
-    from evalsite.review.models import AuditEvent, Comment, Override
-    from evalsite.review.models_queue import QueueEntry, ReviewQueue
+    from evalsite.review.models import (
+        AuditEvent,
+        Comment,
+        Override,
+        QueueEntry,
+        ReviewQueue,
+    )
 
     judge = make_judge(project, name="secret-judge", api_key="sk-world-SECRET-KEY-777")
     scorer = make_scorer(project, judge)

@@ -1,4 +1,4 @@
-"""Build datasets, runs and scored results for review tests (shared by D1 and D2 tests).
+"""Build datasets, runs and scored results for review tests.
 
 Judge fields are computed with the real scoring library, and final_* start equal to
 them, as the run tasks leave them.

@@ -19,9 +19,9 @@ from django.utils import timezone
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run
 from evalsite.evals.services.runs import run_finish_if_complete, run_retry_failed
-from evalsite.review import selectors
 from evalsite.review.models import Override
-from evalsite.review.selectors import _bin_of, run_aggregates
+from evalsite.review.selectors import aggregates, run_aggregates
+from evalsite.review.selectors.aggregates import _bin_of
 from evalsite.review.services import (
     override_create,
     override_revert,
@@ -315,7 +315,7 @@ def test_a_review_written_while_counting_is_not_cached_as_the_old_version(
     """The review side is cached only if its version did not move during the count."""
     run = make_run(project, kinds=["faithfulness"], n_items=3)
     result = Result.objects.filter(run=run).first()
-    real_version_now = selectors._review_version_now
+    real_version_now = aggregates._review_version_now
 
     def review_meanwhile(run_scorer_id: int) -> int:
         # Another reviewer's override commits between our count and our check.
@@ -324,11 +324,11 @@ def test_a_review_written_while_counting_is_not_cached_as_the_old_version(
                 override_create(result=result, user=reviewer, kind="pass", value=True)
         return real_version_now(run_scorer_id)
 
-    selectors._review_version_now = review_meanwhile
+    aggregates._review_version_now = review_meanwhile
     try:
         stale = run_aggregates(run_id=run.pk)[0]
     finally:
-        selectors._review_version_now = real_version_now
+        aggregates._review_version_now = real_version_now
     assert stale.overridden == 0  # counted before the override …
     fresh = run_aggregates(run_id=run.pk)[0]
     assert fresh.overridden == 1  # … and not served again afterwards
@@ -342,8 +342,8 @@ def test_cache_outage_costs_a_recount_not_an_error(project, reviewer, monkeypatc
     def down(*args: Any, **kwargs: Any) -> None:
         raise ConnectionError("cache is restarting")
 
-    monkeypatch.setattr(selectors.cache, "get", down)
-    monkeypatch.setattr(selectors.cache, "set", down)
+    monkeypatch.setattr(aggregates.cache, "get", down)
+    monkeypatch.setattr(aggregates.cache, "set", down)
     override_create(
         result=Result.objects.filter(run=run).first(),
         user=reviewer,

@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from evalsite.review import services
 from evalsite.review.models import AuditEvent
-from evalsite.review.services_queue import comment_create
+from evalsite.review.services import comment_create
 from tests.conftest import login
 from tests.review.builders import make_run
 

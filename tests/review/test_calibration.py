@@ -6,9 +6,9 @@ from django.urls import reverse
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
 from evalsite.review import services
-from evalsite.review.models_queue import QueueEntry
-from evalsite.review.selectors_explorer import ResultFilters, queue_estimate
-from evalsite.review.services_queue import queue_create
+from evalsite.review.models import QueueEntry
+from evalsite.review.selectors import ResultFilters, queue_estimate
+from evalsite.review.services import queue_create
 from tests.conftest import login
 from tests.review.builders import make_run
 

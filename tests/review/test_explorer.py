@@ -4,8 +4,8 @@ import pytest
 from django.urls import reverse
 
 from evalsite.evals.models import Result
-from evalsite.review.forms_queue import ExplorerFilterForm
-from evalsite.review.selectors_explorer import results_filter
+from evalsite.review.forms import ExplorerFilterForm
+from evalsite.review.selectors import results_filter
 from evalsite.review.services import override_create, result_accept
 from tests.conftest import login
 from tests.review.builders import make_run
@@ -254,9 +254,9 @@ def test_results_filter_is_shared_by_form_and_api_shapes(reviewer, run):
 
 
 def test_explorer_count_stops_at_the_cap(client, reviewer, project, monkeypatch):
-    from evalsite.review import selectors_explorer
+    from evalsite.review.selectors import explorer
 
-    monkeypatch.setattr(selectors_explorer, "COUNT_CAP", 30)
+    monkeypatch.setattr(explorer, "COUNT_CAP", 30)
     big = make_run(project, n_items=20, kinds=("faithfulness", "hallucination"))
     login(client, reviewer)
     response = client.get(_url(big, per_page=25))

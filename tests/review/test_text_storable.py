@@ -12,8 +12,7 @@ from django.urls import reverse
 
 from evalsite.accounts.models import Project
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Comment, Override
-from evalsite.review.models_queue import ReviewQueue
+from evalsite.review.models import AuditEvent, Comment, Override, ReviewQueue
 from tests.conftest import login
 from tests.factories import UserFactory
 from tests.review.builders import make_run
@@ -218,8 +217,12 @@ def test_html_explorer_and_export_search(client, viewer, run):
 def test_services_refuse_unstorable_text(project, reviewer, result, run, bad):
     from evalsite.accounts.services import project_create, project_update
     from evalsite.core.exceptions import ApplicationError
-    from evalsite.review.services import override_create, result_set_human_pass
-    from evalsite.review.services_queue import comment_create, queue_create
+    from evalsite.review.services import (
+        comment_create,
+        override_create,
+        queue_create,
+        result_set_human_pass,
+    )
 
     calls = [
         (lambda: project_create(user=reviewer, name=bad), "name"),

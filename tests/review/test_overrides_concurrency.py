@@ -14,8 +14,8 @@ from django.db import connection
 from django.test import Client
 
 from evalsite.evals.models import Result
-from evalsite.review import services
 from evalsite.review.models import AuditEvent, Override
+from evalsite.review.services import overrides
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,14 +34,14 @@ def test_two_sessions_flipping_one_result_both_land(
     result = Result.objects.get(run=run)
     # Widen the race: hold the row for a moment after reading it, so without the lock
     # both requests would read version 0 and the second write would drop the first flip.
-    real = services._recompute_locked
+    real = overrides._recompute_locked
 
     def slow(result, run_scorer):
         flips = real(result, run_scorer)
         time.sleep(0.3)
         return flips
 
-    monkeypatch.setattr(services, "_recompute_locked", slow)
+    monkeypatch.setattr(overrides, "_recompute_locked", slow)
     barrier = threading.Barrier(2)
     statuses: list[int] = []
 

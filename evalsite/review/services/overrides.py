@@ -1,17 +1,13 @@
-"""Review writes: overrides, undo, accept, human pass/fail, recompute, what-if rescore, audit.
+"""Overrides, accepts and human verdicts, and the final fields they recompute.
 
-Every entry point is one transaction that also writes its AuditEvent. A review change
-first locks the result row (select_for_update; on SQLite the IMMEDIATE transaction
-mode serialises writers), then reads the run scorer's options, recomputes the final
-fields from the judge analysis + the active overrides in order, and bumps
-`Result.version`. Two reviewers changing one result at once therefore both land, in
-some order, and neither is lost.
+Every write locks the result, recomputes its final fields from the judge's output
+plus the active overrides, and records an audit event in the same transaction.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,24 +15,16 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Max
 from django.utils import timezone
 
-from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError, ConflictError
-from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
+from evalsite.evals.models import Result, RunScorer
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import AuditEvent, Override, ReviewVersion
-from evalsite.review.selectors import (
-    ScorerAggregate,
-    aggregate_rows,
-    review_groups_advance,
-    review_row,
-    run_aggregates,
-)
+from evalsite.review.selectors.aggregates import review_groups_advance, review_row
+from evalsite.review.services.audit import audit_record
 from scoring import (
     AnalysisError,
-    OptionsError,
     ScoringError,
     apply_override,
     compute_score,
@@ -44,44 +32,6 @@ from scoring import (
     passes,
     validate_options,
 )
-
-RESCORE_CHUNK = 2000
-
-# Options that only change how a stored analysis is scored: what-if can change them.
-# The others (rubric prompts, ignore_case, reference_tone…) change the analysis itself
-# and need a new run.
-RESCORABLE_OPTIONS = frozenset(
-    {"scale", "threshold", "penalties", "uncertainty_weight", "category_scores"}
-)
-
-# --------------------------------------------------------------------------- audit
-
-
-def audit_record(
-    *,
-    project: Project,
-    actor: AbstractBaseUser | None,
-    action: str,
-    summary: str,
-    before: Any = None,
-    after: Any = None,
-    run: Run | None = None,
-    result: Result | None = None,
-) -> AuditEvent:
-    """Append one audit event; call it inside the transaction that makes the change."""
-    return AuditEvent.objects.create(
-        project=project,
-        actor=actor if actor is not None and actor.is_authenticated else None,
-        action=action,
-        summary=summary[:500],
-        before=before,
-        after=after,
-        run=run,
-        result=result,
-    )
-
-
-# ------------------------------------------------------------------------ recompute
 
 
 @dataclass
@@ -173,6 +123,8 @@ _COMPUTED_FIELDS = (
     "pass_overridden",
     "overridden",
 )
+
+
 _FINAL_FIELDS = (*_COMPUTED_FIELDS, "active_override_count", "verdict_flip_count")
 
 
@@ -290,9 +242,6 @@ def result_recompute(*, result: Result) -> Result:
         _save_result(locked)
     _copy_back(result, locked)
     return locked
-
-
-# ------------------------------------------------------------------------ overrides
 
 
 def _review_state(result: Result) -> dict[str, Any]:
@@ -706,266 +655,3 @@ def result_set_human_pass(
             )
     _copy_back(result, locked)
     return locked
-
-
-# -------------------------------------------------------------------------- rescore
-
-
-@dataclass
-class RescorePreview:
-    run_scorer_id: int
-    options: dict
-    before: ScorerAggregate
-    after: ScorerAggregate
-    changed_scores: int
-    changed_passes: int
-    saved: bool = False
-    scorer_config_id: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "run_scorer_id": self.run_scorer_id,
-            "options": self.options,
-            "before": self.before.as_dict(),
-            "after": self.after.as_dict(),
-            "changed_scores": self.changed_scores,
-            "changed_passes": self.changed_passes,
-            "saved": self.saved,
-            "scorer_config_id": self.scorer_config_id,
-        }
-
-
-_RESCORE_COLUMNS = (
-    "id",
-    "status",
-    "error",
-    "analysis",
-    "judge_score",
-    "judge_passed",
-    "final_score",
-    "final_passed",
-    "score_overridden",
-    "pass_overridden",
-    "reviewed",
-    "overridden",
-    "overridable_count",
-    "active_override_count",
-    "verdict_flip_count",
-)
-
-
-def _rescore_row(kind: str, row: dict[str, Any], options: dict) -> dict[str, Any]:
-    """New judge and final numbers of one result under `options` (ok rows only).
-
-    Without an active override the final numbers are the judge's, so the score is
-    computed once; otherwise from the final analysis (fetched for those rows only),
-    keeping score/pass overrides.
-    """
-    new = dict(row)
-    if row["status"] != Result.Status.OK or row["analysis"] is None:
-        return new
-    new["judge_score"] = compute_score(kind, row["analysis"], options)
-    new["judge_passed"] = passes(kind, new["judge_score"], options)
-    if not row["overridden"]:
-        new["final_score"], new["final_passed"] = (
-            new["judge_score"],
-            new["judge_passed"],
-        )
-    else:
-        if not row["score_overridden"]:
-            final_analysis = row.get("final_analysis") or row["analysis"]
-            new["final_score"] = compute_score(kind, final_analysis, options)
-        if not row["pass_overridden"]:
-            new["final_passed"] = passes(kind, new["final_score"], options)
-    return new
-
-
-def _iter_chunks(qs: Any, *, lock: bool) -> Iterable[list[dict[str, Any]]]:
-    """Rows of `qs` in id order, RESCORE_CHUNK at a time (keyset pagination); the
-    final analysis is read only for rows with active overrides."""
-    last = 0
-    while True:
-        page = qs.filter(pk__gt=last).order_by("pk")
-        if lock:
-            page = page.select_for_update()
-        rows = list(page.values(*_RESCORE_COLUMNS)[:RESCORE_CHUNK])
-        if not rows:
-            return
-        overridden = [r["id"] for r in rows if r["overridden"]]
-        if overridden:
-            finals = dict(
-                Result.objects.filter(pk__in=overridden).values_list(
-                    "id", "final_analysis"
-                )
-            )
-            for r in rows:
-                if r["overridden"]:
-                    r["final_analysis"] = finals.get(r["id"])
-        yield rows
-        last = rows[-1]["id"]
-
-
-def run_rescore(
-    *,
-    run: Run,
-    run_scorer: RunScorer,
-    options: dict | None,
-    user: AbstractBaseUser,
-    save: bool,
-) -> RescorePreview:
-    """What-if: re-score every result of one run scorer under new options, no judge call.
-
-    Preview (save=False) writes nothing and returns before → after aggregates computed
-    in memory. save=True, in one transaction: creates a new ScorerConfig version (parent =
-    the run's config), sets RunScorer.options, rewrites judge_score/judge_passed (the
-    judge-only numbers under the new options) and final_* of every result (score/pass
-    overrides are kept), bulk_update in chunks, and writes an audit event.
-    """
-    if run_scorer.run_id != run.pk:
-        raise ApplicationError(
-            "That scorer is not part of this run.",
-            field_errors={"scorer_id": "not in this run"},
-        )
-    if not run.is_finished:
-        raise ApplicationError(
-            "Only a finished run can be re-scored.",
-            field_errors={"run": f"status is {run.status}"},
-        )
-    try:
-        validated = validate_options(run_scorer.kind, options or {})
-    except OptionsError as exc:
-        raise ApplicationError(
-            str(exc), field_errors={f"options.{exc.field}": str(exc)}
-        ) from exc
-    except ScoringError as exc:
-        raise ApplicationError(str(exc), field_errors={"options": str(exc)}) from exc
-
-    try:
-        current = validate_options(run_scorer.kind, run_scorer.options or {})
-    except ScoringError:
-        current = validated
-    for key in validated:
-        if key not in RESCORABLE_OPTIONS and validated[key] != current.get(key):
-            raise ApplicationError(
-                f"Changing {key} changes the analysis itself: start a new run instead.",
-                field_errors={f"options.{key}": "needs a new run, not a rescore"},
-            )
-
-    before = run_aggregates(run_id=run.pk, run_scorer_id=run_scorer.pk)[0]
-    qs = Result.objects.filter(run_id=run.pk, run_scorer_id=run_scorer.pk)
-    kind = run_scorer.kind
-    new_rows: list[dict[str, Any]] = []
-    changed_scores = changed_passes = 0
-
-    def process(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        nonlocal changed_scores, changed_passes
-        out = []
-        for row in chunk:
-            new = _rescore_row(kind, row, validated)
-            changed_scores += new["final_score"] != row["final_score"]
-            changed_passes += new["final_passed"] != row["final_passed"]
-            out.append(new)
-        return out
-
-    if not save:
-        for chunk in _iter_chunks(qs, lock=False):
-            new_rows.extend(process(chunk))
-        after = aggregate_rows(run_scorer=run_scorer, rows=new_rows, options=validated)
-        return RescorePreview(
-            run_scorer_id=run_scorer.pk,
-            options=validated,
-            before=before,
-            after=after,
-            changed_scores=changed_scores,
-            changed_passes=changed_passes,
-        )
-
-    with transaction.atomic():
-        rs = RunScorer.objects.select_for_update().get(pk=run_scorer.pk)
-        old_options = rs.options
-        for chunk in _iter_chunks(qs, lock=True):
-            objs = []
-            for new in process(chunk):
-                if new["status"] != Result.Status.OK:
-                    continue
-                objs.append(
-                    Result(
-                        pk=new["id"],
-                        judge_score=new["judge_score"],
-                        judge_passed=new["judge_passed"],
-                        final_score=new["final_score"],
-                        final_passed=new["final_passed"],
-                    )
-                )
-            Result.objects.bulk_update(
-                objs, ["judge_score", "judge_passed", "final_score", "final_passed"]
-            )
-        config = _scorer_version_create(run_scorer=rs, options=validated, user=user)
-        rs.options = validated
-        rs.scorer = config
-        rs.save(update_fields=["options", "scorer"])
-        after = run_aggregates(run_id=run.pk, run_scorer_id=rs.pk)[0]
-        audit_record(
-            project=run.project,
-            actor=user,
-            action="run.rescore",
-            summary=(
-                f"{user.get_username()} re-scored {rs.name} (saved as {config}): pass rate "
-                f"{_fmt_rate(before.final_pass_rate)} → {_fmt_rate(after.final_pass_rate)}, "
-                f"{changed_scores} scores changed"
-            ),
-            before={"options": old_options, "aggregates": _agg_brief(before)},
-            after={
-                "options": validated,
-                "scorer_config_id": config.pk,
-                "aggregates": _agg_brief(after),
-            },
-            run=run,
-        )
-    run_scorer.options = validated
-    run_scorer.scorer = config
-    return RescorePreview(
-        run_scorer_id=run_scorer.pk,
-        options=validated,
-        before=before,
-        after=after,
-        changed_scores=changed_scores,
-        changed_passes=changed_passes,
-        saved=True,
-        scorer_config_id=config.pk,
-    )
-
-
-def _fmt_rate(rate: float | None) -> str:
-    return "–" if rate is None else f"{rate * 100:.0f} %"
-
-
-def _agg_brief(agg: ScorerAggregate) -> dict[str, Any]:
-    return {
-        "judge_mean": agg.judge_mean,
-        "final_mean": agg.final_mean,
-        "judge_pass_rate": agg.judge_pass_rate,
-        "final_pass_rate": agg.final_pass_rate,
-    }
-
-
-def _scorer_version_create(
-    *, run_scorer: RunScorer, options: dict, user: AbstractBaseUser
-) -> ScorerConfig:
-    """A new version of the run's scorer config with the what-if options."""
-    parent = run_scorer.scorer
-    project_id = run_scorer.run.project_id
-    name = parent.name if parent else run_scorer.name
-    latest = ScorerConfig.objects.filter(project_id=project_id, name=name).aggregate(
-        v=Max("version")
-    )["v"]
-    return ScorerConfig.objects.create(
-        project_id=project_id,
-        name=name,
-        kind=run_scorer.kind,
-        judge=parent.judge if parent else run_scorer.judge,
-        options=options,
-        version=(latest or 0) + 1,
-        parent=parent,
-        created_by=user,
-    )

@@ -1,4 +1,4 @@
-"""Review reads: access helpers and the per-run × scorer aggregates.
+"""Per-run × scorer aggregates.
 
 Aggregates are computed by the database (conditional counts and averages, a
 histogram bin expression grouped in SQL) so a 100k-result run costs a few
@@ -17,84 +17,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import (
-    Avg,
-    Case,
     Count,
     F,
-    FloatField,
     Func,
     IntegerField,
     Q,
     Sum,
-    Value,
-    When,
 )
-from django.http import Http404
 
-from evalsite.accounts.selectors import project_get_for_user
 from evalsite.evals.models import Result, Run, RunScorer
 from scoring import KINDS
 
 HISTOGRAM_BINS = 10
 
+
 logger = logging.getLogger(__name__)
-
-
-# --------------------------------------------------------------------------- access
-
-
-def result_get_for_user(
-    *,
-    user: AbstractBaseUser | AnonymousUser,
-    pk: int,
-    write: bool = False,
-    project_id: int | None = None,
-) -> Result:
-    """A result of a project the user belongs to; 404 for outsiders, 403 for viewers on write.
-
-    `project_id` (from the URL) must match the result's project, so a link that mixes
-    projects is a 404 too. The project (with `.membership`) is attached as `result.project`.
-    """
-    # .get, not .filter().first(): first() orders the five-table join by id, which
-    # costs the planner more than the row itself.
-    try:
-        result = Result.objects.select_related("run", "run_scorer", "item").get(pk=pk)
-    except Result.DoesNotExist:
-        result = None
-    if result is None or (
-        project_id is not None and result.run.project_id != project_id
-    ):
-        raise Http404("No such result.")
-    # The membership check reads the project anyway: one copy serves both.
-    project = project_get_for_user(user=user, pk=result.run.project_id, write=write)
-    result.project = result.run.project = project  # type: ignore[attr-defined]
-    return result
-
-
-def run_get_for_user(
-    *,
-    user: AbstractBaseUser | AnonymousUser,
-    pk: int,
-    write: bool = False,
-    project_id: int | None = None,
-) -> Run:
-    """A run of a project the user belongs to (404 / 403 like `result_get_for_user`)."""
-    try:
-        run = Run.objects.select_related("project", "dataset").get(pk=pk)
-    except Run.DoesNotExist:
-        run = None
-    if run is None or (project_id is not None and run.project_id != project_id):
-        raise Http404("No such run.")
-    project = project_get_for_user(user=user, pk=run.project_id, write=write)
-    run.project = project
-    return run
-
-
-# ----------------------------------------------------------------------- aggregates
 
 
 @dataclass
@@ -307,7 +247,11 @@ def _scorer_stub(rs: RunScorer) -> ScorerAggregate:
 # What a reviewed or overridden ok result is counted under (the review side of the
 # aggregates); the judge side is counted by status, judge pass and judge bin alone.
 _GROUP_FIELDS = ("reviewed", "overridden", "judge_passed", "final_passed")
+
+
 _JUDGE_GROUP_FIELDS = ("status", "judge_passed")
+
+
 AGGREGATES_CACHE_TTL = 24 * 3600
 
 
@@ -409,8 +353,6 @@ def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
     return out
 
 
-# ------------------------------------------------------------ review side, versioned
-
 # A review row: what the review side counts of one reviewed or overridden ok result.
 _REVIEW_ROW_FIELDS = (
     *_GROUP_FIELDS,
@@ -420,6 +362,8 @@ _REVIEW_ROW_FIELDS = (
     "verdict_flip_count",
     "overridable_count",
 )
+
+
 _REVIEW_GROUP_KEY = (*_GROUP_FIELDS, "jb", "fb")
 
 
@@ -680,9 +624,6 @@ def run_aggregates(
     return out
 
 
-# ------------------------------------------------------------- in-memory aggregates
-
-
 def _add_to_judge_group(
     groups: dict[tuple, dict[str, Any]], row: Mapping[str, Any], scale: float
 ) -> None:
@@ -737,339 +678,3 @@ def aggregate_rows(
     agg.error_reasons = sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
     agg.moved = moved_sentence(agg)
     return agg
-
-
-# ------------------------------------------------------------------------ item view
-
-_TEXT_KEYS = ("claim", "statement", "opinion")
-
-
-@dataclass
-class FieldControl:
-    """One overridable value: its path, judge and final values, and the other choices."""
-
-    path: str
-    name: str
-    judge_value: Any
-    final_value: Any
-    judge_label: str
-    final_label: str
-    changed: bool
-    choices: list[tuple[str, str]]  # (posted value, label) for values other than final
-
-
-@dataclass
-class AnalysisRow:
-    number: int  # 1-based, what the 1–9 keys flip
-    text: str
-    context_index: int | None
-    context_text: str
-    reason: str
-    fields: list[FieldControl]
-
-
-@dataclass
-class AnalysisView:
-    kind: str
-    list_key: str  # "verdicts" / "evaluations" / "" (no list)
-    rows: list[AnalysisRow]
-    scalars: list[FieldControl]
-    details: list[
-        tuple[str, Any]
-    ]  # non-overridable facts (custom score, text-kind numbers)
-    missing_context: list[str]
-
-
-def _label(labels: dict[str, str], value: Any) -> str:
-    key = str(value).lower() if isinstance(value, bool) else str(value)
-    return labels.get(key, key)
-
-
-def _posted(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _control(
-    kind: str, pattern: str, path: str, judge: Any, final: Any
-) -> FieldControl:
-    spec = KINDS[kind]
-    labels = spec.value_labels.get(pattern, {})
-    return FieldControl(
-        path=path,
-        name=pattern.rsplit(".", 1)[-1],
-        judge_value=judge,
-        final_value=final,
-        judge_label=_label(labels, judge),
-        final_label=_label(labels, final),
-        changed=_posted(judge).strip().lower() != _posted(final).strip().lower(),
-        choices=[
-            (_posted(v), _label(labels, v))
-            for v in spec.overridable[pattern]
-            if _posted(v) != _posted(final).strip().lower()
-            and _posted(v) != _posted(final).strip().upper()
-        ],
-    )
-
-
-def analysis_view(
-    *, kind: str, analysis: dict | None, final_analysis: dict | None, context: list
-) -> AnalysisView:
-    """The analysis as rows for the item page: per list element its text, reason and
-    every overridable field (judge value, final value, the other allowed values)."""
-    analysis = analysis or {}
-    final = final_analysis or analysis
-    spec = KINDS.get(kind)
-    view = AnalysisView(
-        kind=kind, list_key="", rows=[], scalars=[], details=[], missing_context=[]
-    )
-    if spec is None:
-        view.details = sorted(analysis.items())
-        return view
-    list_fields: dict[str, list[str]] = {}
-    shown: set[str] = set()
-    for pattern in spec.overridable:
-        parts = pattern.split(".")
-        if "*" in parts:
-            list_fields.setdefault(parts[0], []).append(pattern)
-        else:
-            view.scalars.append(
-                _control(
-                    kind, pattern, pattern, analysis.get(pattern), final.get(pattern)
-                )
-            )
-            shown.add(pattern)
-    for head, patterns in list_fields.items():
-        view.list_key = head
-        shown.add(head)
-        judge_list = analysis.get(head) or []
-        final_list = final.get(head) or []
-        for i, element in enumerate(judge_list):
-            final_element = final_list[i] if i < len(final_list) else element
-            ci = element.get("context_index")
-            chunk = ""
-            if isinstance(ci, int) and 0 <= ci < len(context):
-                chunk = str(context[ci])
-            text = next((str(element[k]) for k in _TEXT_KEYS if k in element), "")
-            view.rows.append(
-                AnalysisRow(
-                    number=i + 1,
-                    text=text,
-                    context_index=ci if isinstance(ci, int) else None,
-                    context_text=chunk,
-                    reason=str(element.get("reason") or ""),
-                    fields=[
-                        _control(
-                            kind,
-                            pattern,
-                            pattern.replace("*", str(i)),
-                            element.get(pattern.split(".")[-1]),
-                            final_element.get(pattern.split(".")[-1]),
-                        )
-                        for pattern in patterns
-                    ],
-                )
-            )
-    view.missing_context = [str(m) for m in analysis.get("missing_context") or []]
-    skip = shown | {"missing_context", "claims", "statements", "opinions", "reason"}
-    view.details = [(k, v) for k, v in analysis.items() if k not in skip]
-    return view
-
-
-# --------------------------------------------------------------------------- compare
-
-
-@dataclass
-class ComparePair:
-    """Summary of one scorer (same kind and name) in both runs."""
-
-    a: RunScorer
-    b: RunScorer
-    direction: str
-    n: int = 0
-    both_ok: int = 0
-    regressions: int = 0
-    improvements: int = 0
-    unchanged: int = 0
-    pass_to_fail: int = 0
-    fail_to_pass: int = 0
-    missing: int = 0
-    a_mean: float | None = None
-    b_mean: float | None = None
-    mean_delta: float | None = None
-    a_pass_rate: float | None = None
-    b_pass_rate: float | None = None
-
-    @property
-    def label(self) -> str:
-        return self.a.name
-
-
-@dataclass
-class Comparison:
-    run_a: Run
-    run_b: Run
-    pairs: list[ComparePair]
-    unmatched_a: list[RunScorer]
-    unmatched_b: list[RunScorer]
-
-    def pair_for(self, run_scorer_id: int | None) -> ComparePair | None:
-        if not self.pairs:
-            return None
-        for pair in self.pairs:
-            if pair.a.pk == run_scorer_id:
-                return pair
-        return self.pairs[0]
-
-    def rows(self, *, pair: ComparePair, only: str = "") -> Any:
-        """Result rows of run A for one scorer with run B's numbers, regressions first.
-
-        badness > 0 means B is worse than A (a lower score for higher-is-better kinds,
-        a higher one for lower-is-better kinds); pass→fail flips come first of all.
-        """
-        from django.db.models import FilteredRelation
-
-        qs = (
-            Result.objects.filter(run_id=self.run_a.pk, run_scorer_id=pair.a.pk)
-            .select_related("item")
-            .annotate(
-                other=FilteredRelation(
-                    "item__results",
-                    condition=Q(item__results__run_scorer_id=pair.b.pk),
-                )
-            )
-            .annotate(
-                b_id=F("other__id"),
-                b_status=F("other__status"),
-                b_score=Case(
-                    When(other__status=Result.Status.OK, then=F("other__final_score")),
-                    default=None,
-                    output_field=FloatField(),
-                ),
-                b_passed=F("other__final_passed"),
-            )
-            .annotate(
-                a_score=Case(
-                    When(status=Result.Status.OK, then=F("final_score")),
-                    default=None,
-                    output_field=FloatField(),
-                ),
-            )
-            .annotate(delta=F("b_score") - F("a_score"))
-            .annotate(
-                badness=(F("delta") if pair.direction == "lower" else -F("delta")),
-                flip=Case(
-                    When(
-                        status=Result.Status.OK,
-                        other__status=Result.Status.OK,
-                        final_passed=True,
-                        other__final_passed=False,
-                        then=Value(2),
-                    ),
-                    When(
-                        status=Result.Status.OK,
-                        other__status=Result.Status.OK,
-                        final_passed=False,
-                        other__final_passed=True,
-                        then=Value(1),
-                    ),
-                    default=Value(0),
-                    output_field=IntegerField(),
-                ),
-            )
-        )
-        if only == "regressions":
-            qs = qs.filter(Q(badness__gt=0) | Q(flip=2))
-        elif only == "improvements":
-            qs = qs.filter(Q(badness__lt=0) | Q(flip=1))
-        elif only == "flips":
-            qs = qs.filter(flip__gt=0)
-        elif only == "changed":
-            qs = qs.exclude(badness=0, flip=0)
-        return qs.order_by(
-            Case(When(flip=2, then=Value(0)), default=Value(1)),
-            F("badness").desc(nulls_last=True),
-            "item__index",
-            "id",
-        )
-
-    def page(
-        self,
-        *,
-        number: int = 1,
-        per_page: int = 50,
-        only: str = "",
-        scorer: int | None = None,
-    ) -> Any:
-        from django.core.paginator import Paginator
-
-        pair = self.pair_for(scorer)
-        if pair is None:
-            return None
-        return Paginator(self.rows(pair=pair, only=only), per_page).get_page(number)
-
-
-def runs_compare(*, run_a: Run, run_b: Run) -> Comparison:
-    """Pair the runs' scorers by (kind, name) and summarise the per-item final deltas.
-
-    The caller checks access to both runs and that they share a dataset.
-    """
-    scorers_a = list(RunScorer.objects.filter(run=run_a).order_by("position", "id"))
-    scorers_b = list(RunScorer.objects.filter(run=run_b).order_by("position", "id"))
-    by_key = {(s.kind, s.name): s for s in scorers_b}
-    pairs: list[ComparePair] = []
-    matched_b: set[int] = set()
-    unmatched_a: list[RunScorer] = []
-    for sa in scorers_a:
-        sb = by_key.get((sa.kind, sa.name))
-        if sb is None or sb.pk in matched_b:
-            unmatched_a.append(sa)
-            continue
-        matched_b.add(sb.pk)
-        spec = KINDS.get(sa.kind)
-        pairs.append(
-            ComparePair(a=sa, b=sb, direction=spec.direction if spec else "higher")
-        )
-    comparison = Comparison(
-        run_a=run_a,
-        run_b=run_b,
-        pairs=pairs,
-        unmatched_a=unmatched_a,
-        unmatched_b=[s for s in scorers_b if s.pk not in matched_b],
-    )
-    for pair in pairs:
-        both = Q(delta__isnull=False)
-        row = (
-            comparison.rows(pair=pair)
-            .order_by()
-            .aggregate(
-                n=Count("id"),
-                both_ok=Count("id", filter=both),
-                regressions=Count("id", filter=Q(badness__gt=0)),
-                improvements=Count("id", filter=Q(badness__lt=0)),
-                unchanged=Count("id", filter=Q(badness=0)),
-                pass_to_fail=Count("id", filter=Q(flip=2)),
-                fail_to_pass=Count("id", filter=Q(flip=1)),
-                a_mean=Avg("a_score", filter=both),
-                b_mean=Avg("b_score", filter=both),
-                mean_delta=Avg("delta"),
-                a_pass=Count("id", filter=both & Q(final_passed=True)),
-                b_pass=Count("id", filter=both & Q(b_passed=True)),
-            )
-        )
-        for name in (
-            "n",
-            "both_ok",
-            "regressions",
-            "improvements",
-            "unchanged",
-            "pass_to_fail",
-            "fail_to_pass",
-            "a_mean",
-            "b_mean",
-            "mean_delta",
-        ):
-            setattr(pair, name, row[name])
-        pair.missing = pair.n - pair.both_ok
-        pair.a_pass_rate = _ratio(row["a_pass"], pair.both_ok)
-        pair.b_pass_rate = _ratio(row["b_pass"], pair.both_ok)
-    return comparison

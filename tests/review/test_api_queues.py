@@ -8,8 +8,7 @@ from evalsite.accounts.models import Role
 from evalsite.accounts.services import api_token_create
 from evalsite.evals.models import Result
 from evalsite.review import services
-from evalsite.review.models import Comment
-from evalsite.review.models_queue import ReviewQueue
+from evalsite.review.models import Comment, ReviewQueue
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run
 

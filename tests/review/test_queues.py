@@ -6,10 +6,9 @@ from django.urls import reverse
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override
-from evalsite.review.models_queue import QueueEntry, ReviewQueue
-from evalsite.review.selectors_explorer import ResultFilters, queue_progress
-from evalsite.review.services_queue import queue_create
+from evalsite.review.models import AuditEvent, Override, QueueEntry, ReviewQueue
+from evalsite.review.selectors import ResultFilters, queue_progress
+from evalsite.review.services import queue_create
 from tests.conftest import login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run
@@ -427,7 +426,7 @@ def test_assigned_page_htmx_partial_and_permissions(client, project, viewer, out
     ],
 )
 def test_flip_fields_per_kind(kind, expected):
-    from evalsite.review.selectors_explorer import flip_fields
+    from evalsite.review.selectors import flip_fields
     from tests.review.builders import ANALYSES
 
     fields = flip_fields(kind=kind, analysis=ANALYSES[kind])
@@ -436,7 +435,7 @@ def test_flip_fields_per_kind(kind, expected):
 
 
 def test_flip_fields_stop_at_nine():
-    from evalsite.review.selectors_explorer import flip_fields
+    from evalsite.review.selectors import flip_fields
 
     analysis = _faith(["yes"] * 12)
     assert len(flip_fields(kind="faithfulness", analysis=analysis)) == 9

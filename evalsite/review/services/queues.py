@@ -1,8 +1,8 @@
-"""Writes for review queues, assignments and comments (helper D2).
+"""Writes for review queues, assignments and the queue's review keys.
 
-Overrides, accepts and undo go through D1's services (evalsite.review.services);
-this module only decides *which* override a queue key means, and audits its own
-changes with `audit_record` in the same transaction.
+Overrides, accepts and undo go through the override services; this module only
+decides *which* override a queue key means, and audits its own changes with
+`audit_record` in the same transaction.
 """
 
 from __future__ import annotations
@@ -20,21 +20,19 @@ from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, Run
 from evalsite.lib.text import text_check_storable
-from evalsite.review import services as review_services
-from evalsite.review.models import Comment, Override
-from evalsite.review.models_queue import QueueEntry, ReviewQueue
-from evalsite.review.selectors_explorer import (
+from evalsite.review.models import Override, QueueEntry, ReviewQueue
+from evalsite.review.selectors.explorer import (
     ResultFilters,
     filters_to_json,
-    flip_fields,
     results_filter,
-    stratified_sample_size,
 )
+from evalsite.review.selectors.queues import flip_fields, stratified_sample_size
+from evalsite.review.services.audit import audit_record
+from evalsite.review.services.overrides import override_create, override_revert
 
 # A queue is a unit of human work; past this many results people build a narrower
 # one (or a stratified sample). It also bounds the per-result audit events written.
 QUEUE_MAX = 5000
-COMMENT_MAX_LENGTH = 10_000
 
 
 def _default_name(source: str, run: Run, count: int) -> str:
@@ -134,7 +132,7 @@ def queue_create(
         )
         for pos, rid in enumerate(ids, 1)
     )
-    review_services.audit_record(
+    audit_record(
         project=run.project,
         actor=user,
         action="queue.create",
@@ -193,7 +191,7 @@ def _assign_round_robin(
         for rid, before_id, before_name in share:
             if before_id == reviewer.pk:
                 continue
-            review_services.audit_record(
+            audit_record(
                 project=queue.project,
                 actor=user,
                 action="result.assign",
@@ -215,14 +213,11 @@ def queue_assign_round_robin(
     return _assign_round_robin(queue=queue, user=user)
 
 
-# ---------------------------------------------------------------- queue keys
-
-
 def result_flip_field(
     *, result: Result, user: AbstractBaseUser, number: int, note: str = ""
 ) -> Override:
     """Key 1–9: flip the `number`th verdict of the result's final analysis (numbered
-    like the item page's analysis rows; see selectors_explorer.flip_fields)."""
+    like the item page's analysis rows; see selectors.queues.flip_fields)."""
     fields = flip_fields(
         kind=result.run_scorer.kind,
         analysis=result.final_analysis or result.analysis,
@@ -234,7 +229,7 @@ def result_flip_field(
             field_errors={"n": f"Must be between 1 and {len(fields)}."},
         )
     field = fields[number - 1]
-    return review_services.override_create(
+    return override_create(
         result=result,
         user=user,
         kind=Override.Kind.VERDICT,
@@ -253,34 +248,4 @@ def result_undo_last(*, result: Result, user: AbstractBaseUser) -> Result:
     )
     if override is None:
         raise ConflictError("Nothing to undo: this result has no active override.")
-    return review_services.override_revert(override=override, user=user)
-
-
-# ---------------------------------------------------------------- comments
-
-
-@transaction.atomic(durable=True)
-def comment_create(*, result: Result, user: AbstractBaseUser, body: str) -> Comment:
-    body = (body or "").strip()
-    text_check_storable(body, field="body")
-    if not body:
-        raise ApplicationError(
-            "A comment cannot be empty.", field_errors={"body": "Write something."}
-        )
-    if len(body) > COMMENT_MAX_LENGTH:
-        raise ApplicationError(
-            f"A comment is at most {COMMENT_MAX_LENGTH} characters.",
-            field_errors={"body": f"At most {COMMENT_MAX_LENGTH} characters."},
-        )
-    comment = Comment.objects.create(result=result, user=user, body=body)
-    run = result.run
-    review_services.audit_record(
-        project=run.project,
-        actor=user,
-        action="comment.create",
-        summary=f"commented: {body[:80]}{'…' if len(body) > 80 else ''}",
-        after={"comment_id": comment.pk, "body": body},
-        run=run,
-        result=result,
-    )
-    return comment
+    return override_revert(override=override, user=user)

@@ -1,0 +1,19 @@
+"""Review API: one router for the app, combining one router per domain."""
+
+from __future__ import annotations
+
+from ninja import Router
+
+from evalsite.review.api import (
+    aggregates,
+    comments,
+    compare,
+    explorer,
+    overrides,
+    queues,
+    rescore,
+)
+
+router = Router(tags=["review"])
+for _module in (overrides, aggregates, rescore, compare, explorer, comments, queues):
+    router.add_router("", _module.router)

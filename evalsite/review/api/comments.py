@@ -1,0 +1,46 @@
+"""Review API: the comments on a result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router, Status
+from ninja.pagination import paginate
+
+from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.review import services
+from evalsite.review.models import Comment
+from evalsite.review.schemas import CommentIn, CommentOut
+from evalsite.review.selectors.comments import comment_list
+from evalsite.review.selectors.item import result_get_for_user
+
+router = Router(tags=["review"])
+
+
+def _comment_out(comment: Comment) -> dict[str, Any]:
+    return {
+        "id": comment.pk,
+        "result_id": comment.result_id,
+        "user": comment.user.get_username() if comment.user else None,
+        "body": comment.body,
+        "created_at": comment.created_at,
+    }
+
+
+@router.get("/results/{result_id}/comments", response=list[CommentOut])
+@paginate(LimitOffsetPagination)
+def comment_list_api(request: HttpRequest, result_id: int) -> list[dict[str, Any]]:
+    result = result_get_for_user(user=request.user, pk=result_id)
+    return [_comment_out(c) for c in comment_list(result=result)]
+
+
+@router.post("/results/{result_id}/comments", response={201: CommentOut})
+def comment_create_api(
+    request: HttpRequest, result_id: int, payload: CommentIn
+) -> Status:
+    result = result_get_for_user(user=request.user, pk=result_id, write=True)
+    comment = services.comment_create(
+        result=result, user=request.user, body=payload.body
+    )
+    return Status(201, _comment_out(comment))

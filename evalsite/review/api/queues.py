@@ -1,0 +1,78 @@
+"""Review API: review queues."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count
+from django.http import HttpRequest
+from django.urls import reverse
+from ninja import Router, Status
+
+from evalsite.evals.selectors import run_get_for_user
+from evalsite.review import services
+from evalsite.review.api.explorer import filters_from_schema
+from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.schemas import QueueIn, QueueOut
+from evalsite.review.selectors.queues import (
+    queue_estimate,
+    queue_get_for_user,
+    queue_progress,
+)
+
+router = Router(tags=["review"])
+
+
+def _queue_out(queue: ReviewQueue) -> dict[str, Any]:
+    estimate = queue_estimate(queue=queue)
+    entries = QueueEntry.objects.filter(queue=queue)
+    assignees = dict(
+        entries.filter(result__assignee__isnull=False)
+        .values_list("result__assignee__username")
+        .annotate(n=Count("id"))
+        .values_list("result__assignee__username", "n")
+    )
+    return {
+        "id": queue.pk,
+        "run_id": queue.run_id,
+        "name": queue.name,
+        "source": queue.source,
+        "filters": queue.filters,
+        "blind": queue.blind,
+        "stratified": queue.stratified or None,
+        "size": queue.size,
+        "truncated": queue.truncated,
+        "reviewed": queue_progress(queue=queue)["reviewed"],
+        "assignees": assignees,
+        "result_ids": list(
+            entries.order_by("position").values_list("result_id", flat=True)
+        ),
+        "estimate": estimate.__dict__ if estimate else None,
+        "url": reverse("review:queue", args=[queue.project_id, queue.pk]),
+        "created_at": queue.created_at,
+    }
+
+
+@router.post("/runs/{run_id}/queues", response={201: QueueOut})
+def queue_create_api(request: HttpRequest, run_id: int, payload: QueueIn) -> Status:
+    run = run_get_for_user(user=request.user, pk=run_id, write=True)
+    source = ReviewQueue.Source(payload.source)
+    if payload.stratified is not None:
+        source = ReviewQueue.Source.STRATIFIED
+    queue = services.queue_create(
+        run=run,
+        user=request.user,
+        filters=filters_from_schema(payload.filters),
+        source=source,
+        name=payload.name,
+        blind=payload.blind,
+        pass_share=payload.stratified.pass_share if payload.stratified else None,
+        seed=payload.stratified.seed if payload.stratified else 0,
+        assign_round_robin=payload.assign_round_robin,
+    )
+    return Status(201, _queue_out(queue))
+
+
+@router.get("/queues/{queue_id}", response=QueueOut)
+def queue_detail_api(request: HttpRequest, queue_id: int) -> dict[str, Any]:
+    return _queue_out(queue_get_for_user(user=request.user, pk=queue_id))

@@ -1,0 +1,56 @@
+"""Review API: the what-if rescore of a run scorer (preview or save)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router
+
+from evalsite.accounts.selectors import require_rescore_save
+from evalsite.core.exceptions import ApplicationError
+from evalsite.evals.models import RunScorer
+from evalsite.evals.selectors import run_get_for_user
+from evalsite.review import services
+from evalsite.review.schemas import RescoreIn, RescoreOut
+
+router = Router(tags=["review"])
+
+
+def _run_scorer_for(run_id: int, payload: RescoreIn) -> RunScorer:
+    scorers = RunScorer.objects.filter(run_id=run_id)
+    if payload.run_scorer_id is not None:
+        rs = scorers.filter(pk=payload.run_scorer_id).first()
+        field = "run_scorer_id"
+    else:
+        # A run scorer id first; else the ScorerConfig the run used.
+        rs = (
+            scorers.filter(pk=payload.scorer_id).first()
+            or scorers.filter(scorer_id=payload.scorer_id).first()
+        )
+        field = "scorer_id"
+    if rs is None:
+        raise ApplicationError(
+            "That scorer is not part of this run.",
+            field_errors={field: "not a scorer of this run"},
+        )
+    return rs
+
+
+@router.post("/runs/{run_id}/rescore", response=RescoreOut)
+def run_rescore(
+    request: HttpRequest, run_id: int, payload: RescoreIn
+) -> dict[str, Any]:
+    # Even a preview is a POST: reviewers and owners only, like the UI. Saving
+    # rewrites everyone's final scores: owners, or reviewers the owner allowed.
+    run = run_get_for_user(user=request.user, pk=run_id, write=True)
+    if payload.save:
+        require_rescore_save(membership=run.project.membership)  # type: ignore[attr-defined]
+    preview = services.run_rescore(
+        run=run,
+        run_scorer=_run_scorer_for(run.pk, payload),
+        options=payload.options,
+        user=request.user,  # type: ignore[arg-type]
+        save=payload.save,
+    )
+    return preview.as_dict()

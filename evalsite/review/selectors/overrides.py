@@ -1,0 +1,37 @@
+"""Reads of overrides."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.http import Http404
+
+from evalsite.review.models import Override
+from evalsite.review.selectors.item import result_get_for_user
+
+
+def override_get_for_user(
+    *,
+    user: AbstractBaseUser | AnonymousUser,
+    pk: int,
+    write: bool = False,
+    manage: bool = False,
+    project_id: int | None = None,
+) -> Override:
+    """An override of a result the user may see (404 / 403 like `result_get_for_user`).
+
+    The result, checked and loaded by `result_get_for_user`, is attached as
+    `override.result`.
+    """
+    override = (
+        Override.objects.select_related("user", "reverted_by").filter(pk=pk).first()
+    )
+    if override is None:
+        raise Http404("No such override.")
+    override.result = result_get_for_user(
+        user=user,
+        pk=override.result_id,
+        write=write,
+        manage=manage,
+        project_id=project_id,
+    )
+    return override

@@ -1,0 +1,35 @@
+"""The review audit log: every review write records one event in its transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from evalsite.accounts.models import Project
+from evalsite.evals.models import Result, Run
+from evalsite.review.models import AuditEvent
+
+
+def audit_record(
+    *,
+    project: Project,
+    actor: AbstractBaseUser | None,
+    action: str,
+    summary: str,
+    before: Any = None,
+    after: Any = None,
+    run: Run | None = None,
+    result: Result | None = None,
+) -> AuditEvent:
+    """Append one audit event; call it inside the transaction that makes the change."""
+    return AuditEvent.objects.create(
+        project=project,
+        actor=actor if actor is not None and actor.is_authenticated else None,
+        action=action,
+        summary=summary[:500],
+        before=before,
+        after=after,
+        run=run,
+        result=result,
+    )

@@ -1,0 +1,83 @@
+"""The results explorer of a run."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from evalsite.evals.models import Run
+from evalsite.evals.selectors import run_get_for_user
+from evalsite.review.forms import ExplorerFilterForm, QueueCreateForm, filters_to_query
+from evalsite.review.selectors.explorer import (
+    DEFAULT_SORT,
+    SORT_LABELS,
+    PagedResults,
+    ResultFilters,
+    results_filter,
+)
+from evalsite.review.views.common import item_url, user_can_write
+
+
+def _explorer_context(
+    request: HttpRequest, run: Run, form: ExplorerFilterForm
+) -> dict[str, Any]:
+    valid = form.is_valid()
+    filters: ResultFilters = form.to_filters() if valid else {"sort": DEFAULT_SORT}
+    per_page = (form.cleaned_data.get("per_page") if valid else None) or 50
+    page_number = (form.cleaned_data.get("page") if valid else None) or 1
+    results = paged = None
+    if valid:
+        paged = PagedResults(results_filter(run=run, params=filters, user=request.user))
+        results = Paginator(paged, per_page).get_page(page_number)
+    query = filters_to_query(filters)
+    if per_page != 50:
+        query["per_page"] = str(per_page)
+    base_url = reverse("review:explorer", args=[run.project_id, run.pk])
+    rows = [
+        {"result": result, "item_url": item_url(run.project_id, result.pk)}
+        for result in results or []
+    ]
+    return {
+        "project": run.project,
+        "run": run,
+        "form": form,
+        "page_obj": results,
+        "count_capped": bool(paged and paged.capped),
+        "rows": rows,
+        "query": urlencode(query),
+        "sort_links": _sort_links(base_url, query, filters.get("sort") or DEFAULT_SORT),
+        "base_url": base_url,
+        "can_write": user_can_write(run.project),
+        "queue_form": QueueCreateForm(),
+        "queue_hidden": query,
+    }
+
+
+def _sort_links(base_url: str, query: dict[str, str], current: str) -> dict[str, str]:
+    """Column header links: clicking a sorted column reverses it."""
+    links = {}
+    for key in ("item", "score", "final", "updated"):
+        target = f"-{key}" if current == key else key
+        params = {k: v for k, v in query.items() if k != "sort"}
+        if target != DEFAULT_SORT:
+            params["sort"] = target
+        links[key] = f"{base_url}?{urlencode(params)}" if params else base_url
+    return links
+
+
+@require_GET
+def explorer(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
+    run = run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
+    form = ExplorerFilterForm(request.GET, run_scorers=list(run.run_scorers.all()))
+    context = _explorer_context(request, run, form)
+    context["sort_labels"] = SORT_LABELS
+    template = "review/explorer.html"
+    if request.htmx:
+        template += "#explorer"
+    return render(request, template, context, status=200 if form.is_valid() else 400)

@@ -1,0 +1,169 @@
+"""The item page: one result (or every scorer's result for one item) and its judge calls.
+
+Views are adapters: look up with a `*_get_for_user` helper (404 for outsiders, 403 for
+viewers on writes), call one service, render the page or, for htmx, its partial.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from evalsite.evals.models import JudgeCall, Result
+from evalsite.evals.selectors import run_get_for_user
+from evalsite.review import selectors
+from evalsite.review.forms import CommentForm
+from evalsite.review.models import Override
+from evalsite.review.views.common import user_can_write
+from scoring import KINDS, KindSpec
+
+
+@dataclass
+class Panel:
+    r: Result
+    spec: KindSpec | None
+    view: selectors.AnalysisView
+    can_write: bool
+    hide_judge: bool
+    overrides: list[Override] = field(default_factory=list)
+    calls: list[JudgeCall] = field(default_factory=list)
+    error: str = ""
+    notice: str = ""
+    offline: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return sum(c.prompt_tokens + c.completion_tokens for c in self.calls)
+
+    @property
+    def latency_ms(self) -> float:
+        return sum(c.latency_ms for c in self.calls)
+
+
+def _hide_judge(request: HttpRequest, project: Any, result: Result) -> bool:
+    """Blind review (the page's ?blind=1 or the project setting): hide the judge until reviewed."""
+    blind = request.GET.get("blind") == "1" or getattr(project, "blind_review", False)
+    return bool(blind and not result.reviewed)
+
+
+def result_panel(
+    request: HttpRequest,
+    result: Result,
+    *,
+    can_write: bool,
+    error: str = "",
+    notice: str = "",
+) -> Panel:
+    project = result.run.project
+    return Panel(
+        r=result,
+        spec=KINDS.get(result.run_scorer.kind),
+        view=selectors.analysis_view(
+            kind=result.run_scorer.kind,
+            analysis=result.analysis,
+            final_analysis=result.final_analysis,
+            context=result.item.context or [],
+        ),
+        can_write=can_write,
+        hide_judge=_hide_judge(request, project, result),
+        overrides=list(
+            result.overrides.select_related("user", "reverted_by").order_by(
+                "created_at", "id"
+            )
+        ),
+        # The prompts and raw replies (kilobytes per call) load when opened: see
+        # judge_call. Every review write re-renders the panel without them.
+        calls=list(result.calls.defer("messages", "raw_response")),
+        error=error,
+        notice=notice,
+        offline=bool((result.run_scorer.judge_snapshot or {}).get("is_offline")),
+    )
+
+
+@require_GET
+def judge_call(
+    request: HttpRequest, project_id: int, result_id: int, call_id: int
+) -> HttpResponse:
+    """One judge call's prompt and raw reply (the item panel loads it when opened)."""
+    result = selectors.result_get_for_user(
+        user=request.user, pk=result_id, project_id=project_id
+    )
+    if _hide_judge(request, result.project, result):  # type: ignore[attr-defined]
+        raise PermissionDenied("Blind review: the judge's calls show once you answer.")
+    call = JudgeCall.objects.filter(pk=call_id, result_id=result.pk).first()
+    if call is None:
+        raise Http404("No such judge call.")
+    return render(request, "review/_judge_call.html", {"call": call})
+
+
+@require_GET
+def item(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
+    result = selectors.result_get_for_user(
+        user=request.user, pk=result_id, project_id=project_id
+    )
+    project = result.project  # type: ignore[attr-defined]
+    panel = result_panel(request, result, can_write=user_can_write(project))
+    siblings = (
+        Result.objects.filter(run_id=result.run_id, item_id=result.item_id)
+        .exclude(pk=result.pk)
+        .select_related("run_scorer")
+        .order_by("run_scorer__position", "run_scorer_id")
+    )
+    context = {
+        "project": project,
+        "run": result.run,
+        "item": result.item,
+        "panels": [panel],
+        "siblings": siblings,
+        "single": True,
+        "aggregates": selectors.run_aggregates(
+            run_id=result.run_id, run_scorer_id=result.run_scorer_id
+        ),
+    }
+    if request.htmx:  # type: ignore[attr-defined]
+        return render(
+            request, "review/item.html#result-panel", {**context, "panel": panel}
+        )
+    context.update(
+        result=result,
+        comments=result.comments.select_related("user"),
+        comment_form=CommentForm(),
+        can_write=user_can_write(project),
+        events=result.audit_events.select_related("actor")[:50],
+    )
+    return render(request, "review/item.html", context)
+
+
+@require_GET
+def run_item(
+    request: HttpRequest, project_id: int, run_id: int, item_id: int
+) -> HttpResponse:
+    run = run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
+    results = list(
+        Result.objects.filter(run=run, item_id=item_id)
+        .select_related("run", "run__project", "run_scorer", "item", "reviewed_by")
+        .order_by("run_scorer__position", "run_scorer_id")
+    )
+    if not results:
+        raise Http404("No such item in this run.")
+    for r in results:
+        r.run.project = run.project
+    can_write = user_can_write(run.project)
+    return render(
+        request,
+        "review/item.html",
+        {
+            "project": run.project,
+            "run": run,
+            "item": results[0].item,
+            "panels": [result_panel(request, r, can_write=can_write) for r in results],
+            "siblings": [],
+            "single": False,
+            "aggregates": selectors.run_aggregates(run_id=run.pk),
+        },
+    )

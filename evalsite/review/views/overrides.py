@@ -1,0 +1,113 @@
+"""Overrides, accept and undo from the item page (htmx swaps the result panel)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from evalsite.core.exceptions import ApplicationError
+from evalsite.evals.models import Result
+from evalsite.review import selectors, services
+from evalsite.review.forms import OverrideForm
+from evalsite.review.views.item import result_panel
+
+
+def _panel_response(
+    request: HttpRequest, result: Result, *, error: str = "", notice: str = ""
+) -> HttpResponse:
+    """The updated result panel + the scorer's aggregates card (hx-swap-oob) at once."""
+    project = result.run.project
+    # The review services copy the committed row back onto `result`; its run, scorer
+    # and item are the ones loaded for the permission check.
+    if result.reviewed_by_id is not None and result.reviewed_by_id == request.user.pk:
+        result.reviewed_by = request.user  # type: ignore[assignment]
+    panel = result_panel(request, result, can_write=True, error=error, notice=notice)
+    agg = selectors.run_aggregates(
+        run_id=result.run_id, run_scorer_id=result.run_scorer_id
+    )
+    return render(
+        request,
+        "review/_override_response.html",
+        {
+            "panel": panel,
+            "project": project,
+            "run": result.run,
+            "agg": agg[0] if agg else None,
+            "oob": True,
+        },
+    )
+
+
+def _after_write(
+    request: HttpRequest, result: Result, *, error: str = "", notice: str = ""
+) -> HttpResponse:
+    if request.htmx:  # type: ignore[attr-defined]
+        return _panel_response(request, result, error=error, notice=notice)
+    if error:
+        messages.error(request, error)
+    elif notice:
+        messages.warning(request, notice)
+    return redirect(
+        reverse("review:item", args=[result.run.project_id, result.pk])
+        + f"#result-panel-{result.pk}"
+    )
+
+
+@require_POST
+def override_create(
+    request: HttpRequest, project_id: int, result_id: int
+) -> HttpResponse:
+    result = selectors.result_get_for_user(
+        user=request.user, pk=result_id, project_id=project_id, write=True
+    )
+    form = OverrideForm(request.POST, scorer_kind=result.run_scorer.kind)
+    if not form.is_valid():
+        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        return _after_write(request, result, error=f"Not saved: {errors}")
+    data = form.cleaned_data
+    notice = ""
+    if data.get("version") is not None and data["version"] != result.version:
+        # The UI applies the change anyway (no lost update) and says what happened.
+        notice = "Someone else changed this result since you opened it; showing the newest state."
+    try:
+        services.override_create(
+            result=result,
+            user=request.user,  # type: ignore[arg-type]
+            kind=data["kind"],
+            path=data.get("path") or "",
+            value=data["value"],
+            note=data.get("note") or "",
+        )
+    except ApplicationError as exc:
+        return _after_write(request, result, error=exc.message)
+    return _after_write(request, result, notice=notice)
+
+
+@require_POST
+def override_revert(
+    request: HttpRequest, project_id: int, override_id: int
+) -> HttpResponse:
+    override = selectors.override_get_for_user(
+        user=request.user, pk=override_id, project_id=project_id, write=True
+    )
+    result = override.result
+    try:
+        services.override_revert(override=override, user=request.user)  # type: ignore[arg-type]
+    except ApplicationError as exc:
+        return _after_write(request, result, error=exc.message)
+    return _after_write(request, result)
+
+
+@require_POST
+def accept(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
+    result = selectors.result_get_for_user(
+        user=request.user, pk=result_id, project_id=project_id, write=True
+    )
+    try:
+        services.result_accept(result=result, user=request.user)  # type: ignore[arg-type]
+    except ApplicationError as exc:
+        return _after_write(request, result, error=exc.message)
+    return _after_write(request, result)

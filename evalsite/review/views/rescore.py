@@ -1,0 +1,102 @@
+"""The what-if rescore page."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from evalsite.accounts.selectors import require_rescore_save
+from evalsite.core.exceptions import ApplicationError
+from evalsite.evals.models import RunScorer
+from evalsite.evals.selectors import run_get_for_user
+from evalsite.review import services
+from evalsite.review.forms import RescoreForm
+from evalsite.review.views.common import user_can_write
+
+
+@require_http_methods(["GET", "POST"])
+def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
+    """What-if: GET shows the form; POST action=preview shows before → after;
+    POST action=save saves a new scorer version (owners, or reviewers the owner
+    allowed) once confirmed: without `confirm=yes` it previews and asks (hx-confirm
+    sends it with htmx); discard is a link back."""
+    write = request.method == "POST"
+    run = run_get_for_user(
+        user=request.user, pk=run_id, project_id=project_id, write=write
+    )
+    scorers = list(RunScorer.objects.filter(run=run).order_by("position", "id"))
+    if not scorers:
+        raise Http404("This run has no scorers.")
+    raw_id = request.POST.get("scorer") or request.GET.get("scorer")
+    run_scorer = scorers[0]
+    if raw_id:
+        run_scorer = next((s for s in scorers if str(s.pk) == raw_id), None)  # type: ignore[assignment]
+        if run_scorer is None:
+            raise Http404("No such scorer in this run.")
+    form = RescoreForm(
+        request.POST if write else None,
+        kind=run_scorer.kind,
+        current=run_scorer.options or {},
+    )
+    preview = None
+    error = ""
+    confirm_save = False
+    if write and request.POST.get("action") == "save":
+        require_rescore_save(membership=run.project.membership)  # type: ignore[attr-defined]
+    if write and not form.is_valid():
+        # htmx swaps only the result region, so the reason goes there too.
+        error = "Not computed: " + "; ".join(
+            f"{form.fields[name].label if name in form.fields else name}: {' '.join(msgs)}"
+            for name, msgs in form.errors.items()
+        )
+    elif write:
+        save = request.POST.get("action") == "save"
+        if save and request.POST.get("confirm") != "yes":
+            # It rewrites the scorer's final scores for everyone: show what changes
+            # and ask first.
+            save, confirm_save = False, True
+        try:
+            preview = services.run_rescore(
+                run=run,
+                run_scorer=run_scorer,
+                options=form.options(),
+                user=request.user,  # type: ignore[arg-type]
+                save=save,
+            )
+        except ApplicationError as exc:
+            error = exc.message
+            for name, msg in exc.field_errors.items():
+                field_name = name.removeprefix("options.").replace(".", "__")
+                if field_name in form.fields:
+                    form.add_error(field_name, msg)
+        else:
+            if save and not request.htmx:  # type: ignore[attr-defined]
+                messages.success(
+                    request,
+                    f"Saved as a new version of {run_scorer.name}; "
+                    f"{preview.changed_scores} scores changed.",
+                )
+                return redirect(
+                    reverse("review:rescore", args=[project_id, run.pk])
+                    + f"?scorer={run_scorer.pk}"
+                )
+    context = {
+        "project": run.project,
+        "run": run,
+        "scorers": scorers,
+        "run_scorer": run_scorer,
+        "form": form,
+        "preview": preview,
+        "error": error,
+        "can_write": user_can_write(run.project),
+        "can_save": run.project.membership.can_save_rescore,  # type: ignore[attr-defined]
+        "confirm_save": confirm_save and preview is not None,
+        "finished": run.is_finished,
+    }
+    template = "review/rescore.html"
+    if request.htmx and write:  # type: ignore[attr-defined]
+        template += "#rescore-result"
+    return render(request, template, context)
