@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -41,10 +42,12 @@ def project_create(
     return project
 
 
-_PROJECT_CREATED_HOOKS: list = []
+# Per-project setup of the apps above accounts (evals adds the built-in offline judge),
+# registered from their AppConfig.ready: accounts does not import them.
+_PROJECT_CREATED_HOOKS: list[Callable[[Project], object]] = []
 
 
-def on_project_created(hook) -> None:  # type: ignore[no-untyped-def]
+def on_project_created(hook: Callable[[Project], object]) -> None:
     """Register `hook(project)` to run inside the creating transaction."""
     if hook not in _PROJECT_CREATED_HOOKS:
         _PROJECT_CREATED_HOOKS.append(hook)

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets.services import human_bytes
 
 MAX_AGE_SECONDS = 3600
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -70,8 +71,6 @@ def upload_store(*, file: UploadedFile) -> str:
        size, so a concurrent upload counts it. ApplicationError when it does not fit.
     3. Copy the upload into it.
     """
-    from evalsite.datasets.services import human_bytes
-
     uploads_cleanup()
     size = file.size or 0
     cap = settings.UPLOAD_SPOOL_MAX_BYTES

@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 
+from evalsite.datasets.models import Dataset
 from evalsite.evals.models import JudgeConnection, ScorerConfig
 from evalsite.evals.services.judges import EDITABLE_FIELDS
 from scoring import KINDS
@@ -229,8 +230,6 @@ class RunStartForm(forms.Form):
 
     def __init__(self, *args: Any, project_id: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from evalsite.datasets.models import Dataset
-
         self.fields["dataset"].queryset = Dataset.objects.filter(
             project_id=project_id
         ).order_by("-created_at")
