@@ -12,6 +12,7 @@ from django.db.models import Max
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
+from evalsite.evals.services import scorer_version_create_from_run
 from evalsite.review.selectors.aggregates import (
     ScorerAggregate,
     aggregate_rows,
@@ -226,7 +227,9 @@ def run_rescore(
             Result.objects.bulk_update(
                 objs, ["judge_score", "judge_passed", "final_score", "final_passed"]
             )
-        config = _scorer_version_create(run_scorer=rs, options=validated, user=user)
+        config = scorer_version_create_from_run(
+            run_scorer=rs, options=validated, user=user
+        )
         rs.options = validated
         rs.scorer = config
         rs.save(update_fields=["options", "scorer"])
