@@ -24,30 +24,44 @@ def _v(*verdicts):
 class TestKappa:
     def test_textbook_example(self):
         # po = 35/50 = 0.7; pe = (25·30 + 25·20) / 2500 = 0.5; κ = 0.2 / 0.5 = 0.4
-        accuracy, kappa = cohen_kappa(tp=20, fp=5, fn=10, tn=15)
+        accuracy, kappa = cohen_kappa(
+            true_positive=20, false_positive=5, false_negative=10, true_negative=15
+        )
         assert accuracy == pytest.approx(0.7)
         assert kappa == pytest.approx(0.4)
 
     def test_perfect_agreement_on_both_classes_is_one(self):
-        assert cohen_kappa(tp=3, fp=0, fn=0, tn=2) == (1.0, 1.0)
+        assert cohen_kappa(
+            true_positive=3, false_positive=0, false_negative=0, true_negative=2
+        ) == (1.0, 1.0)
 
     def test_all_agree_on_one_class_is_defined_as_one(self):
         # pe = 1 makes the formula 0/0; we define κ = 1.0 for perfect agreement.
-        assert cohen_kappa(tp=4, fp=0, fn=0, tn=0) == (1.0, 1.0)
-        assert cohen_kappa(tp=0, fp=0, fn=0, tn=7) == (1.0, 1.0)
+        assert cohen_kappa(
+            true_positive=4, false_positive=0, false_negative=0, true_negative=0
+        ) == (1.0, 1.0)
+        assert cohen_kappa(
+            true_positive=0, false_positive=0, false_negative=0, true_negative=7
+        ) == (1.0, 1.0)
 
     def test_opposite_single_classes_is_zero(self):
         # judge always pass, human always fail: po = 0, pe = 0 → κ = 0
-        assert cohen_kappa(tp=0, fp=4, fn=0, tn=0) == (0.0, 0.0)
+        assert cohen_kappa(
+            true_positive=0, false_positive=4, false_negative=0, true_negative=0
+        ) == (0.0, 0.0)
 
     def test_worse_than_chance_is_negative(self):
         # po = 0.4, pe = (3·2 + 2·3)/25 = 0.48 → κ = -0.08/0.52
-        accuracy, kappa = cohen_kappa(tp=1, fp=2, fn=1, tn=1)
+        accuracy, kappa = cohen_kappa(
+            true_positive=1, false_positive=2, false_negative=1, true_negative=1
+        )
         assert accuracy == pytest.approx(0.4)
         assert kappa == pytest.approx(-0.08 / 0.52)
 
     def test_no_pairs(self):
-        assert cohen_kappa(tp=0, fp=0, fn=0, tn=0) == (None, None)
+        assert cohen_kappa(
+            true_positive=0, false_positive=0, false_negative=0, true_negative=0
+        ) == (None, None)
 
 
 @pytest.fixture

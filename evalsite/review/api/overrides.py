@@ -21,57 +21,59 @@ from evalsite.review.schemas import (
 router = Router(tags=["review"])
 
 
-def _override_out(o: Override) -> dict[str, Any]:
+def _override_out(override: Override) -> dict[str, Any]:
     return {
-        "id": o.pk,
-        "result_id": o.result_id,
-        "kind": o.kind,
-        "path": o.path,
-        "old_value": o.old_value,
-        "new_value": o.new_value,
-        "note": o.note,
-        "user": o.user.get_username() if o.user else None,
-        "created_at": o.created_at,
-        "active": o.reverted_at is None,
-        "reverted_at": o.reverted_at,
-        "reverted_by": o.reverted_by.get_username() if o.reverted_by else None,
+        "id": override.pk,
+        "result_id": override.result_id,
+        "kind": override.kind,
+        "path": override.path,
+        "old_value": override.old_value,
+        "new_value": override.new_value,
+        "note": override.note,
+        "user": override.user.get_username() if override.user else None,
+        "created_at": override.created_at,
+        "active": override.reverted_at is None,
+        "reverted_at": override.reverted_at,
+        "reverted_by": override.reverted_by.get_username()
+        if override.reverted_by
+        else None,
     }
 
 
-def _final_out(r: Result) -> dict[str, Any]:
+def _final_out(result: Result) -> dict[str, Any]:
     return {
-        "id": r.pk,
-        "version": r.version,
-        "status": r.status,
-        "final_analysis": r.final_analysis,
-        "final_score": r.final_score,
-        "final_passed": r.final_passed,
-        "score_overridden": r.score_overridden,
-        "pass_overridden": r.pass_overridden,
-        "overridden": r.overridden,
-        "reviewed": r.reviewed,
-        "human_passed": r.human_passed,
+        "id": result.pk,
+        "version": result.version,
+        "status": result.status,
+        "final_analysis": result.final_analysis,
+        "final_score": result.final_score,
+        "final_passed": result.final_passed,
+        "score_overridden": result.score_overridden,
+        "pass_overridden": result.pass_overridden,
+        "overridden": result.overridden,
+        "reviewed": result.reviewed,
+        "human_passed": result.human_passed,
     }
 
 
-def _aggregates(r: Result) -> list[dict[str, Any]]:
+def _aggregates(result: Result) -> list[dict[str, Any]]:
     return [
         a.as_dict()
         for a in selectors.run_aggregates(
-            run_id=r.run_id, run_scorer_id=r.run_scorer_id
+            run_id=result.run_id, run_scorer_id=result.run_scorer_id
         )
     ]
 
 
 @router.get("/results/{result_id}", response=ResultOut)
 def result_detail(request: HttpRequest, result_id: int) -> dict[str, Any]:
-    r = selectors.result_get_for_user(user=request.user, pk=result_id)
-    item = r.item
-    overrides = r.overrides.select_related("user", "reverted_by").order_by(
+    result = selectors.result_get_for_user(user=request.user, pk=result_id)
+    item = result.item
+    overrides = result.overrides.select_related("user", "reverted_by").order_by(
         "created_at", "id"
     )
-    return _final_out(r) | {
-        "run_id": r.run_id,
+    return _final_out(result) | {
+        "run_id": result.run_id,
         "item": {
             "id": item.pk,
             "index": item.index,
@@ -81,19 +83,21 @@ def result_detail(request: HttpRequest, result_id: int) -> dict[str, Any]:
             "reference": item.reference or None,
             "metadata": item.metadata or {},
         },
-        "scorer_id": r.run_scorer_id,
-        "scorer_config_id": r.run_scorer.scorer_id,
-        "scorer_name": r.run_scorer.name,
-        "kind": r.run_scorer.kind,
-        "error": r.error,
-        "analysis": r.analysis,
-        "judge_score": r.judge_score,
-        "judge_passed": r.judge_passed,
-        "reason": r.reason,
-        "reviewed_by": r.reviewed_by.get_username() if r.reviewed_by else None,
-        "reviewed_at": r.reviewed_at,
-        "overrides": [_override_out(o) for o in overrides],
-        "calls": list(r.calls.all()),
+        "scorer_id": result.run_scorer_id,
+        "scorer_config_id": result.run_scorer.scorer_id,
+        "scorer_name": result.run_scorer.name,
+        "kind": result.run_scorer.kind,
+        "error": result.error,
+        "analysis": result.analysis,
+        "judge_score": result.judge_score,
+        "judge_passed": result.judge_passed,
+        "reason": result.reason,
+        "reviewed_by": result.reviewed_by.get_username()
+        if result.reviewed_by
+        else None,
+        "reviewed_at": result.reviewed_at,
+        "overrides": [_override_out(override) for override in overrides],
+        "calls": list(result.calls.all()),
     }
 
 
@@ -101,9 +105,9 @@ def result_detail(request: HttpRequest, result_id: int) -> dict[str, Any]:
 def override_create(
     request: HttpRequest, result_id: int, payload: OverrideIn
 ) -> Status:
-    r = selectors.result_get_for_user(user=request.user, pk=result_id, write=True)
+    result = selectors.result_get_for_user(user=request.user, pk=result_id, write=True)
     override = services.override_create(
-        result=r,
+        result=result,
         user=request.user,  # type: ignore[arg-type]
         kind=payload.kind,
         path=payload.path,
@@ -115,8 +119,8 @@ def override_create(
         201,
         {
             "override": _override_out(override),
-            "result": _final_out(r),
-            "aggregates": _aggregates(r),
+            "result": _final_out(result),
+            "aggregates": _aggregates(result),
         },
     )
 
@@ -128,7 +132,7 @@ def override_revert(
     override = selectors.override_get_for_user(
         user=request.user, pk=override_id, write=True
     )
-    r = override.result
+    result = override.result
     services.override_revert(
         override=override,
         user=request.user,  # type: ignore[arg-type]
@@ -137,6 +141,6 @@ def override_revert(
     override.refresh_from_db()
     return {
         "override": _override_out(override),
-        "result": _final_out(r),
-        "aggregates": _aggregates(r),
+        "result": _final_out(result),
+        "aggregates": _aggregates(result),
     }

@@ -20,21 +20,21 @@ router = Router(tags=["review"])
 def _run_scorer_for(run_id: int, payload: RescoreIn) -> RunScorer:
     scorers = RunScorer.objects.filter(run_id=run_id)
     if payload.run_scorer_id is not None:
-        rs = scorers.filter(pk=payload.run_scorer_id).first()
+        run_scorer = scorers.filter(pk=payload.run_scorer_id).first()
         field = "run_scorer_id"
     else:
         # A run scorer id first; else the ScorerConfig the run used.
-        rs = (
+        run_scorer = (
             scorers.filter(pk=payload.scorer_id).first()
             or scorers.filter(scorer_id=payload.scorer_id).first()
         )
         field = "scorer_id"
-    if rs is None:
+    if run_scorer is None:
         raise ApplicationError(
             "That scorer is not part of this run.",
             field_errors={field: "not a scorer of this run"},
         )
-    return rs
+    return run_scorer
 
 
 @router.post("/runs/{run_id}/rescore", response=RescoreOut)

@@ -41,8 +41,9 @@ logger = logging.getLogger(__name__)
 class Agreement:
     """Judge pass/fail vs the human (final) pass/fail on reviewed ok results.
 
-    Positive class = pass: tp judge pass & human pass, fp judge pass & human fail,
-    fn judge fail & human pass, tn both fail.
+    Positive class = pass. `matrix` keeps the short keys of the API's confusion matrix:
+    tp (true positive) judge pass & human pass, fp (false positive) judge pass & human
+    fail, fn (false negative) judge fail & human pass, tn (true negative) both fail.
     """
 
     n: int = 0
@@ -113,33 +114,50 @@ class ScorerAggregate:
         return data
 
 
+# (judge passed, human passed) -> its cell of the confusion matrix (see Agreement).
+_MATRIX_CELL = {
+    (True, True): "tp",
+    (True, False): "fp",
+    (False, True): "fn",
+    (False, False): "tn",
+}
+
+
 def cohen_kappa(
-    *, tp: int, fp: int, fn: int, tn: int
+    *, true_positive: int, false_positive: int, false_negative: int, true_negative: int
 ) -> tuple[float | None, float | None]:
     """(percent agreement, Cohen's kappa) for a 2×2 confusion matrix.
 
     No pairs → (None, None). When chance agreement is 1 (both raters used one and the
     same class for every item) kappa's formula is 0/0: we define it as 1.0 when the
-    agreement is perfect and 0.0 otherwise (pe == 1 implies perfect agreement, so in
-    practice 1.0). Raters using different single classes give pe = 0 and kappa = 0.
+    agreement is perfect and 0.0 otherwise (chance agreement 1 implies perfect
+    agreement, so in practice 1.0). Raters using different single classes give chance
+    agreement 0 and kappa 0.
     """
-    n = tp + fp + fn + tn
+    n = true_positive + false_positive + false_negative + true_negative
     if n == 0:
         return None, None
-    po = (tp + tn) / n
-    pe = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
-    if pe >= 1.0:
-        return po, 1.0 if po == 1.0 else 0.0
-    return po, (po - pe) / (1 - pe)
+    observed = (true_positive + true_negative) / n
+    judge_yes, human_yes = (
+        true_positive + false_positive,
+        true_positive + false_negative,
+    )
+    judge_no, human_no = false_negative + true_negative, false_positive + true_negative
+    chance = (judge_yes * human_yes + judge_no * human_no) / (n * n)
+    if chance >= 1.0:
+        return observed, 1.0 if observed == 1.0 else 0.0
+    return observed, (observed - chance) / (1 - chance)
 
 
-def _agreement(*, tp: int, fp: int, fn: int, tn: int) -> Agreement:
-    accuracy, kappa = cohen_kappa(tp=tp, fp=fp, fn=fn, tn=tn)
+def _agreement(matrix: dict[str, int]) -> Agreement:
+    accuracy, kappa = cohen_kappa(
+        true_positive=matrix["tp"],
+        false_positive=matrix["fp"],
+        false_negative=matrix["fn"],
+        true_negative=matrix["tn"],
+    )
     return Agreement(
-        n=tp + fp + fn + tn,
-        accuracy=accuracy,
-        kappa=kappa,
-        matrix={"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+        n=sum(matrix.values()), accuracy=accuracy, kappa=kappa, matrix=dict(matrix)
     )
 
 
@@ -303,7 +321,7 @@ def _judge_groups_key(
     if status not in Run.FINISHED or finished_at is None:
         return None
     return (
-        f"review:judge-groups:v1:{run_scorer_id}:{_options_digest(options)}:{status}:"
+        f"review:judge-groups:v2:{run_scorer_id}:{_options_digest(options)}:{status}:"
         f"{finished_at.isoformat()}"
     )
 
@@ -332,9 +350,13 @@ def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
             return cached
     results = Result.objects.filter(run_scorer_id=rs.pk)
     groups = list(
-        results.annotate(jb=ScoreBin("judge_score", scale))
-        .values(*_JUDGE_GROUP_FIELDS, "jb")
-        .annotate(n=Count("run_scorer"), js=Sum("judge_score"), jn=Count("judge_score"))
+        results.annotate(judge_bin=ScoreBin("judge_score", scale))
+        .values(*_JUDGE_GROUP_FIELDS, "judge_bin")
+        .annotate(
+            n=Count("run_scorer"),
+            judge_sum=Sum("judge_score"),
+            judge_count=Count("judge_score"),
+        )
         .order_by()
     )
     errors = [
@@ -364,7 +386,7 @@ _REVIEW_ROW_FIELDS = (
 )
 
 
-_REVIEW_GROUP_KEY = (*_GROUP_FIELDS, "jb", "fb")
+_REVIEW_GROUP_KEY = (*_GROUP_FIELDS, "judge_bin", "final_bin")
 
 
 def review_row(result: Result) -> dict[str, Any] | None:
@@ -386,7 +408,7 @@ def _review_groups_key(run_scorer_id: int, options: Any, version: int) -> str:
     """The review side is a pure function of the review writes (counted by the
     version) and the options (a rescore rewrites the scores), so both name it."""
     return (
-        f"review:review-groups:v1:{run_scorer_id}:{_options_digest(options)}:{version}"
+        f"review:review-groups:v2:{run_scorer_id}:{_options_digest(options)}:{version}"
     )
 
 
@@ -412,25 +434,27 @@ def _shift_group(
     groups: dict[tuple, dict[str, Any]], row: Mapping[str, Any], scale: float, sign: int
 ) -> None:
     """Add (sign 1) or take away (sign -1) one review row in SQL-shaped groups."""
-    js, fs = row["judge_score"], row["final_score"]
+    judge_score, final_score = row["judge_score"], row["final_score"]
     fields = {f: row[f] for f in _GROUP_FIELDS}
-    fields["jb"] = None if js is None else _bin_of(js, scale)
-    fields["fb"] = None if fs is None else _bin_of(fs, scale)
+    fields["judge_bin"] = None if judge_score is None else _bin_of(judge_score, scale)
+    fields["final_bin"] = None if final_score is None else _bin_of(final_score, scale)
     key = tuple(fields.values())
     g = groups.setdefault(
         key,
         {
             **fields,
-            **dict.fromkeys(("n", "jn", "fn", "active", "flips", "verdicts"), 0),
-            "js": 0.0,
-            "fs": 0.0,
+            **dict.fromkeys(
+                ("n", "judge_count", "final_count", "active", "flips", "verdicts"), 0
+            ),
+            "judge_sum": 0.0,
+            "final_sum": 0.0,
         },
     )
     g["n"] += sign
-    g["js"] = (g["js"] or 0.0) + sign * (js or 0.0)
-    g["fs"] = (g["fs"] or 0.0) + sign * (fs or 0.0)
-    g["jn"] += sign * (js is not None)
-    g["fn"] += sign * (fs is not None)
+    g["judge_sum"] = (g["judge_sum"] or 0.0) + sign * (judge_score or 0.0)
+    g["final_sum"] = (g["final_sum"] or 0.0) + sign * (final_score or 0.0)
+    g["judge_count"] += sign * (judge_score is not None)
+    g["final_count"] += sign * (final_score is not None)
     g["active"] = (g["active"] or 0) + sign * row["active_override_count"]
     g["flips"] = (g["flips"] or 0) + sign * row["verdict_flip_count"]
     g["verdicts"] = (g["verdicts"] or 0) + sign * row["overridable_count"]
@@ -476,16 +500,16 @@ def _review_groups(rs: RunScorer, scale: float) -> list[dict[str, Any]]:
         Result.objects.filter(run_scorer_id=rs.pk, status=Result.Status.OK)
         .filter(Q(reviewed=True) | Q(overridden=True))
         .annotate(
-            jb=ScoreBin("judge_score", scale),
-            fb=ScoreBin("final_score", scale),
+            judge_bin=ScoreBin("judge_score", scale),
+            final_bin=ScoreBin("final_score", scale),
         )
-        .values(*_GROUP_FIELDS, "jb", "fb")
+        .values(*_GROUP_FIELDS, "judge_bin", "final_bin")
         .annotate(
             n=Count("run_scorer"),
-            js=Sum("judge_score"),
-            fs=Sum("final_score"),
-            jn=Count("judge_score"),
-            fn=Count("final_score"),
+            judge_sum=Sum("judge_score"),
+            final_sum=Sum("final_score"),
+            judge_count=Count("judge_score"),
+            final_count=Count("final_score"),
             active=Sum("active_override_count"),
             flips=Sum("verdict_flip_count"),
             verdicts=Sum("overridable_count"),
@@ -508,8 +532,9 @@ def _fold_groups(
 
     A result without an active override has final = judge (score, pass, bin), so the
     final numbers are the judge's with the overridden results' judge values swapped
-    for their final ones. Judge groups: status, judge_passed, jb, n, js, jn. Review
-    groups: the _GROUP_FIELDS, jb / fb, n, js / fs, jn / fn, and (from SQL) active /
+    for their final ones. Judge groups: status, judge_passed, judge_bin, n, judge_sum, judge_count. Review
+    groups: the _GROUP_FIELDS, judge_bin / final_bin, n, judge_sum / final_sum,
+    judge_count / final_count, and (from SQL) active /
     flips / verdicts, the override, verdict flip and overridable-value counts. Means
     and pass rates are over ok results; human numbers over reviewed ok ones.
     """
@@ -528,41 +553,41 @@ def _fold_groups(
             agg.cancelled += n
             continue
         agg.ok += n
-        judge_sum += g["js"] or 0.0
-        judge_cnt += g["jn"]
+        judge_sum += g["judge_sum"] or 0.0
+        judge_cnt += g["judge_count"]
         if g["judge_passed"] is not None:
             judge_n += n
             judge_pass += n if g["judge_passed"] else 0
-        if g["jb"] is not None:
-            agg.histogram.judge[g["jb"]] += n
+        if g["judge_bin"] is not None:
+            agg.histogram.judge[g["judge_bin"]] += n
     agg.histogram.final = list(agg.histogram.judge)
     final_terms, final_cnt = [judge_sum], judge_cnt
     final_n, final_pass = judge_n, judge_pass
     human = {"sum": 0.0, "cnt": 0, "rsum": 0.0, "rcnt": 0}
     matrix = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
     for g in review_groups:
-        n, jp, fp = g["n"], g["judge_passed"], g["final_passed"]
+        n, judge_passed, final_passed = g["n"], g["judge_passed"], g["final_passed"]
         agg.active_overrides += g.get("active") or 0
         agg.verdict_flips += g.get("flips") or 0
         if g["overridden"]:
             agg.overridden += n
-            final_terms += [-(g["js"] or 0.0), g["fs"] or 0.0]
-            final_cnt += g["fn"] - g["jn"]
-            final_n += (fp is not None) * n - (jp is not None) * n
-            final_pass += (n if fp else 0) - (n if jp else 0)
-            if g["jb"] is not None:
-                agg.histogram.final[g["jb"]] -= n
-            if g["fb"] is not None:
-                agg.histogram.final[g["fb"]] += n
+            final_terms += [-(g["judge_sum"] or 0.0), g["final_sum"] or 0.0]
+            final_cnt += g["final_count"] - g["judge_count"]
+            final_n += (final_passed is not None) * n - (judge_passed is not None) * n
+            final_pass += (n if final_passed else 0) - (n if judge_passed else 0)
+            if g["judge_bin"] is not None:
+                agg.histogram.final[g["judge_bin"]] -= n
+            if g["final_bin"] is not None:
+                agg.histogram.final[g["final_bin"]] += n
         if g["reviewed"]:
             agg.reviewed += n
             agg.verdict_total += g.get("verdicts") or 0
-            human["sum"] += g["fs"] or 0.0
-            human["cnt"] += g["fn"]
-            human["rsum"] += g["js"] or 0.0
-            human["rcnt"] += g["jn"]
-            if jp is not None and fp is not None:
-                matrix[("tp" if fp else "fp") if jp else ("fn" if fp else "tn")] += n
+            human["sum"] += g["final_sum"] or 0.0
+            human["cnt"] += g["final_count"]
+            human["rsum"] += g["judge_sum"] or 0.0
+            human["rcnt"] += g["judge_count"]
+            if judge_passed is not None and final_passed is not None:
+                matrix[_MATRIX_CELL[judge_passed, final_passed]] += n
     agg.judge_mean = judge_sum / judge_cnt if judge_cnt else None
     # Rounded: review sums are carried from version to version by adding and taking
     # away scores, which leaves float residue (1e-17) a recount would not have.
@@ -575,7 +600,7 @@ def _fold_groups(
     )
     agg.judge_pass_rate = _ratio(judge_pass, judge_n)
     agg.final_pass_rate = _ratio(final_pass, final_n)
-    agg.agreement = _agreement(**matrix)
+    agg.agreement = _agreement(matrix)
     agg.human_pass_rate = _ratio(matrix["tp"] + matrix["fn"], agg.agreement.n)
     agg.reviewed_judge_pass_rate = _ratio(matrix["tp"] + matrix["fp"], agg.agreement.n)
 
@@ -627,17 +652,17 @@ def run_aggregates(
 def _add_to_judge_group(
     groups: dict[tuple, dict[str, Any]], row: Mapping[str, Any], scale: float
 ) -> None:
-    """Count one row into its judge-side group, like the SQL GROUP BY (n / js / jn)."""
-    js = row["judge_score"]
+    """Count one row into its judge-side group, like the SQL GROUP BY (n / judge_sum / judge_count)."""
+    judge_score = row["judge_score"]
     fields = {f: row[f] for f in _JUDGE_GROUP_FIELDS}
-    fields["jb"] = None if js is None else _bin_of(js, scale)
+    fields["judge_bin"] = None if judge_score is None else _bin_of(judge_score, scale)
     g = groups.setdefault(
-        tuple(fields.values()), {**fields, "n": 0, "js": 0.0, "jn": 0}
+        tuple(fields.values()), {**fields, "n": 0, "judge_sum": 0.0, "judge_count": 0}
     )
     g["n"] += 1
-    if js is not None:
-        g["js"] += js
-        g["jn"] += 1
+    if judge_score is not None:
+        g["judge_sum"] += judge_score
+        g["judge_count"] += 1
 
 
 def aggregate_rows(
