@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from celery import Celery, bootsteps, signals
+from celery import Celery, signals
 
 from evalsite.lib import fstransport
 
@@ -13,27 +13,8 @@ fstransport.register()
 app = Celery("evalsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-
-
-class RecoverRunsOnConnect(bootsteps.StartStopStep):
-    """Give every running run a watchdog whenever the worker's consumer (re)connects.
-
-    The consumer starts its steps again after a lost broker connection, and it drops
-    the tasks it had reserved, counting on the broker to hand them out again; a Redis
-    that restarted without persistence has lost them, the watchdog's scheduled tick
-    among them. A fresh watchdog re-queues the lost work (duplicate chains end
-    themselves, see evals.tasks.run_monitor).
-    """
-
-    requires = {"celery.worker.consumer.tasks:Tasks"}
-
-    def start(self, parent: object) -> None:
-        from evalsite.evals.tasks import runs_recover
-
-        runs_recover.delay()
-
-
-app.steps["consumer"].add(RecoverRunsOnConnect)
+# Periodic work (the run watchdog, the upload sweep) is sent by `celery beat` from
+# settings.CELERY_BEAT_SCHEDULE; no task reschedules itself and no worker hook starts any.
 
 
 @signals.task_prerun.connect

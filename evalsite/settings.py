@@ -215,6 +215,10 @@ EVALS_MONITOR_INTERVAL_SECONDS = env.float(
     "EVALS_MONITOR_INTERVAL_SECONDS", default=None
 )
 EVALS_FANOUT_CHUNK = env.int("EVALS_FANOUT_CHUNK", default=500)
+# The beat schedule's copy of evalsite.evals.conf.monitor_interval().
+_MONITOR_INTERVAL = max(
+    1.0, EVALS_MONITOR_INTERVAL_SECONDS or EVALS_RESULT_LEASE_SECONDS / 2
+)
 
 # Judges
 OFFLINE_JUDGE_URL = env.str("OFFLINE_JUDGE_URL", default="http://127.0.0.1:8011/v1")
@@ -289,6 +293,9 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
+        # A Redis that stopped answering fails requests (and /healthz) in seconds
+        # instead of holding them; redis-py waits forever by default.
+        "OPTIONS": {"socket_connect_timeout": 5, "socket_timeout": 5},
     }
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -318,6 +325,15 @@ CELERY_BEAT_SCHEDULE = {
         "task": "evalsite.datasets.tasks.dataset_uploads_cleanup",
         "schedule": 600.0,
         "options": {"expires": 600},
+    },
+    # Every monitor interval (EVALS_MONITOR_INTERVAL_SECONDS, else half the result
+    # lease, at least 1 s): the run watchdog re-queues results whose worker died once
+    # their lease ran out, and work whose queued messages were lost, so a killed
+    # worker's results are judged again within about a lease and a half.
+    "runs-recover": {
+        "task": "evals.runs_recover",
+        "schedule": _MONITOR_INTERVAL,
+        "options": {"expires": _MONITOR_INTERVAL},
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

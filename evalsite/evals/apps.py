@@ -21,5 +21,3 @@ class EvalsConfig(AppConfig):
         # Every project starts with the built-in offline heuristic judge connection.
         on_project_created(judge_create_offline)
         on_project_overview(project_overview_part)
-        # Running runs get a watchdog on every worker (re)connection: see
-        # evalsite.celery.RecoverRunsOnConnect.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from celery import current_app, shared_task
+from celery import shared_task
 from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -21,13 +21,10 @@ _RETRY = {
 
 @shared_task(name="evals.run_fanout", **_RETRY)
 def run_fanout(run_id: int) -> None:
-    """Enqueue the run's pending results in chunk tasks, then start its watchdog."""
-    from evalsite.evals import conf
+    """Enqueue the run's pending results in chunk tasks (beat runs the watchdog)."""
     from evalsite.evals.services import run_fanout as run_fanout_service
 
     run_fanout_service(run_id=run_id)
-    if not current_app.conf.task_always_eager:
-        run_monitor.apply_async(args=[run_id], countdown=conf.monitor_interval())
 
 
 @shared_task(name="evals.results_enqueue", **_RETRY)
@@ -44,31 +41,28 @@ def result_score(result_id: int) -> str:
     return result_score_service(result_id=result_id)
 
 
-@shared_task(name="evals.run_monitor", **_RETRY)
-def run_monitor(run_id: int) -> None:
-    """The watchdog of a running run: re-queues lost work, then ticks again later.
-
-    A tick that another watchdog already did (None) ends this chain, so restarts do not
-    multiply them; a worker (re)connection begins a fresh chain
-    (evalsite.celery.RecoverRunsOnConnect).
-    """
-    from evalsite.evals import conf
-    from evalsite.evals.models import Run
-    from evalsite.evals.services import run_recover
-
-    if run_recover(run_id=run_id) is None:
-        return
-    running = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists()
-    if running and not current_app.conf.task_always_eager:
-        run_monitor.apply_async(args=[run_id], countdown=conf.monitor_interval())
-
-
 @shared_task(name="evals.runs_recover", **_RETRY)
 def runs_recover() -> None:
-    """When a worker (re)connects: give every running run a watchdog (its old one may
-    have died with a killed worker or a restarted broker, with the tick it held)."""
-    from evalsite.evals import conf
+    """The run watchdog, sent by celery beat every monitor interval (see
+    CELERY_BEAT_SCHEDULE): one recovery tick for each running run.
+
+    Safe to run twice or concurrently: a tick is taken with a conditional UPDATE
+    (run_recover returns None when another one just ticked), and re-queued results are
+    judged only by the task that claims them. A retry after a transient error does again
+    only the ticks that were not taken.
+    """
+    from evalsite.evals.services import run_recover
     from evalsite.evals.services.runs import runs_active_ids
 
     for run_id in runs_active_ids():
-        run_monitor.apply_async(args=[run_id], countdown=conf.monitor_interval())
+        run_recover(run_id=run_id)
+
+
+# TODO(issue 15): remove once no queue holds an evals.run_monitor message; until
+# then one sent by the old self-rescheduling watchdog does one tick and ends.
+@shared_task(name="evals.run_monitor", **_RETRY)
+def run_monitor(run_id: int) -> None:
+    """One watchdog tick of one run (the beat task runs_recover does every run)."""
+    from evalsite.evals.services import run_recover
+
+    run_recover(run_id=run_id)

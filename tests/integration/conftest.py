@@ -1,4 +1,5 @@
-"""Real processes for integration tests: a Celery worker on the configured broker.
+"""Real processes for integration tests: a Celery worker on the configured broker,
+with an embedded beat sending the periodic jobs (the run watchdog) as `make run` does.
 
 The worker runs with the app's own settings (not tests.settings, which is eager) and is
 pointed at the test database that pytest-django created.
@@ -20,6 +21,17 @@ from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
+# Real-worker tests wait for whole runs, outages and "retry failed" rounds (the fault
+# tests up to about 12 minutes in the worst case): more than pyproject's 300 s timeout.
+INTEGRATION_TIMEOUT_SECONDS = 900
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("integration") and not item.get_closest_marker(
+            "timeout"
+        ):
+            item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT_SECONDS))
 
 
 def _test_database_url() -> str:
@@ -73,6 +85,11 @@ class WorkerProcess:
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",
+                # The periodic jobs (the run watchdog among them) come from beat, run
+                # here inside each worker; its schedule file is the worker's own.
+                "--beat",
+                "--schedule-filename",
+                str(self.log_path.with_suffix(".beat-schedule")),
                 "-n",
                 f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
             ],
