@@ -1,17 +1,10 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 
 from evalsite.api import api
-
-
-@login_not_required
-def healthz(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("ok", content_type="text/plain")
-
+from evalsite.core.views import healthz
 
 urlpatterns = [
     path("admin/", admin.site.urls),

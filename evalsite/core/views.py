@@ -1,13 +1,31 @@
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
 
 from evalsite.accounts.selectors import project_get_for_user
+from evalsite.core.health import health_check
 
 
 def placeholder(request: HttpRequest, project_id: int, title: str = "") -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     return render(
         request, "core/placeholder.html", {"project": project, "title": title}
+    )
+
+
+@login_not_required
+@never_cache
+@require_safe
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Public probe for load balancers and compose: 200 when the database, the broker
+    and the cache all answer, else 503 naming the ones that did not."""
+    checks = health_check()
+    healthy = all(value == "ok" for value in checks.values())
+    return JsonResponse(
+        {"status": "ok" if healthy else "error", "checks": checks},
+        status=200 if healthy else 503,
     )

@@ -108,6 +108,7 @@ def test_compose_services_and_env_match_the_settings():
         assert f"{var}=" in example
 
 
+@pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/healthz"])
 def test_health_endpoint_needs_no_login(client, path):
     assert client.get(path).status_code == 200
