@@ -55,13 +55,54 @@ def scorer_get_for_user(
 
 
 def run_get_for_user(
-    *, user: User, pk: int, write: bool = False, project_id: int | None = None
+    *,
+    user: User,
+    pk: int,
+    write: bool = False,
+    manage: bool = False,
+    project_id: int | None = None,
 ) -> Run:
+    """A run of a project the user belongs to; 404 for outsiders, 403 by role.
+    With `project_id`, a run of another project is a 404 too."""
     run = Run.objects.select_related("dataset").filter(pk=pk).first()
     if _outside(run, project_id):
         raise Http404("No such run.")
-    run.project = project_get_for_user(user=user, pk=run.project_id, write=write)
+    run.project = project_get_for_user(
+        user=user, pk=run.project_id, write=write, manage=manage
+    )
     return run
+
+
+def result_get_for_user(
+    *,
+    user: User,
+    pk: int,
+    write: bool = False,
+    manage: bool = False,
+    project_id: int | None = None,
+) -> Result:
+    """A result of a project the user belongs to; 404 for outsiders, 403 by role.
+
+    `project_id` (from the URL) must match the result's project, so a link that mixes
+    projects is a 404 too. The project (with `.membership`) is attached as
+    `result.project` and `result.run.project`.
+    """
+    # .get, not .filter().first(): first() orders the five-table join by id, which
+    # costs the planner more than the row itself.
+    try:
+        result = Result.objects.select_related("run", "run_scorer", "item").get(pk=pk)
+    except Result.DoesNotExist:
+        result = None
+    if result is None or (
+        project_id is not None and result.run.project_id != project_id
+    ):
+        raise Http404("No such result.")
+    # The membership check reads the project anyway: one copy serves both.
+    project = project_get_for_user(
+        user=user, pk=result.run.project_id, write=write, manage=manage
+    )
+    result.project = result.run.project = project  # type: ignore[attr-defined]
+    return result
 
 
 def dataset_get_in_project(*, project_id: int, pk: int) -> Dataset:

@@ -9,11 +9,11 @@ from ninja import Router, Status
 from ninja.pagination import paginate
 
 from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import services
 from evalsite.review.models import Comment
 from evalsite.review.schemas import CommentIn, CommentOut
 from evalsite.review.selectors.comments import comment_list
-from evalsite.review.selectors.item import result_get_for_user
 
 router = Router(tags=["review"])
 

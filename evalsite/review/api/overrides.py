@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from evalsite.evals.models import Result
+from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import selectors, services
 from evalsite.review.models import Override
 from evalsite.review.schemas import (
@@ -67,7 +68,7 @@ def _aggregates(result: Result) -> list[dict[str, Any]]:
 
 @router.get("/results/{result_id}", response=ResultOut)
 def result_detail(request: HttpRequest, result_id: int) -> dict[str, Any]:
-    result = selectors.result_get_for_user(user=request.user, pk=result_id)
+    result = result_get_for_user(user=request.user, pk=result_id)
     item = result.item
     overrides = result.overrides.select_related("user", "reverted_by").order_by(
         "created_at", "id"
@@ -105,7 +106,7 @@ def result_detail(request: HttpRequest, result_id: int) -> dict[str, Any]:
 def override_create(
     request: HttpRequest, result_id: int, payload: OverrideIn
 ) -> Status:
-    result = selectors.result_get_for_user(user=request.user, pk=result_id, write=True)
+    result = result_get_for_user(user=request.user, pk=result_id, write=True)
     override = services.override_create(
         result=result,
         user=request.user,  # type: ignore[arg-type]

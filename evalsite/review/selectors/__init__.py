@@ -43,7 +43,6 @@ from evalsite.review.selectors.item import (
     AnalysisView,
     FieldControl,
     analysis_view,
-    result_get_for_user,
 )
 from evalsite.review.selectors.overrides import override_get_for_user
 from evalsite.review.selectors.queues import (
@@ -103,7 +102,6 @@ __all__ = [
     "queue_list_for_project",
     "queue_next_unreviewed",
     "queue_progress",
-    "result_get_for_user",
     "results_filter",
     "results_page",
     "review_groups_advance",

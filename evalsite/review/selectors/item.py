@@ -1,48 +1,11 @@
-"""The item page: the user-scoped result lookup and the analysis view of one result."""
+"""The item page: the analysis view of one result."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.http import Http404
-
-from evalsite.accounts.selectors import project_get_for_user
-from evalsite.evals.models import Result
 from scoring import KINDS
-
-
-def result_get_for_user(
-    *,
-    user: AbstractBaseUser | AnonymousUser,
-    pk: int,
-    write: bool = False,
-    manage: bool = False,
-    project_id: int | None = None,
-) -> Result:
-    """A result of a project the user belongs to; 404 for outsiders, 403 for viewers on write.
-
-    `project_id` (from the URL) must match the result's project, so a link that mixes
-    projects is a 404 too. The project (with `.membership`) is attached as `result.project`.
-    """
-    # .get, not .filter().first(): first() orders the five-table join by id, which
-    # costs the planner more than the row itself.
-    try:
-        result = Result.objects.select_related("run", "run_scorer", "item").get(pk=pk)
-    except Result.DoesNotExist:
-        result = None
-    if result is None or (
-        project_id is not None and result.run.project_id != project_id
-    ):
-        raise Http404("No such result.")
-    # The membership check reads the project anyway: one copy serves both.
-    project = project_get_for_user(
-        user=user, pk=result.run.project_id, write=write, manage=manage
-    )
-    result.project = result.run.project = project  # type: ignore[attr-defined]
-    return result
-
 
 _TEXT_KEYS = ("claim", "statement", "opinion")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import Http404
 
+from evalsite.evals.selectors import result_get_for_user
 from evalsite.review.models import Override
-from evalsite.review.selectors.item import result_get_for_user
 
 
 def override_get_for_user(

@@ -8,10 +8,9 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Max
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
+from evalsite.evals.models import Result, Run, RunScorer
 from evalsite.evals.services import scorer_version_create_from_run
 from evalsite.review.selectors.aggregates import (
     ScorerAggregate,
@@ -276,25 +275,3 @@ def _agg_brief(agg: ScorerAggregate) -> dict[str, Any]:
         "judge_pass_rate": agg.judge_pass_rate,
         "final_pass_rate": agg.final_pass_rate,
     }
-
-
-def _scorer_version_create(
-    *, run_scorer: RunScorer, options: dict, user: AbstractBaseUser
-) -> ScorerConfig:
-    """A new version of the run's scorer config with the what-if options."""
-    parent = run_scorer.scorer
-    project_id = run_scorer.run.project_id
-    name = parent.name if parent else run_scorer.name
-    latest = ScorerConfig.objects.filter(project_id=project_id, name=name).aggregate(
-        v=Max("version")
-    )["v"]
-    return ScorerConfig.objects.create(
-        project_id=project_id,
-        name=name,
-        kind=run_scorer.kind,
-        judge=parent.judge if parent else run_scorer.judge,
-        options=options,
-        version=(latest or 0) + 1,
-        parent=parent,
-        created_by=user,
-    )

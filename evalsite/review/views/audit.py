@@ -10,14 +10,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.review.forms import AuditFilterForm
 from evalsite.review.selectors.audit import (
     audit_actions_for_run,
     audit_list_for_result,
     audit_list_for_run,
 )
-from evalsite.review.selectors.item import result_get_for_user
 
 AUDIT_PAGE_SIZE = 50
 

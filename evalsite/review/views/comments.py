@@ -10,10 +10,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from evalsite.core.exceptions import ApplicationError
+from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import services
 from evalsite.review.forms import CommentForm
 from evalsite.review.selectors.comments import comment_list
-from evalsite.review.selectors.item import result_get_for_user
 from evalsite.review.views.common import item_url, user_can_write
 
 

@@ -15,7 +15,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from evalsite.evals.models import JudgeCall, Result
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.review import selectors
 from evalsite.review.forms import CommentForm
 from evalsite.review.models import Override
@@ -90,9 +90,7 @@ def judge_call(
     request: HttpRequest, project_id: int, result_id: int, call_id: int
 ) -> HttpResponse:
     """One judge call's prompt and raw reply (the item panel loads it when opened)."""
-    result = selectors.result_get_for_user(
-        user=request.user, pk=result_id, project_id=project_id
-    )
+    result = result_get_for_user(user=request.user, pk=result_id, project_id=project_id)
     if _hide_judge(request, result.project, result):  # type: ignore[attr-defined]
         raise PermissionDenied("Blind review: the judge's calls show once you answer.")
     call = JudgeCall.objects.filter(pk=call_id, result_id=result.pk).first()
@@ -103,9 +101,7 @@ def judge_call(
 
 @require_GET
 def item(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
-    result = selectors.result_get_for_user(
-        user=request.user, pk=result_id, project_id=project_id
-    )
+    result = result_get_for_user(user=request.user, pk=result_id, project_id=project_id)
     project = result.project  # type: ignore[attr-defined]
     panel = result_panel(request, result, can_write=user_can_write(project))
     siblings = (

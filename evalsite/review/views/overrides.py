@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
+from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import selectors, services
 from evalsite.review.forms import OverrideForm
 from evalsite.review.views.item import result_panel
@@ -60,7 +61,7 @@ def _after_write(
 def override_create(
     request: HttpRequest, project_id: int, result_id: int
 ) -> HttpResponse:
-    result = selectors.result_get_for_user(
+    result = result_get_for_user(
         user=request.user, pk=result_id, project_id=project_id, write=True
     )
     form = OverrideForm(request.POST, scorer_kind=result.run_scorer.kind)
@@ -103,7 +104,7 @@ def override_revert(
 
 @require_POST
 def accept(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
-    result = selectors.result_get_for_user(
+    result = result_get_for_user(
         user=request.user, pk=result_id, project_id=project_id, write=True
     )
     try:

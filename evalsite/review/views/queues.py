@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.review import services
 from evalsite.review.forms import (
     CommentForm,
@@ -26,7 +26,7 @@ from evalsite.review.forms import (
 from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.selectors.aggregates import run_aggregates
 from evalsite.review.selectors.comments import comment_list
-from evalsite.review.selectors.item import analysis_view, result_get_for_user
+from evalsite.review.selectors.item import analysis_view
 from evalsite.review.selectors.queues import (
     assigned_results,
     assigned_runs_summary,
