@@ -6,6 +6,9 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
+from evalsite.evals import services
+from evalsite.evals.services.runs import runs_active_ids
+
 # Result tasks go to the scoring queue (services pass queue=CeleryQueue.SCORING); the
 # others to the default queue.
 # Only infrastructure hiccups are retried here; the scoring client already retries the
@@ -22,23 +25,17 @@ _RETRY = {
 @shared_task(name="evals.run_fanout", **_RETRY)
 def run_fanout(run_id: int) -> None:
     """Enqueue the run's pending results in chunk tasks (beat runs the watchdog)."""
-    from evalsite.evals.services import run_fanout as run_fanout_service
-
-    run_fanout_service(run_id=run_id)
+    services.run_fanout(run_id=run_id)
 
 
 @shared_task(name="evals.results_enqueue", **_RETRY)
 def results_enqueue(run_id: int, first_id: int, last_id: int) -> None:
-    from evalsite.evals.services import results_enqueue as results_enqueue_service
-
-    results_enqueue_service(run_id=run_id, first_id=first_id, last_id=last_id)
+    services.results_enqueue(run_id=run_id, first_id=first_id, last_id=last_id)
 
 
 @shared_task(name="evals.result_score", **_RETRY)
 def result_score(result_id: int) -> str:
-    from evalsite.evals.services import result_score as result_score_service
-
-    return result_score_service(result_id=result_id)
+    return services.result_score(result_id=result_id)
 
 
 @shared_task(name="evals.runs_recover", **_RETRY)
@@ -51,11 +48,8 @@ def runs_recover() -> None:
     judged only by the task that claims them. A retry after a transient error does again
     only the ticks that were not taken.
     """
-    from evalsite.evals.services import run_recover
-    from evalsite.evals.services.runs import runs_active_ids
-
     for run_id in runs_active_ids():
-        run_recover(run_id=run_id)
+        services.run_recover(run_id=run_id)
 
 
 # TODO(issue 15): remove once no queue holds an evals.run_monitor message; until
@@ -63,6 +57,4 @@ def runs_recover() -> None:
 @shared_task(name="evals.run_monitor", **_RETRY)
 def run_monitor(run_id: int) -> None:
     """One watchdog tick of one run (the beat task runs_recover does every run)."""
-    from evalsite.evals.services import run_recover
-
-    run_recover(run_id=run_id)
+    services.run_recover(run_id=run_id)
