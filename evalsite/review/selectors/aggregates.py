@@ -29,6 +29,7 @@ from django.db.models import (
 )
 
 from evalsite.evals.models import Result, Run, RunScorer
+from evalsite.review.models import ReviewVersion
 from scoring import KINDS
 
 HISTOGRAM_BINS = 10
@@ -420,8 +421,6 @@ def _review_version(rs: RunScorer) -> int:
 
 
 def _review_version_now(run_scorer_id: int) -> int:
-    from evalsite.review.models import ReviewVersion
-
     version = (
         ReviewVersion.objects.filter(run_scorer_id=run_scorer_id)
         .values_list("version", flat=True)

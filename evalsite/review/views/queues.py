@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
@@ -238,8 +239,6 @@ def _apply_action(request: HttpRequest, result: Result, action: str) -> None:
 
 @require_GET
 def assigned(request: HttpRequest, project_id: int) -> HttpResponse:
-    from evalsite.accounts.selectors import project_get_for_user
-
     project = project_get_for_user(user=request.user, pk=project_id)
     results = Paginator(
         assigned_results(project_id=project_id, user=request.user), ASSIGNED_PAGE_SIZE
