@@ -6,6 +6,8 @@ from typing import Any
 from ninja import Schema
 from pydantic import ConfigDict, Field, SecretStr
 
+from evalsite.core.schemas import ObjectId
+
 
 class JudgeIn(Schema):
     model_config = ConfigDict(extra="forbid")
@@ -77,7 +79,7 @@ class ScorerIn(Schema):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
     kind: str
-    judge_id: int | None = None
+    judge_id: ObjectId | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     threshold: float | None = Field(
         default=None,
@@ -88,7 +90,7 @@ class ScorerIn(Schema):
 class ScorerPatch(Schema):
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
-    judge_id: int | None = None
+    judge_id: ObjectId | None = None
     options: dict[str, Any] | None = None
     threshold: float | None = None
 
@@ -109,8 +111,8 @@ class ScorerOut(Schema):
 
 class RunIn(Schema):
     model_config = ConfigDict(extra="forbid")
-    dataset_id: int
-    scorer_ids: list[int] = Field(min_length=1)
+    dataset_id: ObjectId
+    scorer_ids: list[ObjectId] = Field(min_length=1, max_length=1000)
     name: str = ""
 
 

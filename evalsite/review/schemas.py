@@ -9,6 +9,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field, model_validator
 
 from evalsite.core.pagination import MAX_OFFSET
+from evalsite.core.schemas import ObjectId
 from evalsite.review.selectors.explorer import Q_MAX_LENGTH, SORTS
 
 
@@ -177,10 +178,10 @@ class RescoreIn(Schema):
 
     model_config = ConfigDict(extra="forbid")
 
-    scorer_id: int | None = Field(
+    scorer_id: ObjectId | None = Field(
         default=None, description="A run scorer id, or the ScorerConfig id it used."
     )
-    run_scorer_id: int | None = None
+    run_scorer_id: ObjectId | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     save: bool = False
 
@@ -249,7 +250,7 @@ class CompareOut(Schema):
 
 
 class CompareQueryIn(Schema):
-    scorer_id: int | None = None
+    scorer_id: ObjectId | None = None
     only: Literal["", "regressions", "improvements", "flips", "changed"] = ""
     limit: int = Field(default=50, ge=1, le=500)
     offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
@@ -264,7 +265,7 @@ SortKey = Literal[tuple(SORTS)]  # type: ignore[valid-type]
 class _ExplorerFilterFields(Schema):
     """The explorer filters as API fields, shared by the results list and queues."""
 
-    scorer_id: int | None = None
+    scorer_id: ObjectId | None = None
     passed: bool | None = None
     judge_passed: bool | None = None
     reviewed: bool | None = None

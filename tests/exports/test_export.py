@@ -272,6 +272,21 @@ def test_invalid_filter_is_a_400_not_a_wider_export(client, owner, run):
     assert b"final" in response.content
 
 
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("scorer_id", [2**63, 10**30, 0, -1])
+def test_api_export_with_an_impossible_scorer_id_is_refused_before_streaming(
+    client, owner, run, fmt, scorer_id
+):
+    # SQLite raises OverflowError on such a number, inside the stream: after the 200.
+    _, raw = api_token_create(user=owner)
+    response = client.get(
+        f"/api/runs/{run.pk}/export.{fmt}?scorer_id={scorer_id}",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
+    assert response.status_code == 422
+    assert "scorer_id" in response.content.decode()
+
+
 def test_every_member_role_may_export(client, run, owner, reviewer, viewer):
     for user in (owner, reviewer, viewer):
         client.force_login(user)
