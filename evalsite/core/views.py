@@ -1,20 +1,11 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.health import health_check
-
-
-def placeholder(request: HttpRequest, project_id: int, title: str = "") -> HttpResponse:
-    project = project_get_for_user(user=request.user, pk=project_id)
-    return render(
-        request, "core/placeholder.html", {"project": project, "title": title}
-    )
 
 
 @login_not_required

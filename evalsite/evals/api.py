@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from django.http import Http404, HttpRequest
+from django.http import Http404
 from django.urls import reverse
 from ninja import Router, Status
 from ninja.pagination import paginate
 
 from evalsite.accounts.selectors import project_get_for_user, require_run_start
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals import selectors, services
 from evalsite.evals.models import JudgeConnection, Run, ScorerConfig
@@ -62,36 +63,39 @@ def _rpm(payload: JudgeIn | JudgePatch) -> int | None:
 
 @router.get("/projects/{project_id}/judges", response=list[JudgeOut])
 @paginate(LimitOffsetPagination)
-def judge_list(request: HttpRequest, project_id: int) -> list[dict[str, Any]]:
+def judge_list(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> list[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id)
     return [_judge_out(j) for j in selectors.judge_list(project_id=project.pk)]
 
 
 @router.post("/projects/{project_id}/judges", response={201: JudgeOut})
 def judge_create(
-    request: HttpRequest, project_id: int, payload: JudgeIn
+    request: AuthenticatedHttpRequest, project_id: int, payload: JudgeIn
 ) -> Status[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     data = payload.model_dump(exclude={"rpm", "requests_per_minute", "api_key"})
     rpm = _rpm(payload)
+    if rpm is not None:
+        data["requests_per_minute"] = rpm
     judge = services.judge_create(
         project=project,
         user=request.user,
         api_key=payload.api_key.get_secret_value() if payload.api_key else None,
         **data,
-        **({"requests_per_minute": rpm} if rpm is not None else {}),
     )
     return Status(201, _judge_out(judge))
 
 
 @router.get("/judges/{judge_id}", response=JudgeOut)
-def judge_detail(request: HttpRequest, judge_id: int) -> dict[str, Any]:
+def judge_detail(request: AuthenticatedHttpRequest, judge_id: int) -> dict[str, Any]:
     return _judge_out(selectors.judge_get_for_user(user=request.user, pk=judge_id))
 
 
 @router.patch("/judges/{judge_id}", response=JudgeOut)
 def judge_update(
-    request: HttpRequest, judge_id: int, payload: JudgePatch
+    request: AuthenticatedHttpRequest, judge_id: int, payload: JudgePatch
 ) -> dict[str, Any]:
     judge = selectors.judge_get_for_user(user=request.user, pk=judge_id, manage=True)
     changes = payload.model_dump(
@@ -118,7 +122,7 @@ def judge_update(
 
 
 @router.post("/judges/{judge_id}/test", response=JudgeTestOut)
-def judge_test(request: HttpRequest, judge_id: int) -> dict[str, Any]:
+def judge_test(request: AuthenticatedHttpRequest, judge_id: int) -> dict[str, Any]:
     judge = selectors.judge_get_for_user(user=request.user, pk=judge_id, manage=True)
     return dataclasses.asdict(services.judge_test(judge=judge))
 
@@ -157,7 +161,7 @@ def _judge_in_project(project_id: int, judge_id: int | None) -> JudgeConnection 
 @router.get("/projects/{project_id}/scorers", response=list[ScorerOut])
 @paginate(LimitOffsetPagination)
 def scorer_list(
-    request: HttpRequest, project_id: int, include_archived: bool = False
+    request: AuthenticatedHttpRequest, project_id: int, include_archived: bool = False
 ) -> list[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id)
     return [
@@ -170,7 +174,7 @@ def scorer_list(
 
 @router.post("/projects/{project_id}/scorers", response={201: ScorerOut})
 def scorer_create(
-    request: HttpRequest, project_id: int, payload: ScorerIn
+    request: AuthenticatedHttpRequest, project_id: int, payload: ScorerIn
 ) -> Status[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     scorer = services.scorer_create(
@@ -187,13 +191,13 @@ def scorer_create(
 
 
 @router.get("/scorers/{scorer_id}", response=ScorerOut)
-def scorer_detail(request: HttpRequest, scorer_id: int) -> dict[str, Any]:
+def scorer_detail(request: AuthenticatedHttpRequest, scorer_id: int) -> dict[str, Any]:
     return _scorer_out(selectors.scorer_get_for_user(user=request.user, pk=scorer_id))
 
 
 @router.patch("/scorers/{scorer_id}", response=ScorerOut)
 def scorer_update(
-    request: HttpRequest, scorer_id: int, payload: ScorerPatch
+    request: AuthenticatedHttpRequest, scorer_id: int, payload: ScorerPatch
 ) -> dict[str, Any]:
     scorer = selectors.scorer_get_for_user(user=request.user, pk=scorer_id, write=True)
     fields = payload.model_dump(exclude_unset=True)
@@ -233,10 +237,8 @@ def _run_out(run: Run, progress: Any = None) -> dict[str, Any]:
 
 
 def _aggregates(run: Run) -> list[dict[str, Any]]:
-    from evalsite.review.selectors import run_aggregates
-
     out = []
-    for agg in run_aggregates(run_id=run.pk):
+    for agg in selectors.run_aggregates_of(run_id=run.pk):
         if hasattr(agg, "as_dict"):
             out.append(agg.as_dict())
         elif dataclasses.is_dataclass(agg) and not isinstance(agg, type):
@@ -250,7 +252,9 @@ def _aggregates(run: Run) -> list[dict[str, Any]]:
 
 @router.get("/projects/{project_id}/runs", response=list[RunOut])
 @paginate(LimitOffsetPagination)
-def run_list(request: HttpRequest, project_id: int) -> list[dict[str, Any]]:
+def run_list(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> list[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id)
     runs = list(selectors.run_list(project_id=project.pk)[:1000])
     progress = selectors.run_progress_many(runs=runs)
@@ -259,7 +263,7 @@ def run_list(request: HttpRequest, project_id: int) -> list[dict[str, Any]]:
 
 @router.post("/projects/{project_id}/runs", response={202: RunStartedOut})
 def run_create(
-    request: HttpRequest, project_id: int, payload: RunIn
+    request: AuthenticatedHttpRequest, project_id: int, payload: RunIn
 ) -> Status[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     try:
@@ -273,7 +277,7 @@ def run_create(
         field = "dataset_id" if "dataset" in str(exc) else "scorer_ids"
         raise ApplicationError(str(exc), field_errors={field: str(exc)}) from exc
     require_run_start(
-        membership=project.membership,  # type: ignore[attr-defined]
+        membership=project.membership,
         judges=[s.judge for s in scorers],
     )
     run = services.run_start(
@@ -295,7 +299,7 @@ def run_create(
 
 
 @router.get("/runs/{run_id}", response=RunDetailOut, url_name="run_detail")
-def run_detail(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def run_detail(request: AuthenticatedHttpRequest, run_id: int) -> dict[str, Any]:
     run = selectors.run_get_for_user(user=request.user, pk=run_id)
     return _run_out(run) | {
         "scorers": [
@@ -317,17 +321,17 @@ def run_detail(request: HttpRequest, run_id: int) -> dict[str, Any]:
 
 
 @router.post("/runs/{run_id}/cancel", response=RunOut)
-def run_cancel(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def run_cancel(request: AuthenticatedHttpRequest, run_id: int) -> dict[str, Any]:
     run = selectors.run_get_for_user(user=request.user, pk=run_id, write=True)
     return _run_out(services.run_cancel(run=run, user=request.user))
 
 
 @router.post("/runs/{run_id}/retry-failed", response=RetryOut)
-def run_retry_failed(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def run_retry_failed(request: AuthenticatedHttpRequest, run_id: int) -> dict[str, Any]:
     run = selectors.run_get_for_user(user=request.user, pk=run_id, write=True)
     # A retry calls the run's judges again: the same rule as starting the run.
     require_run_start(
-        membership=run.project.membership,  # type: ignore[attr-defined]
+        membership=run.project.membership,
         judges=[rs.judge for rs in run.run_scorers.select_related("judge")],
     )
     count = services.run_retry_failed(run=run, user=request.user)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Min, QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -15,19 +16,17 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.datasets.models import Dataset
 from evalsite.evals.models import JudgeConnection, Result, Run, ScorerConfig
 
-User = AbstractBaseUser | AnonymousUser
+AnyUser = User | AnonymousUser
 
 
-def _outside(obj: object | None, project_id: int | None) -> bool:
-    """Missing, or (with `project_id`, as in project-scoped URLs) in another project."""
-    return obj is None or (
-        project_id is not None and getattr(obj, "project_id", None) != project_id
-    )
+def _outside(obj: JudgeConnection | ScorerConfig | Run, project_id: int | None) -> bool:
+    """In another project than `project_id` (given in project-scoped URLs)."""
+    return project_id is not None and obj.project_id != project_id
 
 
 def judge_get_for_user(
     *,
-    user: User,
+    user: AnyUser,
     pk: int,
     write: bool = False,
     manage: bool = False,
@@ -36,7 +35,7 @@ def judge_get_for_user(
     """A judge connection of one of the user's projects (404 otherwise; 403 by role).
     With `project_id`, one of another project is a 404 too."""
     judge = JudgeConnection.objects.filter(pk=pk).first()
-    if _outside(judge, project_id):
+    if judge is None or _outside(judge, project_id):
         raise Http404("No such judge connection.")
     judge.project = project_get_for_user(
         user=user, pk=judge.project_id, write=write, manage=manage
@@ -45,10 +44,10 @@ def judge_get_for_user(
 
 
 def scorer_get_for_user(
-    *, user: User, pk: int, write: bool = False, project_id: int | None = None
+    *, user: AnyUser, pk: int, write: bool = False, project_id: int | None = None
 ) -> ScorerConfig:
     scorer = ScorerConfig.objects.select_related("judge").filter(pk=pk).first()
-    if _outside(scorer, project_id):
+    if scorer is None or _outside(scorer, project_id):
         raise Http404("No such scorer.")
     scorer.project = project_get_for_user(user=user, pk=scorer.project_id, write=write)
     return scorer
@@ -56,7 +55,7 @@ def scorer_get_for_user(
 
 def run_get_for_user(
     *,
-    user: User,
+    user: AnyUser,
     pk: int,
     write: bool = False,
     manage: bool = False,
@@ -65,7 +64,7 @@ def run_get_for_user(
     """A run of a project the user belongs to; 404 for outsiders, 403 by role.
     With `project_id`, a run of another project is a 404 too."""
     run = Run.objects.select_related("dataset").filter(pk=pk).first()
-    if _outside(run, project_id):
+    if run is None or _outside(run, project_id):
         raise Http404("No such run.")
     run.project = project_get_for_user(
         user=user, pk=run.project_id, write=write, manage=manage
@@ -75,7 +74,7 @@ def run_get_for_user(
 
 def result_get_for_user(
     *,
-    user: User,
+    user: AnyUser,
     pk: int,
     write: bool = False,
     manage: bool = False,
@@ -258,9 +257,7 @@ def run_error_groups(*, run: Run, limit: int = 50) -> list[ErrorGroup]:
     ]
 
 
-def project_overview_part(
-    *, project: Project, user: AbstractBaseUser
-) -> dict[str, Any]:
+def project_overview_part(*, project: Project, user: User) -> dict[str, Any]:
     """Counts and recent runs for the project overview page (accounts' page; this is
     registered with accounts.selectors.on_project_overview in EvalsConfig.ready)."""
     return {
@@ -278,3 +275,20 @@ def project_overview_part(
             :10
         ],
     }
+
+
+# A run's per-scorer aggregates (judge vs human) are review's to compute; the run page
+# and the run API show them. Review registers its function from its AppConfig.ready, so
+# evals, below review, never imports it.
+RunAggregates = Callable[..., Sequence[Any]]
+_run_aggregates: list[RunAggregates] = []
+
+
+def on_run_aggregates(provider: RunAggregates) -> None:
+    """Register `provider(run_id=...) -> aggregates` (one provider; the last one wins)."""
+    _run_aggregates[:] = [provider]
+
+
+def run_aggregates_of(*, run_id: int) -> Sequence[Any]:
+    """The run's aggregates from the registered provider ([] when none is installed)."""
+    return _run_aggregates[0](run_id=run_id) if _run_aggregates else []

@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.template import TemplateDoesNotExist
-from django.template.loader import get_template
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from evalsite.accounts.selectors import project_get_for_user, require_run_start
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals import selectors, services
 from evalsite.evals.forms import JudgeForm, RunStartForm, ScorerForm
 from evalsite.evals.models import Run
@@ -37,7 +36,7 @@ def _form_errors(form: Any, exc: ApplicationError) -> None:
 
 
 @require_GET
-def judge_list(request: HttpRequest, project_id: int) -> HttpResponse:
+def judge_list(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     return render(
         request,
@@ -62,7 +61,7 @@ def _judge_fields(form: JudgeForm) -> dict[str, Any]:
 @require_POST
 @sensitive_post_parameters("api_key")
 @sensitive_variables("fields", "form")
-def judge_create(request: HttpRequest, project_id: int) -> HttpResponse:
+def judge_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     form = JudgeForm(request.POST)
     if form.is_valid():
@@ -90,7 +89,9 @@ def judge_create(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @sensitive_post_parameters("api_key")
 @sensitive_variables("fields", "form")
-def judge_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
+def judge_edit(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
     judge = selectors.judge_get_for_user(
         user=request.user, pk=pk, project_id=project_id, manage=True
     )
@@ -118,7 +119,9 @@ def judge_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 
 @require_POST
-def judge_test(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
+def judge_test(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
     judge = selectors.judge_get_for_user(
         user=request.user, pk=pk, project_id=project_id, manage=True
     )
@@ -137,7 +140,7 @@ def judge_test(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 
 @require_GET
-def scorer_list(request: HttpRequest, project_id: int) -> HttpResponse:
+def scorer_list(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     return render(
         request,
@@ -151,7 +154,7 @@ def scorer_list(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 def _render_scorer_form(
-    request: HttpRequest, context: dict[str, Any], status: int = 200
+    request: AuthenticatedHttpRequest, context: dict[str, Any], status: int = 200
 ) -> HttpResponse:
     template = "evals/scorer_form.html"
     if request.htmx and request.method == "GET":
@@ -160,7 +163,7 @@ def _render_scorer_form(
 
 
 @require_http_methods(["GET", "POST"])
-def scorer_create(request: HttpRequest, project_id: int) -> HttpResponse:
+def scorer_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     kind = request.POST.get("kind") or request.GET.get("kind") or "faithfulness"
     if kind not in KINDS:
@@ -200,7 +203,9 @@ def scorer_create(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def scorer_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
+def scorer_edit(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
     scorer = selectors.scorer_get_for_user(
         user=request.user, pk=pk, project_id=project_id, write=True
     )
@@ -247,7 +252,7 @@ def scorer_edit(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 
 @require_GET
-def run_list(request: HttpRequest, project_id: int) -> HttpResponse:
+def run_list(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     runs = list(selectors.run_list(project_id=project.pk)[:200])
     progress = selectors.run_progress_many(runs=runs)
@@ -273,12 +278,12 @@ def _preview_context(project_id: int, form: RunStartForm) -> dict[str, Any]:
 
 
 @require_http_methods(["GET", "POST"])
-def run_create(request: HttpRequest, project_id: int) -> HttpResponse:
+def run_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     """GET: the start form (with a preview once a dataset and scorers are chosen).
     POST: start the run. htmx GETs get only the #run-preview region. Viewers get
     neither (403); reviewers start runs on paid judges only if the owner allows it."""
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
-    membership = project.membership  # type: ignore[attr-defined]
+    membership = project.membership
     if request.method == "POST":
         form = RunStartForm(request.POST, project_id=project.pk)
         if form.is_valid():
@@ -323,23 +328,11 @@ def run_create(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 def _summary_context(run: Run) -> dict[str, Any]:
-    """D1's aggregates + summary partial, and the errors grouped by message."""
-    aggregates = None
-    summary_template = None
-    # TODO(issue 4): D1 provides run_aggregates and review/_run_summary.html; until both
-    # exist the run page shows the errors and a note instead of failing.
-    try:
-        from evalsite.review.selectors import run_aggregates
-
-        get_template(RUN_SUMMARY_TEMPLATE)
-    except (ImportError, TemplateDoesNotExist):
-        pass
-    else:
-        aggregates = run_aggregates(run_id=run.pk)
-        summary_template = RUN_SUMMARY_TEMPLATE
+    """The judge-vs-human aggregates with their summary partial, and the errors grouped
+    by message."""
     return {
-        "aggregates": aggregates,
-        "summary_template": summary_template,
+        "aggregates": selectors.run_aggregates_of(run_id=run.pk),
+        "summary_template": RUN_SUMMARY_TEMPLATE,
         "error_groups": selectors.run_error_groups(run=run),
     }
 
@@ -361,7 +354,9 @@ def _run_context(run: Run) -> dict[str, Any]:
 
 
 @require_GET
-def run_detail(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
+def run_detail(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
     return render(
         request, "evals/run_detail.html", _run_context(run) | _summary_context(run)
@@ -369,7 +364,9 @@ def run_detail(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 
 @require_GET
-def run_progress(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
+def run_progress(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
     """The #run-progress region, polled by htmx; stops the polling once finished."""
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
     if not request.htmx:
@@ -382,7 +379,9 @@ def run_progress(request: HttpRequest, project_id: int, pk: int) -> HttpResponse
 
 
 @require_GET
-def run_summary(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
+def run_summary(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
     if not request.htmx:
         return redirect("evals:run_detail", project_id=project_id, pk=pk)
@@ -394,7 +393,9 @@ def run_summary(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 
 @require_POST
-def run_cancel(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
+def run_cancel(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
     run = selectors.run_get_for_user(
         user=request.user, pk=pk, project_id=project_id, write=True
     )
@@ -408,7 +409,9 @@ def run_cancel(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
 
 
 @require_POST
-def run_retry_failed(request: HttpRequest, project_id: int, pk: int) -> HttpResponse:
+def run_retry_failed(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
     run = selectors.run_get_for_user(
         user=request.user, pk=pk, project_id=project_id, write=True
     )
@@ -426,7 +429,7 @@ def run_retry_failed(request: HttpRequest, project_id: int, pk: int) -> HttpResp
     return _after_control(request, run)
 
 
-def _after_control(request: HttpRequest, run: Run) -> HttpResponse:
+def _after_control(request: AuthenticatedHttpRequest, run: Run) -> HttpResponse:
     """htmx swaps the fresh progress region (polling again after a retry); without JS
     the browser goes back to the run page."""
     if request.htmx:

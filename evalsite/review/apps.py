@@ -6,3 +6,9 @@ from django.apps import AppConfig
 class ReviewConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "evalsite.review"
+
+    def ready(self) -> None:
+        from evalsite.evals.selectors import on_run_aggregates
+        from evalsite.review.selectors import run_aggregates
+
+        on_run_aggregates(run_aggregates)
