@@ -4,6 +4,7 @@ import pytest
 
 from evalsite.accounts.models import Role
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.security.listener import Listener
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +57,21 @@ def owner_client(client, owner):
 def login(client, user):
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def listener():
+    """A judge endpoint on 127.0.0.1 that records what it receives."""
+    server = Listener()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def other_listener():
+    server = Listener()
+    yield server
+    server.close()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -9,10 +9,6 @@ Deterministic (derandomize) and small (max_examples), so it runs in every test r
 from __future__ import annotations
 
 import pytest
-import schemathesis
-from django.core.signals import request_finished, request_started
-from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
@@ -22,21 +18,6 @@ from tests.security.routes import value_for
 pytestmark = pytest.mark.django_db
 
 CHECKS = [not_a_server_error, response_schema_conformance]
-
-
-@pytest.fixture
-def api_schema(db):
-    # Like Django's test client: the WSGI handler must not close the test transaction's
-    # connection at the end of each request.
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
-        yield schemathesis.openapi.from_wsgi(
-            "/api/openapi.json", get_wsgi_application()
-        )
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
 
 
 def test_schema_is_valid_openapi(api_schema):

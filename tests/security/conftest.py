@@ -4,7 +4,6 @@ import pytest
 
 from evalsite.accounts.services import api_token_create
 from tests.exports.builders import build_world
-from tests.security.listener import Listener
 
 
 @pytest.fixture
@@ -19,18 +18,3 @@ def bearer():
         return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
 
     return _bearer
-
-
-@pytest.fixture
-def listener():
-    """A judge endpoint on 127.0.0.1 that records what it receives."""
-    server = Listener()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def other_listener():
-    server = Listener()
-    yield server
-    server.close()

@@ -14,10 +14,6 @@ from __future__ import annotations
 import os
 
 import pytest
-import schemathesis
-from django.core.signals import request_finished, request_started
-from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -30,26 +26,6 @@ from tests.security.routes import value_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
-
-
-@pytest.fixture
-def api_schema(transactional_db):
-    # Like Django's test client: the WSGI handler must not close the test transaction's
-    # connection at the end of each request.
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
-        yield schemathesis.openapi.from_wsgi(
-            "/api/openapi.json", get_wsgi_application()
-        )
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
-
-
-@pytest.fixture
-def owner_headers(owner, bearer) -> dict[str, str]:
-    return {"Authorization": bearer(owner)["HTTP_AUTHORIZATION"]}
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
