@@ -17,6 +17,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals import selectors, services
 from evalsite.evals.forms import JudgeForm, RunStartForm, ScorerForm
 from evalsite.evals.models import Run
+from evalsite.lib.htmx import partial, vary_on_htmx, wants_partial
 from scoring import KINDS
 
 RUN_SUMMARY_TEMPLATE = "review/_run_summary.html"
@@ -119,6 +120,7 @@ def judge_edit(
 
 
 @require_POST
+@vary_on_htmx
 def judge_test(
     request: AuthenticatedHttpRequest, project_id: int, pk: int
 ) -> HttpResponse:
@@ -127,7 +129,7 @@ def judge_test(
     )
     outcome = services.judge_test(judge=judge)
     context = {"project": judge.project, "judge": judge, "outcome": outcome}
-    if request.htmx:
+    if wants_partial(request):
         return render(request, "evals/_judge_test.html", context)
     if outcome.ok:
         messages.success(request, f"{judge.name}: {outcome.message}")
@@ -157,12 +159,13 @@ def _render_scorer_form(
     request: AuthenticatedHttpRequest, context: dict[str, Any], status: int = 200
 ) -> HttpResponse:
     template = "evals/scorer_form.html"
-    if request.htmx and request.method == "GET":
-        template += "#scorer-kind-fields"
+    if request.method == "GET":
+        template = partial(request, template, "scorer-kind-fields")
     return render(request, template, context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
+@vary_on_htmx
 def scorer_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     kind = request.POST.get("kind") or request.GET.get("kind") or "faithfulness"
@@ -203,6 +206,7 @@ def scorer_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpRes
 
 
 @require_http_methods(["GET", "POST"])
+@vary_on_htmx
 def scorer_edit(
     request: AuthenticatedHttpRequest, project_id: int, pk: int
 ) -> HttpResponse:
@@ -278,6 +282,7 @@ def _preview_context(project_id: int, form: RunStartForm) -> dict[str, Any]:
 
 
 @require_http_methods(["GET", "POST"])
+@vary_on_htmx
 def run_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     """GET: the start form (with a preview once a dataset and scorers are chosen).
     POST: start the run. htmx GETs get only the #run-preview region. Viewers get
@@ -321,9 +326,7 @@ def run_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpRespon
         "can_start_paid": membership.can_start_paid_runs,
         **(_preview_context(project.pk, form) if has_choice else {"preview": None}),
     }
-    template = "evals/run_new.html"
-    if request.htmx:
-        template += "#run-preview"
+    template = partial(request, "evals/run_new.html", "run-preview")
     return render(request, template, context)
 
 
@@ -364,12 +367,13 @@ def run_detail(
 
 
 @require_GET
+@vary_on_htmx
 def run_progress(
     request: AuthenticatedHttpRequest, project_id: int, pk: int
 ) -> HttpResponse:
     """The #run-progress region, polled by htmx; stops the polling once finished."""
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
-    if not request.htmx:
+    if not wants_partial(request):
         return redirect("evals:run_detail", project_id=project_id, pk=pk)
     response = render(request, "evals/run_detail.html#run-progress", _run_context(run))
     if run.is_finished:
@@ -379,11 +383,12 @@ def run_progress(
 
 
 @require_GET
+@vary_on_htmx
 def run_summary(
     request: AuthenticatedHttpRequest, project_id: int, pk: int
 ) -> HttpResponse:
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
-    if not request.htmx:
+    if not wants_partial(request):
         return redirect("evals:run_detail", project_id=project_id, pk=pk)
     return render(
         request,
@@ -393,6 +398,7 @@ def run_summary(
 
 
 @require_POST
+@vary_on_htmx
 def run_cancel(
     request: AuthenticatedHttpRequest, project_id: int, pk: int
 ) -> HttpResponse:
@@ -409,6 +415,7 @@ def run_cancel(
 
 
 @require_POST
+@vary_on_htmx
 def run_retry_failed(
     request: AuthenticatedHttpRequest, project_id: int, pk: int
 ) -> HttpResponse:
@@ -432,7 +439,7 @@ def run_retry_failed(
 def _after_control(request: AuthenticatedHttpRequest, run: Run) -> HttpResponse:
     """htmx swaps the fresh progress region (polling again after a retry); without JS
     the browser goes back to the run page."""
-    if request.htmx:
+    if wants_partial(request):
         # Only the run's own fields: a full refresh would drop run.project.membership.
         run.refresh_from_db(fields=["status", "started_at", "finished_at", "error"])
         return render(request, "evals/run_detail.html#run-progress", _run_context(run))

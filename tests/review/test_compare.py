@@ -139,7 +139,7 @@ def test_compare_page_paginates_and_serves_the_partial(client, viewer, project, 
     )
     body = partial.content.decode()
     assert (
-        body.lstrip().startswith('<div id="compare-body">') and 'data-item="2"' in body
+        body.lstrip().startswith('<div id="compare-body"') and 'data-item="2"' in body
     )
 
 

@@ -10,7 +10,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.review.forms import AuditFilterForm
 from evalsite.review.selectors.audit import (
     audit_actions_for_run,
@@ -22,7 +24,10 @@ AUDIT_PAGE_SIZE = 50
 
 
 @require_GET
-def run_audit(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
+@vary_on_htmx
+def run_audit(
+    request: AuthenticatedHttpRequest, project_id: int, run_id: int
+) -> HttpResponse:
     run = run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
     form = AuditFilterForm(request.GET)
     if not form.is_valid():
@@ -42,9 +47,7 @@ def run_audit(request: HttpRequest, project_id: int, run_id: int) -> HttpRespons
         "query": query,
         "audit_url": reverse("review:run_audit", args=[project_id, run_id]),
     }
-    template = "review/audit.html"
-    if request.htmx:
-        template += "#audit-events"
+    template = partial(request, "review/audit.html", "audit-events")
     return render(request, template, context)
 
 

@@ -10,7 +10,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import result_get_for_user
+from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import services
 from evalsite.review.forms import CommentForm
 from evalsite.review.selectors.comments import comment_list
@@ -27,7 +29,10 @@ def _safe_next(request: HttpRequest, fallback: str) -> str:
 
 
 @require_http_methods(["GET", "POST"])
-def comments(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
+@vary_on_htmx
+def comments(
+    request: AuthenticatedHttpRequest, project_id: int, result_id: int
+) -> HttpResponse:
     """GET: the comment list partial. POST: add a comment (htmx appends it)."""
     write = request.method == "POST"
     result = result_get_for_user(
@@ -50,7 +55,7 @@ def comments(request: HttpRequest, project_id: int, result_id: int) -> HttpRespo
         "review:explorer", args=[project_id, result.run_id]
     )
     if not form.is_valid():
-        if request.htmx:
+        if wants_partial(request):
             return render(
                 request,
                 "review/_comments.html#comment-form-errors",
@@ -69,7 +74,7 @@ def comments(request: HttpRequest, project_id: int, result_id: int) -> HttpRespo
         )
     except ApplicationError as exc:
         return HttpResponse(exc.message, status=exc.status_code)
-    if request.htmx:
+    if wants_partial(request):
         return render(
             request, "review/_comments.html#comment", {"comment": comment}, status=201
         )

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from evalsite.accounts.selectors import project_get_for_user
+from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.review import selectors
 from evalsite.review.forms import CompareForm
 
 
 @require_GET
-def compare(request: HttpRequest, project_id: int) -> HttpResponse:
+@vary_on_htmx
+def compare(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     form = CompareForm(request.GET or None, project=project)
     context: dict[str, Any] = {"project": project, "form": form}
@@ -35,7 +38,5 @@ def compare(request: HttpRequest, project_id: int) -> HttpResponse:
         )
     elif form.is_bound:
         status = 400
-    template = "review/compare.html"
-    if request.htmx:  # type: ignore[attr-defined]
-        template += "#compare-body"
+    template = partial(request, "review/compare.html", "compare-body")
     return render(request, template, context, status=status)

@@ -14,8 +14,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import JudgeCall, Result
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import selectors
 from evalsite.review.forms import CommentForm
 from evalsite.review.models import Override
@@ -100,7 +102,10 @@ def judge_call(
 
 
 @require_GET
-def item(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
+@vary_on_htmx
+def item(
+    request: AuthenticatedHttpRequest, project_id: int, result_id: int
+) -> HttpResponse:
     result = result_get_for_user(user=request.user, pk=result_id, project_id=project_id)
     project = result.project  # type: ignore[attr-defined]
     panel = result_panel(request, result, can_write=user_can_write(project))
@@ -121,7 +126,7 @@ def item(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
             run_id=result.run_id, run_scorer_id=result.run_scorer_id
         ),
     }
-    if request.htmx:  # type: ignore[attr-defined]
+    if wants_partial(request):
         return render(
             request, "review/item.html#result-panel", {**context, "panel": panel}
         )

@@ -9,8 +9,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Result
 from evalsite.evals.selectors import result_get_for_user
+from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import selectors, services
 from evalsite.review.forms import OverrideForm
 from evalsite.review.views.item import result_panel
@@ -43,9 +45,13 @@ def _panel_response(
 
 
 def _after_write(
-    request: HttpRequest, result: Result, *, error: str = "", notice: str = ""
+    request: AuthenticatedHttpRequest,
+    result: Result,
+    *,
+    error: str = "",
+    notice: str = "",
 ) -> HttpResponse:
-    if request.htmx:  # type: ignore[attr-defined]
+    if wants_partial(request):
         return _panel_response(request, result, error=error, notice=notice)
     if error:
         messages.error(request, error)
@@ -58,8 +64,9 @@ def _after_write(
 
 
 @require_POST
+@vary_on_htmx
 def override_create(
-    request: HttpRequest, project_id: int, result_id: int
+    request: AuthenticatedHttpRequest, project_id: int, result_id: int
 ) -> HttpResponse:
     result = result_get_for_user(
         user=request.user, pk=result_id, project_id=project_id, write=True
@@ -88,8 +95,9 @@ def override_create(
 
 
 @require_POST
+@vary_on_htmx
 def override_revert(
-    request: HttpRequest, project_id: int, override_id: int
+    request: AuthenticatedHttpRequest, project_id: int, override_id: int
 ) -> HttpResponse:
     override = selectors.override_get_for_user(
         user=request.user, pk=override_id, project_id=project_id, write=True
@@ -103,7 +111,10 @@ def override_revert(
 
 
 @require_POST
-def accept(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
+@vary_on_htmx
+def accept(
+    request: AuthenticatedHttpRequest, project_id: int, result_id: int
+) -> HttpResponse:
     result = result_get_for_user(
         user=request.user, pk=result_id, project_id=project_id, write=True
     )

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from evalsite.accounts.selectors import require_rescore_save
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import RunScorer
 from evalsite.evals.selectors import run_get_for_user
+from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import services
 from evalsite.review.forms import RescoreForm
 from evalsite.review.views.common import user_can_write
 
 
 @require_http_methods(["GET", "POST"])
-def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
+@vary_on_htmx
+def rescore(
+    request: AuthenticatedHttpRequest, project_id: int, run_id: int
+) -> HttpResponse:
     """What-if: GET shows the form; POST action=preview shows before → after;
     POST action=save saves a new scorer version (owners, or reviewers the owner
     allowed) once confirmed: without `confirm=yes` it previews and asks (hx-confirm
@@ -73,7 +78,7 @@ def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
                 if field_name in form.fields:
                     form.add_error(field_name, msg)
         else:
-            if save and not request.htmx:  # type: ignore[attr-defined]
+            if save and not wants_partial(request):
                 messages.success(
                     request,
                     f"Saved as a new version of {run_scorer.name}; "
@@ -97,6 +102,6 @@ def rescore(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
         "finished": run.is_finished,
     }
     template = "review/rescore.html"
-    if request.htmx and write:  # type: ignore[attr-defined]
+    if write and wants_partial(request):
         template += "#rescore-result"
     return render(request, template, context)
