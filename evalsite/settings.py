@@ -9,8 +9,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import django_stubs_ext
 import environ
 from django.core.exceptions import ImproperlyConfigured
+
+# Lets the generic classes django-stubs declares (QuerySet[Model], ModelAdmin[Model], ...)
+# be subscripted at runtime too.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("EVALSITE_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -70,6 +75,8 @@ MIDDLEWARE = [
     "evalsite.datasets.middleware.UploadSizeLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Inside MessageMiddleware: an htmx response carries its messages (out of band).
+    "evalsite.lib.htmx.HtmxMessagesMiddleware",
     "evalsite.core.middleware.ApiErrorShapeMiddleware",
 ]
 
@@ -145,7 +152,7 @@ _RATE = re.compile(r"^\d+/\d*[smhd]$")
 
 
 def _login_rate(name: str, default: str) -> str:
-    value = env.str(name, default=default).strip()
+    value: str = env.str(name, default=default).strip()
     if value and not _RATE.match(value):
         raise ImproperlyConfigured(
             f"{name} must look like 10/15m (failures per period: s, m, h or d), "

@@ -6,5 +6,5 @@ from evalsite.core.models import WorkerPing
 
 
 @admin.register(WorkerPing)
-class WorkerPingAdmin(admin.ModelAdmin):
+class WorkerPingAdmin(admin.ModelAdmin[WorkerPing]):
     list_display = ["marker", "hostname", "created_at"]

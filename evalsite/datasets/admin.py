@@ -6,7 +6,7 @@ from evalsite.datasets.models import Dataset, Item
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(admin.ModelAdmin[Dataset]):
     list_display = [
         "name",
         "version",
@@ -20,6 +20,6 @@ class DatasetAdmin(admin.ModelAdmin):
 
 
 @admin.register(Item)
-class ItemAdmin(admin.ModelAdmin):
+class ItemAdmin(admin.ModelAdmin[Item]):
     list_display = ["dataset", "index"]
     raw_id_fields = ["dataset"]

@@ -14,32 +14,32 @@ from evalsite.evals.models import (
 
 
 @admin.register(JudgeConnection)
-class JudgeConnectionAdmin(admin.ModelAdmin):
+class JudgeConnectionAdmin(admin.ModelAdmin[JudgeConnection]):
     list_display = ["name", "project", "base_url", "model", "is_offline"]
     # The key is write-only: never shown, not even to staff.
     exclude = ["api_key_encrypted"]
 
 
 @admin.register(ScorerConfig)
-class ScorerConfigAdmin(admin.ModelAdmin):
+class ScorerConfigAdmin(admin.ModelAdmin[ScorerConfig]):
     list_display = ["name", "kind", "version", "project", "archived"]
     list_filter = ["kind"]
 
 
-class RunScorerInline(admin.TabularInline):
+class RunScorerInline(admin.TabularInline[RunScorer, Run]):
     model = RunScorer
     extra = 0
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(admin.ModelAdmin[Run]):
     list_display = ["__str__", "project", "dataset", "status", "total", "created_at"]
     list_filter = ["status"]
     inlines = [RunScorerInline]
 
 
 @admin.register(Result)
-class ResultAdmin(admin.ModelAdmin):
+class ResultAdmin(admin.ModelAdmin[Result]):
     list_display = [
         "id",
         "run",
@@ -76,7 +76,7 @@ class ResultAdmin(admin.ModelAdmin):
 
 
 @admin.register(JudgeCall)
-class JudgeCallAdmin(admin.ModelAdmin):
+class JudgeCallAdmin(admin.ModelAdmin[JudgeCall]):
     list_display = ["result", "step", "latency_ms", "cache_hit", "error"]
     raw_id_fields = ["result"]
 
