@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
-from django.http import HttpRequest
 from ninja import Router
 from ninja.pagination import paginate
 
@@ -14,13 +15,14 @@ from evalsite.accounts.selectors import (
     require_project_create,
 )
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.lib.text import text_check_storable
 
 router = Router(tags=["projects"])
 
 
-def _project_out(project: Project, role: str | None) -> dict:
+def _project_out(project: Project, role: str | None) -> dict[str, Any]:
     return {
         "id": project.pk,
         "name": project.name,
@@ -35,7 +37,7 @@ def _project_out(project: Project, role: str | None) -> dict:
 
 @router.get("/projects", response=list[ProjectOut])
 @paginate(LimitOffsetPagination)
-def project_list(request: HttpRequest) -> list[dict]:
+def project_list(request: AuthenticatedHttpRequest) -> list[dict[str, Any]]:
     roles = dict(
         Membership.objects.filter(user=request.user).values_list("project_id", "role")
     )
@@ -46,7 +48,9 @@ def project_list(request: HttpRequest) -> list[dict]:
 
 
 @router.post("/projects", response={201: ProjectOut})
-def project_create(request: HttpRequest, payload: ProjectIn) -> dict:
+def project_create(
+    request: AuthenticatedHttpRequest, payload: ProjectIn
+) -> dict[str, Any]:
     require_project_create(user=request.user)
     project = services.project_create(
         user=request.user, name=payload.name, description=payload.description
@@ -55,14 +59,18 @@ def project_create(request: HttpRequest, payload: ProjectIn) -> dict:
 
 
 @router.get("/projects/{project_id}", response=ProjectOut)
-def project_detail(request: HttpRequest, project_id: int) -> dict:
+def project_detail(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> dict[str, Any]:
     project = project_get_for_user(user=request.user, pk=project_id)
     return _project_out(project, project.membership.role)
 
 
 @router.get("/projects/{project_id}/members", response=list[MemberOut])
 @paginate(LimitOffsetPagination)
-def member_list(request: HttpRequest, project_id: int) -> list[dict]:
+def member_list(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> list[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id)
     return [
         {"id": m.pk, "username": m.user.get_username(), "role": m.role}
@@ -71,7 +79,9 @@ def member_list(request: HttpRequest, project_id: int) -> list[dict]:
 
 
 @router.post("/projects/{project_id}/members", response={200: MemberOut})
-def member_set(request: HttpRequest, project_id: int, payload: MemberIn) -> dict:
+def member_set(
+    request: AuthenticatedHttpRequest, project_id: int, payload: MemberIn
+) -> dict[str, Any]:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     text_check_storable(payload.username, field="username")
     user = get_user_model().objects.filter(username=payload.username).first()

@@ -48,6 +48,10 @@ class Project(models.Model):
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
     )
 
+    # The caller's membership, set by accounts.selectors.project_get_for_user on the
+    # project it returns; projects fetched any other way do not have it.
+    membership: Membership
+
     class Meta:
         ordering = ["name", "id"]
 

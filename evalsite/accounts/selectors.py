@@ -4,7 +4,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
@@ -12,17 +12,13 @@ from django.http import Http404
 from evalsite.accounts.models import Membership, Project, Role
 
 
-def project_list_for_user(
-    *, user: AbstractBaseUser | AnonymousUser
-) -> QuerySet[Project]:
+def project_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Project]:
     if not user.is_authenticated:
         return Project.objects.none()
     return Project.objects.filter(memberships__user=user).order_by("name", "id")
 
 
-def membership_get(
-    *, user: AbstractBaseUser | AnonymousUser, project_id: int
-) -> Membership:
+def membership_get(*, user: User | AnonymousUser, project_id: int) -> Membership:
     """The user's membership of a project, or Http404 so outsiders learn nothing."""
     if not user.is_authenticated:
         raise Http404("No such project.")
@@ -37,7 +33,7 @@ def membership_get(
 
 def project_get_for_user(
     *,
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
     pk: int,
     write: bool = False,
     manage: bool = False,
@@ -49,7 +45,7 @@ def project_get_for_user(
     membership = membership_get(user=user, project_id=pk)
     require_role(membership, write=write, manage=manage)
     project = membership.project
-    project.membership = membership  # type: ignore[attr-defined]
+    project.membership = membership
     return project
 
 
@@ -68,7 +64,7 @@ PROJECT_CREATE_STAFF_ONLY_MESSAGE = (
 )
 
 
-def project_create_allowed(*, user: AbstractBaseUser | AnonymousUser) -> bool:
+def project_create_allowed(*, user: User | AnonymousUser) -> bool:
     """Whether `user` may create projects: anyone signed in, or only staff when
     PROJECT_CREATE_STAFF_ONLY is on."""
     if not user.is_authenticated:
@@ -78,7 +74,7 @@ def project_create_allowed(*, user: AbstractBaseUser | AnonymousUser) -> bool:
     )
 
 
-def require_project_create(*, user: AbstractBaseUser | AnonymousUser) -> None:
+def require_project_create(*, user: User | AnonymousUser) -> None:
     if not project_create_allowed(user=user):
         raise PermissionDenied(PROJECT_CREATE_STAFF_ONLY_MESSAGE)
 
@@ -114,9 +110,7 @@ def require_rescore_save(*, membership: Membership) -> None:
 
 
 class OverviewPart(Protocol):
-    def __call__(
-        self, *, project: Project, user: AbstractBaseUser
-    ) -> dict[str, Any]: ...
+    def __call__(self, *, project: Project, user: User) -> dict[str, Any]: ...
 
 
 # What other apps show on the project overview page: registered from their
@@ -131,7 +125,7 @@ def on_project_overview(part: OverviewPart) -> None:
         _OVERVIEW_PARTS.append(part)
 
 
-def project_overview(*, project: Project, user: AbstractBaseUser) -> dict[str, Any]:
+def project_overview(*, project: Project, user: User) -> dict[str, Any]:
     """The project overview page's context: counts and lists from the registered parts."""
     overview: dict[str, Any] = {"counts": {}}
     for part in _OVERVIEW_PARTS:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -12,9 +12,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.lib.text import text_check_storable
 
 
-def project_create(
-    *, user: AbstractBaseUser, name: str, description: str = ""
-) -> Project:
+def project_create(*, user: User, name: str, description: str = "") -> Project:
     """Create a project owned by `user`.
 
     Other apps hook per-project setup (e.g. the built-in offline judge connection)
@@ -70,9 +68,7 @@ def _other_owners_exist(*, project: Project, membership: Membership) -> bool:
 
 
 @transaction.atomic
-def membership_set(
-    *, project: Project, user: AbstractBaseUser, role: str
-) -> Membership:
+def membership_set(*, project: Project, user: User, role: str) -> Membership:
     """Add `user` to the project with `role`, or change their role.
 
     Refuses to demote the project's last owner: every project keeps one."""
@@ -98,9 +94,7 @@ def membership_set(
     return membership
 
 
-def api_token_create(
-    *, user: AbstractBaseUser, name: str = "default"
-) -> tuple[ApiToken, str]:
+def api_token_create(*, user: User, name: str = "default") -> tuple[ApiToken, str]:
     """Create a token; returns the row and the raw token, which is shown once and never stored."""
     raw = ApiToken.generate_raw()
     token = ApiToken.objects.create(
@@ -140,7 +134,7 @@ def api_token_authenticate(raw: str) -> ApiToken | None:
 def project_update(
     *,
     project: Project,
-    actor: AbstractBaseUser,
+    actor: User,
     name: str,
     description: str,
     blind_review: bool,

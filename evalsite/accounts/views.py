@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
@@ -7,8 +9,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
 from evalsite.accounts import services
 from evalsite.accounts.backends import LOGIN_THROTTLED_MESSAGE, login_throttled
@@ -27,10 +27,8 @@ from evalsite.accounts.selectors import (
     require_project_create,
 )
 from evalsite.core.exceptions import ApplicationError
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
+from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.lib.htmx import redirect_htmx, vary_on_htmx
 
 
 class LoginView(auth_views.LoginView):
@@ -40,7 +38,7 @@ class LoginView(auth_views.LoginView):
     template_name = "accounts/login.html"
     redirect_authenticated_user = True
 
-    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:  # type: ignore[no-untyped-def]
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if login_throttled(request, str(request.POST.get("username") or "")):
             form = self.get_form()
             form.add_error(None, LOGIN_THROTTLED_MESSAGE)
@@ -48,7 +46,9 @@ class LoginView(auth_views.LoginView):
         return super().post(request, *args, **kwargs)
 
 
-def _dashboard_context(request: HttpRequest, form: ProjectForm) -> dict[str, object]:
+def _dashboard_context(
+    request: AuthenticatedHttpRequest, form: ProjectForm
+) -> dict[str, object]:
     return {
         "projects": project_list_for_user(user=request.user),
         "form": form,
@@ -57,14 +57,14 @@ def _dashboard_context(request: HttpRequest, form: ProjectForm) -> dict[str, obj
 
 
 @require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(
         request, "accounts/dashboard.html", _dashboard_context(request, ProjectForm())
     )
 
 
 @require_POST
-def project_create(request: HttpRequest) -> HttpResponse:
+def project_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     require_project_create(user=request.user)
     form = ProjectForm(request.POST)
     if form.is_valid():
@@ -88,14 +88,16 @@ def project_create(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
+def project_detail(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     overview = project_overview(project=project, user=request.user)
     return render(request, "accounts/project.html", {"project": project, **overview})
 
 
 @require_http_methods(["GET", "POST"])
-def project_settings(request: HttpRequest, project_id: int) -> HttpResponse:
+def project_settings(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> HttpResponse:
     project = project_get_for_user(
         user=request.user, pk=project_id, manage=request.method == "POST"
     )
@@ -135,7 +137,7 @@ def project_settings(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 @require_POST
-def member_set(request: HttpRequest, project_id: int) -> HttpResponse:
+def member_set(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     form = MemberForm(request.POST)
     if form.is_valid():
@@ -161,8 +163,9 @@ def member_set(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+@vary_on_htmx
 def member_remove(
-    request: HtmxHttpRequest, project_id: int, membership_id: int
+    request: AuthenticatedHttpRequest, project_id: int, membership_id: int
 ) -> HttpResponse:
     """GET, or a POST without `confirm=yes`: the confirmation page (so removal needs a
     second, deliberate step without JS too). POST with it: remove. htmx sends the
@@ -183,14 +186,11 @@ def member_remove(
         messages.error(request, exc.message)
     else:
         messages.success(request, f"Removed {membership.user}.")
-    settings_url = reverse("accounts:settings", args=[project.pk])
-    if request.htmx:
-        return HttpResponseClientRedirect(settings_url)
-    return redirect(settings_url)
+    return redirect_htmx(request, reverse("accounts:settings", args=[project.pk]))
 
 
 @require_http_methods(["GET", "POST"])
-def api_tokens(request: HttpRequest) -> HttpResponse:
+def api_tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     new_token = None
     form = ApiTokenForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -207,7 +207,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def api_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def api_token_revoke(request: AuthenticatedHttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
     services.api_token_revoke(token=token)
     messages.success(request, f"Token {token.prefix}… revoked.")
