@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import File, Form, Router, Status
 from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.datasets import services
 from evalsite.datasets.models import Dataset
@@ -65,13 +65,13 @@ def _parse_mapping(raw: str | None) -> dict[str, Any] | None:
     ),
 )
 def dataset_upload(
-    request: HttpRequest,
+    request: AuthenticatedHttpRequest,
     project_id: int,
     file: File[UploadedFile],
     name: Form[str],
     mapping: Form[str | None] = None,
     file_format: Form[str | None] = None,
-) -> Status:
+) -> Status[Dataset]:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     dataset = services.dataset_create(
         project=project,
@@ -89,13 +89,13 @@ def dataset_upload(
     response={200: list[DatasetOut], **_READ_ERRORS},
 )
 @paginate(LimitOffsetPagination)
-def dataset_list_endpoint(request: HttpRequest, project_id: int) -> Any:
+def dataset_list_endpoint(request: AuthenticatedHttpRequest, project_id: int) -> Any:
     project = project_get_for_user(user=request.user, pk=project_id)
     return dataset_list(project=project)
 
 
 @router.get("/datasets/{dataset_id}", response={200: DatasetOut, **_READ_ERRORS})
-def dataset_detail(request: HttpRequest, dataset_id: int) -> Dataset:
+def dataset_detail(request: AuthenticatedHttpRequest, dataset_id: int) -> Dataset:
     return dataset_get_for_user(user=request.user, pk=dataset_id)
 
 
@@ -103,6 +103,6 @@ def dataset_detail(request: HttpRequest, dataset_id: int) -> Dataset:
     "/datasets/{dataset_id}/items", response={200: list[ItemOut], **_READ_ERRORS}
 )
 @paginate(LimitOffsetPagination)
-def dataset_items(request: HttpRequest, dataset_id: int) -> Any:
+def dataset_items(request: AuthenticatedHttpRequest, dataset_id: int) -> Any:
     dataset = dataset_get_for_user(user=request.user, pk=dataset_id)
     return item_list(dataset=dataset)

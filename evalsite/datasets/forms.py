@@ -62,10 +62,15 @@ class MappingForm(forms.Form):
     def __init__(self, *args: Any, columns: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         choices = [(c, c) for c in columns]
-        self.fields["input"].choices = _CHOOSE + choices
-        self.fields["output"].choices = _CHOOSE + choices
-        self.fields["context"].choices = _NONE + choices
-        self.fields["reference"].choices = _NONE + choices
+        for name, first in (
+            ("input", _CHOOSE),
+            ("output", _CHOOSE),
+            ("context", _NONE),
+            ("reference", _NONE),
+        ):
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = first + choices
 
     @staticmethod
     def initial_from(mapping: dict[str, Any], name: str) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -73,7 +75,7 @@ class Item(models.Model):
     def __str__(self) -> str:
         return f"item {self.index} of {self.dataset_id}"
 
-    def as_case(self) -> dict:
+    def as_case(self) -> dict[str, Any]:
         """The item in the shape `scoring` expects."""
         return {
             "input": self.input,

@@ -31,12 +31,18 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Literal, NoReturn
+from typing import Any, BinaryIO, Literal, NoReturn, TypeGuard
 
 from evalsite.lib.text import unstorable_char, unstorable_in
 
 FileFormat = Literal["csv", "jsonl", "json"]
-FORMATS: tuple[str, ...] = ("csv", "jsonl", "json")
+FORMATS: tuple[FileFormat, ...] = ("csv", "jsonl", "json")
+
+
+def is_file_format(value: str) -> TypeGuard[FileFormat]:
+    return value in FORMATS
+
+
 ContextFormat = Literal["json", "delimited"]
 
 PREVIEW_ROWS = 10
@@ -238,8 +244,11 @@ class Mapping:
                 problems.append(
                     Problem(f"Choose the column that holds the {key}.", column=key)
                 )
-        context_format = data.get("context_format") or "json"
-        if context_format not in ("json", "delimited"):
+        raw_format = data.get("context_format") or "json"
+        context_format: ContextFormat = (
+            "delimited" if raw_format == "delimited" else "json"
+        )
+        if raw_format not in ("json", "delimited"):
             problems.append(
                 Problem(
                     'context_format must be "json" or "delimited".',
@@ -317,11 +326,11 @@ def detect_format(
 ) -> FileFormat:
     """The format chosen by the user, else from the extension, else from the first byte."""
     if override:
-        if override not in FORMATS:
-            raise ParseError(
-                f"Unknown format {override!r}; choose one of {', '.join(FORMATS)}."
-            )
-        return override  # type: ignore[return-value]
+        if is_file_format(override):
+            return override
+        raise ParseError(
+            f"Unknown format {override!r}; choose one of {', '.join(FORMATS)}."
+        )
     ext = os.path.splitext(filename or "")[1].lower()
     if ext in _EXTENSIONS:
         return _EXTENSIONS[ext]
@@ -392,6 +401,8 @@ def _text_problem(text: str) -> str | None:
 
 # Bytes that are not UTF-8 decode to these with "surrogateescape"; valid UTF-8 never does.
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
+# Matches the empty string too, so .match() never gives None (the type: ignores where
+# it is used say so to mypy without a check in the reading loop).
 _JSON_SPACE = re.compile(r"[ \t\r\n]*+")
 
 
@@ -656,7 +667,7 @@ def _csv_rows(
                 chars=chars,
             )
     except csv.Error as exc:
-        row = feed.rows + 1 if feed.header_done else None
+        error_row = feed.rows + 1 if feed.header_done else None
         detail = str(exc).rstrip(".?")
         if "new-line character seen in unquoted field" in detail:
             # Only "\n" ends a line here, so a lone "\r" is inside a field.
@@ -667,7 +678,8 @@ def _csv_rows(
             )
         message = f"The CSV cannot be read near line {feed.start}: {detail}."
         raise ParseError(
-            message, [Problem(f"CSV error: {detail}.", row=row, line=feed.start)]
+            message,
+            [Problem(f"CSV error: {detail}.", row=error_row, line=feed.start)],
         ) from None
     if header is None:
         raise ParseError("The file is empty: no header and no rows.")
@@ -764,6 +776,7 @@ _JSON_STRUCT = re.compile(
 )
 # The rest of a string's body, from inside it: stops at its closing quote, at the end
 # of the text, or before a backslash that ends the text (its escape is in the next chunk).
+# Like _JSON_SPACE it matches the empty string: .match() never gives None.
 _STRING_REST = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.S)
 # Every token of JSON text, for finding a key in a row already found faulty.
 _JSON_TOKEN = re.compile(
@@ -1257,9 +1270,12 @@ def suggest_mapping(
     mapping["context_delimiter"] = "\n"
     context = mapping["context"]
     if context and rows:
-        sample = [r.get(context) for r in rows if r.get(context) not in (None, "")]
-        if sample and all(
-            isinstance(v, str) and not v.lstrip().startswith("[") for v in sample
+        present = [r.get(context) for r in rows if r.get(context) not in (None, "")]
+        sample = [v for v in present if isinstance(v, str)]
+        if (
+            sample
+            and len(sample) == len(present)
+            and not any(v.lstrip().startswith("[") for v in sample)
         ):
             mapping["context_format"] = "delimited"
             if all("||" in v for v in sample):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import F, Func, QuerySet, TextField
 from django.http import Http404
 
@@ -15,7 +15,7 @@ from evalsite.datasets.models import Dataset, Item
 
 def dataset_get_for_user(
     *,
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
     pk: int,
     project_id: int | None = None,
     write: bool = False,
@@ -27,7 +27,7 @@ def dataset_get_for_user(
         raise Http404("No such dataset.")
     membership = membership_get(user=user, project_id=dataset.project_id)
     require_role(membership, write=write)
-    dataset.project.membership = membership  # type: ignore[attr-defined]
+    dataset.project.membership = membership
     return dataset
 
 

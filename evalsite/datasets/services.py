@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.files import File
 from django.db import DataError, connection, transaction
 from django.db.models import Max
@@ -17,6 +17,7 @@ from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.parsing import (
+    FileFormat,
     Limits,
     Mapping,
     ParsedRow,
@@ -27,6 +28,7 @@ from evalsite.datasets.parsing import (
     parse_rows,
     preview_rows,
 )
+from evalsite.lib.db import column_name
 from evalsite.lib.text import text_check_storable, unstorable_char
 
 BATCH_SIZE = 2000
@@ -107,7 +109,7 @@ def _binary(file: UploadFile) -> BinaryIO:
     return file  # type: ignore[return-value]
 
 
-def _format_of(file: UploadFile, file_format: str | None) -> str:
+def _format_of(file: UploadFile, file_format: str | None) -> FileFormat:
     binary = _binary(file)
     head = binary.read(64)
     try:
@@ -123,7 +125,7 @@ def dataset_preview(*, file: UploadFile, file_format: str | None = None) -> Prev
     try:
         preview = preview_rows(
             _binary(file),
-            file_format=fmt,  # type: ignore[arg-type]
+            file_format=fmt,
             limits=_limits(),
         )
     except ParseError as exc:
@@ -205,7 +207,7 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
         return
     qn = connection.ops.quote_name
     table = qn(Item._meta.db_table)
-    columns = ", ".join(qn(Item._meta.get_field(f).column) for f in _ITEM_FIELDS)
+    columns = ", ".join(qn(column_name(Item, f)) for f in _ITEM_FIELDS)
     dumps = json.dumps
     values = (
         (
@@ -234,7 +236,7 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
 def dataset_create(
     *,
     project: Project,
-    user: AbstractBaseUser | None,
+    user: User | None,
     file: UploadFile,
     name: str,
     mapping: dict[str, Any] | None = None,
@@ -295,7 +297,7 @@ def dataset_create(
         try:
             for out in parse_rows(
                 _binary(file),
-                file_format=fmt,  # type: ignore[arg-type]
+                file_format=fmt,
                 mapping=resolved,
                 columns=columns,
                 limits=limits,
@@ -347,7 +349,7 @@ def dataset_create(
 def dataset_create_from_path(
     *,
     project: Project,
-    user: AbstractBaseUser | None,
+    user: User | None,
     path: str | Path,
     name: str,
     mapping: dict[str, Any] | None = None,

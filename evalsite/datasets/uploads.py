@@ -62,7 +62,7 @@ def _spool_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def upload_store(*, file: UploadedFile) -> str:
+def upload_store(*, file: UploadedFile[bytes]) -> str:
     """Copy an upload to disk chunk by chunk; return its token.
 
     1. Sweep expired uploads.

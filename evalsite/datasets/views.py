@@ -8,38 +8,37 @@ from typing import Any
 from django.contrib import messages
 from django.core.files import File
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.middleware import HtmxDetails
 
 from evalsite.accounts.models import Project
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets import services, uploads
 from evalsite.datasets.forms import MappingForm, PageForm, UploadForm
 from evalsite.datasets.parsing import Preview, Problem
 from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item_list
+from evalsite.lib.htmx import partial, vary_on_htmx
 
 ITEMS_PER_PAGE = 25
 _SESSION_KEY = "dataset_uploads"
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 def _list_context(project: Project, **extra: Any) -> dict[str, Any]:
     return {
         "project": project,
         "datasets": dataset_list(project=project).select_related("created_by"),
-        "can_upload": project.membership.can_review,  # type: ignore[attr-defined]
+        "can_upload": project.membership.can_review,
         **extra,
     }
 
 
 @require_GET
-def dataset_list_view(request: HttpRequest, project_id: int) -> HttpResponse:
+def dataset_list_view(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     return render(
         request, "datasets/list.html", _list_context(project, form=UploadForm())
@@ -54,7 +53,7 @@ def _problems_of(exc: ApplicationError) -> list[Problem]:
 
 
 @require_POST
-def dataset_upload(request: HttpRequest, project_id: int) -> HttpResponse:
+def dataset_upload(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     """Step 1: keep the file on disk, check it can be read, go to the mapping step."""
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     form = UploadForm(request.POST, request.FILES)
@@ -99,8 +98,8 @@ def dataset_upload(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 def _pending_upload(
-    request: HttpRequest, project: Project, token: str
-) -> tuple[dict[str, Any], File]:
+    request: AuthenticatedHttpRequest, project: Project, token: str
+) -> tuple[dict[str, Any], File[bytes]]:
     """The stored upload for `token` if this user started it in this project, else 404."""
     info = request.session.get(_SESSION_KEY, {}).get(token)
     if (
@@ -116,7 +115,7 @@ def _pending_upload(
     return info, File(open(path, "rb"), name=info["filename"])  # noqa: SIM115
 
 
-def _forget_upload(request: HttpRequest, token: str) -> None:
+def _forget_upload(request: AuthenticatedHttpRequest, token: str) -> None:
     uploads.upload_discard(token)
     pending = request.session.get(_SESSION_KEY, {})
     pending.pop(token, None)
@@ -145,7 +144,9 @@ def _form_ctx(form: MappingForm) -> dict[str, Any]:
 
 
 @require_http_methods(["GET", "POST"])
-def dataset_map(request: HttpRequest, project_id: int, token: str) -> HttpResponse:
+def dataset_map(
+    request: AuthenticatedHttpRequest, project_id: int, token: str
+) -> HttpResponse:
     """Step 2: show the first rows, map the columns, create the dataset."""
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     info, file = _pending_upload(request, project, token)
@@ -209,8 +210,9 @@ def dataset_map(request: HttpRequest, project_id: int, token: str) -> HttpRespon
 
 
 @require_GET
+@vary_on_htmx
 def dataset_detail(
-    request: HtmxHttpRequest, project_id: int, dataset_id: int
+    request: AuthenticatedHttpRequest, project_id: int, dataset_id: int
 ) -> HttpResponse:
     dataset = dataset_get_for_user(
         user=request.user, pk=dataset_id, project_id=project_id
@@ -220,11 +222,9 @@ def dataset_detail(
         return HttpResponse("Invalid page number.", status=400)
     paginator = Paginator(item_list(dataset=dataset), ITEMS_PER_PAGE)
     # item_count is exact (datasets are immutable), so skip the COUNT(*) query.
-    paginator.count = dataset.item_count  # type: ignore[misc]
+    paginator.count = dataset.item_count
     page = paginator.get_page(page_form.cleaned_data["page"] or 1)
-    template = "datasets/detail.html"
-    if request.htmx:
-        template += "#items"
+    template = partial(request, "datasets/detail.html", "items")
     return render(
         request,
         template,

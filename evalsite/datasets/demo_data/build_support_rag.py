@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 OUT = Path(__file__).with_name("support_rag.jsonl")
 
-TOPICS: list[dict] = [
+TOPICS: list[dict[str, Any]] = [
     {
         "topic": "pricing",
         "q": [
@@ -615,16 +616,16 @@ for _t in TOPICS:
     CHUNKS_BY_TOPIC.setdefault(_t["topic"], []).extend(_t["context"])
 
 
-def _irrelevant_context(topic: dict) -> list[str]:
+def _irrelevant_context(topic: dict[str, Any]) -> list[str]:
     """Two or three chunks from the named unrelated topics (first chunk of each, then one more)."""
-    picked = []
+    picked: list[str] = []
     for name in topic["irrelevant_from"]:
         picked.extend(CHUNKS_BY_TOPIC[name][:2])
     return picked[:3]
 
 
-def build() -> list[dict]:
-    cases = []
+def build() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
     for n, topic in enumerate(TOPICS):
         a_type = "partial" if topic.get("partial") else "faithful"
         cases.append(
@@ -660,8 +661,9 @@ def build() -> list[dict]:
     return cases
 
 
-def _reference_for_second(topic: dict) -> str:
-    return topic.get("reference_2") or topic["reference"]
+def _reference_for_second(topic: dict[str, Any]) -> str:
+    reference: str = topic.get("reference_2") or topic["reference"]
+    return reference
 
 
 def main() -> None:
