@@ -10,7 +10,7 @@ from django.conf import settings
 def _number(name: str, default: float) -> float:
     value = getattr(settings, name, None)
     if value is None:
-        value = os.environ.get(name, default)
+        return float(os.environ.get(name, default))
     return float(value)
 
 

@@ -74,10 +74,12 @@ class JudgeForm(forms.Form):
 
 def _option_fields(
     schema: dict[str, Any], prefix: str, defaults: dict[str, Any]
-) -> dict[str, forms.Field]:
+) -> tuple[dict[str, forms.Field], set[str]]:
     """Form fields for a JSON Schema object: number, integer, boolean, string (and
-    nullable variants), and nested objects whose fields get dotted names."""
+    nullable variants), and nested objects whose fields get dotted names; and the names
+    of the nullable ones."""
     fields: dict[str, forms.Field] = {}
+    nullable_names: set[str] = set()
     for name, prop in (schema.get("properties") or {}).items():
         key = f"{prefix}{name}"
         default = defaults.get(name, prop.get("default"))
@@ -96,11 +98,11 @@ def _option_fields(
         label = prop.get("title") or name
         help_text = prop.get("description", "")
         if "object" in types:
-            fields.update(
-                _option_fields(
-                    prop, f"{key}.", default if isinstance(default, dict) else {}
-                )
+            nested, nested_nullable = _option_fields(
+                prop, f"{key}.", default if isinstance(default, dict) else {}
             )
+            fields.update(nested)
+            nullable_names |= nested_nullable
             continue
         attrs: dict[str, Any] = {}
         if "integer" in types or "number" in types:
@@ -138,8 +140,9 @@ def _option_fields(
                 widget=widget,
                 strip=False,
             )
-        fields[key].nullable = nullable  # type: ignore[attr-defined]
-    return fields
+        if nullable:
+            nullable_names.add(key)
+    return fields, nullable_names
 
 
 class ScorerForm(forms.Form):
@@ -165,17 +168,18 @@ class ScorerForm(forms.Form):
         self.kind_name = kind if kind in KINDS else next(iter(KINDS))
         self.spec = KINDS[self.kind_name]
         self.fields["kind"].initial = self.kind_name
-        self.fields["judge"].queryset = JudgeConnection.objects.filter(
-            project_id=project_id
-        ).order_by("-is_offline", "name")
+        judge = self.fields["judge"]
+        assert isinstance(judge, forms.ModelChoiceField)
+        judge.queryset = JudgeConnection.objects.filter(project_id=project_id).order_by(
+            "-is_offline", "name"
+        )
         self.fields["judge"].required = self.spec.needs_judge
         defaults = current_options or self.spec.defaults
-        self.option_names = list(
-            _option_fields(self.spec.options_schema, OPTION_PREFIX, defaults)
+        option_fields, self.nullable_options = _option_fields(
+            self.spec.options_schema, OPTION_PREFIX, defaults
         )
-        self.fields.update(
-            _option_fields(self.spec.options_schema, OPTION_PREFIX, defaults)
-        )
+        self.option_names = list(option_fields)
+        self.fields.update(option_fields)
 
     @property
     def option_fields(self) -> list[forms.BoundField]:
@@ -190,10 +194,9 @@ class ScorerForm(forms.Form):
         the default applies, unless the option is nullable: then empty means None)."""
         out: dict[str, Any] = {}
         for key in self.option_names:
-            field = self.fields[key]
             value = self.cleaned_data.get(key)
             if value in (None, ""):
-                if getattr(field, "nullable", False):
+                if key in self.nullable_options:
                     value = None
                 else:
                     continue
@@ -221,19 +224,26 @@ class ScorerForm(forms.Form):
 
 
 class RunStartForm(forms.Form):
-    dataset = forms.ModelChoiceField(queryset=None, empty_label=None)  # type: ignore[arg-type]
-    scorers = forms.ModelMultipleChoiceField(
-        queryset=None,  # type: ignore[arg-type]
-        widget=forms.CheckboxSelectMultiple,
+    # Querysets of the form's project: set in __init__.
+    dataset: forms.ModelChoiceField[Dataset] = forms.ModelChoiceField(
+        queryset=None, empty_label=None
+    )
+    scorers: forms.ModelMultipleChoiceField[ScorerConfig] = (
+        forms.ModelMultipleChoiceField(
+            queryset=None, widget=forms.CheckboxSelectMultiple
+        )
     )
     name = forms.CharField(max_length=200, required=False)
 
     def __init__(self, *args: Any, project_id: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["dataset"].queryset = Dataset.objects.filter(
-            project_id=project_id
-        ).order_by("-created_at")
-        self.fields["scorers"].queryset = (
+        dataset, scorers = self.fields["dataset"], self.fields["scorers"]
+        assert isinstance(dataset, forms.ModelChoiceField)
+        assert isinstance(scorers, forms.ModelMultipleChoiceField)
+        dataset.queryset = Dataset.objects.filter(project_id=project_id).order_by(
+            "-created_at"
+        )
+        scorers.queryset = (
             ScorerConfig.objects.filter(project_id=project_id, archived=False)
             .select_related("judge")
             .order_by("name")

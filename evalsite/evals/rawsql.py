@@ -25,6 +25,7 @@ from typing import Any
 from django.db import connection
 
 from evalsite.evals.models import JudgeCacheEntry, JudgeCall
+from evalsite.lib.db import column_name
 from scoring import StepRecord
 
 _CACHE_TABLE = JudgeCacheEntry._meta.db_table
@@ -47,7 +48,10 @@ def judge_cache_get(*, key: str) -> dict[str, Any] | None:
         return None
     value = row[0]
     # Django loads jsonb as text on Postgres (and SQLite has no JSON type).
-    return json.loads(value) if isinstance(value, (str, bytes)) else value
+    cached: dict[str, Any] = (
+        json.loads(value) if isinstance(value, (str, bytes)) else value
+    )
+    return cached
 
 
 def judge_cache_set(*, key: str, value: dict[str, Any], now: datetime) -> None:
@@ -72,7 +76,7 @@ _CALL_FIELDS = (
 )
 _CALL_INSERT = 'INSERT INTO "{table}" ({columns}) VALUES '.format(
     table=JudgeCall._meta.db_table,
-    columns=", ".join(f'"{JudgeCall._meta.get_field(f).column}"' for f in _CALL_FIELDS),
+    columns=", ".join(f'"{column_name(JudgeCall, f)}"' for f in _CALL_FIELDS),
 )
 _CALL_ROW = "(" + ", ".join(["%s"] * len(_CALL_FIELDS)) + ")"
 

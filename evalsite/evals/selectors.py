@@ -100,7 +100,7 @@ def result_get_for_user(
     project = project_get_for_user(
         user=user, pk=result.run.project_id, write=write, manage=manage
     )
-    result.project = result.run.project = project  # type: ignore[attr-defined]
+    result.project = result.run.project = project
     return result
 
 

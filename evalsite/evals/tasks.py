@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
@@ -14,7 +16,16 @@ from evalsite.evals.services.runs import runs_active_ids
 # Only infrastructure hiccups are retried here; the scoring client already retries the
 # judge's HTTP errors and a judge that keeps failing fails its one result.
 _TRANSIENT = (OperationalError, InterfaceError, BrokerError)
-_RETRY = {
+
+
+class _RetryOptions(TypedDict):
+    autoretry_for: tuple[type[Exception], ...]
+    retry_backoff: bool
+    retry_backoff_max: int
+    max_retries: int
+
+
+_RETRY: _RetryOptions = {
     "autoretry_for": _TRANSIENT,
     "retry_backoff": True,
     "retry_backoff_max": 60,

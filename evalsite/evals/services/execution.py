@@ -100,6 +100,7 @@ def _client_for(judge: JudgeConnection, base_url: str | None) -> openai.OpenAI:
     ``base_url`` replaces the judge's URL only for callers inside the server (the demo's
     private offline judge, which has no key): the key goes only to the judge's own URL.
     """
+    extra_allowed: tuple[str, ...]
     if base_url is None or base_url == judge.base_url:
         key = judge_api_key(judge=judge)
         url, extra_allowed = judge.base_url, ()

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import openai
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.views.decorators.debug import sensitive_variables
 
@@ -203,7 +203,7 @@ def _save(judge: JudgeConnection) -> None:
 def judge_create(
     *,
     project: Project,
-    user: AbstractBaseUser | None,
+    user: User | None,
     name: str,
     base_url: str,
     model: str,
@@ -243,7 +243,7 @@ def judge_create(
 def judge_update(
     *,
     judge: JudgeConnection,
-    user: AbstractBaseUser | None,
+    user: User | None,
     api_key: str | None = None,
     api_key_env: str | None = None,
     clear_api_key: bool = False,
@@ -298,8 +298,7 @@ def judge_api_key(*, judge: JudgeConnection) -> str | None:
             "The API key was entered for another URL; enter it again for this one."
         )
     if judge.api_key_encrypted:
-        value = secret_decrypt(judge.api_key_encrypted)
-        return value
+        return secret_decrypt(judge.api_key_encrypted)
     if judge.api_key_env:
         if not judge_key_env_allowed(judge.api_key_env):
             raise ApplicationError(

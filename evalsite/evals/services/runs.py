@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 from celery import current_app
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
@@ -120,13 +120,14 @@ def _insert_results(*, run: Run, run_scorer: RunScorer, dataset: Dataset) -> int
                 dataset.pk,
             ],
         )
-        return cursor.rowcount
+        inserted: int = cursor.rowcount
+        return inserted
 
 
 def run_start(
     *,
     project: Project,
-    user: AbstractBaseUser | None,
+    user: User | None,
     dataset: Dataset,
     scorers: list[ScorerConfig],
     name: str = "",
@@ -257,7 +258,7 @@ def run_preview(*, dataset: Dataset, scorers: list[ScorerConfig]) -> RunPreview:
 # --------------------------------------------------------------------------- control
 
 
-def run_cancel(*, run: Run, user: AbstractBaseUser | None) -> Run:
+def run_cancel(*, run: Run, user: User | None) -> Run:
     """Cancel: the run and its pending results become cancelled. Workers check the run
     before every judge request and drop work whose result is no longer pending."""
     with transaction.atomic(durable=True):
@@ -273,7 +274,7 @@ def run_cancel(*, run: Run, user: AbstractBaseUser | None) -> Run:
     return run
 
 
-def run_retry_failed(*, run: Run, user: AbstractBaseUser | None) -> int:
+def run_retry_failed(*, run: Run, user: User | None) -> int:
     """Put only the errored results back to pending (their failed calls are dropped)
     and re-queue them. Returns how many."""
     with transaction.atomic(durable=True):

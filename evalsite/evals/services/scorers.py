@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from evalsite.accounts.models import Project
@@ -85,7 +85,7 @@ def _clean_name(name: str) -> str:
 def scorer_create(
     *,
     project: Project,
-    user: AbstractBaseUser | None,
+    user: User | None,
     name: str,
     kind: str,
     judge: JudgeConnection | None = None,
@@ -109,7 +109,7 @@ def scorer_create(
 def scorer_update(
     *,
     scorer: ScorerConfig,
-    user: AbstractBaseUser | None,
+    user: User | None,
     name: str | None = None,
     judge: JudgeConnection | None = UNSET,
     options: dict[str, Any] | None = None,
@@ -155,7 +155,7 @@ def scorer_version_create(
     kind: str,
     judge: JudgeConnection | None,
     options: dict[str, Any],
-    user: AbstractBaseUser | None,
+    user: User | None,
 ) -> ScorerConfig:
     """The next version of a scorer; the one place versions are numbered (an edit of a
     scorer a run used, a saved rescore).
@@ -189,7 +189,7 @@ def scorer_version_create(
 
 
 def scorer_version_create_from_run(
-    *, run_scorer: RunScorer, options: dict[str, Any], user: AbstractBaseUser
+    *, run_scorer: RunScorer, options: dict[str, Any], user: User
 ) -> ScorerConfig:
     """Save a run scorer's new options (a rescore) as the next version of its scorer;
     the run's snapshot (name, kind, judge) stands in for a scorer since deleted."""
