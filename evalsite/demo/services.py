@@ -10,11 +10,13 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
+from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
+from evalsite.accounts.models import Project
 from evalsite.datasets.services import dataset_create_from_path
 from evalsite.evals.models import Result, Run, ScorerConfig
 from evalsite.evals.services import (
@@ -45,13 +47,23 @@ DEMO_SCORERS: list[tuple[str, str, dict[str, Any]]] = [
 _THREADS = 4
 
 
-def _say(stdout: IO[str] | None, text: str) -> None:
+class _Writer(Protocol):
+    """sys.stdout, a StringIO or a management command's self.stdout."""
+
+    def write(self, text: str, /) -> object: ...
+
+
+def _say(stdout: _Writer | None, text: str) -> None:
     if stdout is not None:
         stdout.write(text)
 
 
 def demo_load(
-    *, project: Any, user: Any, with_run: bool = True, stdout: IO[str] | None = None
+    *,
+    project: Project,
+    user: User,
+    with_run: bool = True,
+    stdout: _Writer | None = None,
 ) -> None:
     """Idempotent: creates only what the project lacks.
 
@@ -120,7 +132,7 @@ def demo_load(
     _say(stdout, f"demo reviews: {reviewed} faithfulness results reviewed by 'demo'")
 
 
-def _demo_reviews(*, run: Run, user: Any) -> int:
+def _demo_reviews(*, run: Run, user: User) -> int:
     """A reviewer's first pass over the faithfulness results, so the judge-vs-human
     numbers (final vs judge mean, agreement, kappa) have something to show: the first
     faithful-looking ones accepted, and on a few others the first verdict the judge did

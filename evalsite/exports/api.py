@@ -6,9 +6,12 @@ export takes the same filters as GET /api/runs/{id}/results (scorer_id, passed, 
 
 from __future__ import annotations
 
-from django.http import HttpRequest, StreamingHttpResponse
+from typing import Any
+
+from django.http import StreamingHttpResponse
 from ninja import Query, Router
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets.selectors import dataset_get_for_user
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
@@ -20,7 +23,7 @@ router = Router(tags=["export"])
 _ERRORS = {401: ErrorOut, 404: ErrorOut, 422: ErrorOut}
 
 
-def _openapi(media_type: str, what: str) -> dict:
+def _openapi(media_type: str, what: str) -> dict[str, Any]:
     return {
         "responses": {
             200: {
@@ -32,15 +35,17 @@ def _openapi(media_type: str, what: str) -> dict:
 
 
 def _run(
-    request: HttpRequest, run_id: int, fmt: services.Format, query: ExportQuery
+    request: AuthenticatedHttpRequest,
+    run_id: int,
+    fmt: services.Format,
+    query: ExportQuery,
 ) -> StreamingHttpResponse:
     run = run_get_for_user(user=request.user, pk=run_id)
-    filters = query.to_filters()
     stream = services.run_export_stream(
-        run=run, fmt=fmt, filters=filters, user=request.user, excel=query.excel
+        run=run, fmt=fmt, query=query, user=request.user, excel=query.excel
     )
     filename = services.export_filename(
-        kind="run", pk=run.pk, fmt=fmt, filtered=services.is_filtered(filters)
+        kind="run", pk=run.pk, fmt=fmt, filtered=query.is_filtered()
     )
     return export_response(stream, fmt=fmt, filename=filename)
 
@@ -52,7 +57,7 @@ def _run(
     summary="Export a run's results as CSV",
 )
 def run_export_csv(
-    request: HttpRequest, run_id: int, query: Query[ExportQuery]
+    request: AuthenticatedHttpRequest, run_id: int, query: Query[ExportQuery]
 ) -> StreamingHttpResponse:
     return _run(request, run_id, "csv", query)
 
@@ -64,13 +69,16 @@ def run_export_csv(
     summary="Export a run's results as JSON Lines",
 )
 def run_export_jsonl(
-    request: HttpRequest, run_id: int, query: Query[ExportQuery]
+    request: AuthenticatedHttpRequest, run_id: int, query: Query[ExportQuery]
 ) -> StreamingHttpResponse:
     return _run(request, run_id, "jsonl", query)
 
 
 def _dataset(
-    request: HttpRequest, dataset_id: int, fmt: services.Format, excel: bool
+    request: AuthenticatedHttpRequest,
+    dataset_id: int,
+    fmt: services.Format,
+    excel: bool,
 ) -> StreamingHttpResponse:
     dataset = dataset_get_for_user(user=request.user, pk=dataset_id)
     stream = services.dataset_export_stream(dataset=dataset, fmt=fmt, excel=excel)
@@ -85,7 +93,7 @@ def _dataset(
     summary="Export a dataset's items as CSV",
 )
 def dataset_export_csv(
-    request: HttpRequest, dataset_id: int, excel: bool = False
+    request: AuthenticatedHttpRequest, dataset_id: int, excel: bool = False
 ) -> StreamingHttpResponse:
     return _dataset(request, dataset_id, "csv", excel)
 
@@ -97,6 +105,6 @@ def dataset_export_csv(
     summary="Export a dataset's items as JSON Lines",
 )
 def dataset_export_jsonl(
-    request: HttpRequest, dataset_id: int
+    request: AuthenticatedHttpRequest, dataset_id: int
 ) -> StreamingHttpResponse:
     return _dataset(request, dataset_id, "jsonl", False)

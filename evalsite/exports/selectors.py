@@ -3,6 +3,8 @@ owning apps' `run_get_for_user` and `dataset_get_for_user`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import connection
 
 from evalsite.datasets.models import Dataset, Item
@@ -42,7 +44,7 @@ def dataset_metadata_keys(*, dataset: Dataset) -> list[str]:
     return _order_keys(found, dataset.columns)
 
 
-def _order_keys(keys: set[str], columns: list | None) -> list[str]:
+def _order_keys(keys: set[str], columns: list[Any] | None) -> list[str]:
     position = {
         name: i for i, name in enumerate(columns or []) if isinstance(name, str)
     }

@@ -30,19 +30,19 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
-from django.http import QueryDict
 
-from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import Result, Run
 from evalsite.exports.selectors import dataset_metadata_keys
 from evalsite.lib.csvsafe import safe_cell
 from evalsite.review.models import Override
+from evalsite.review.schemas import ResultQuery
+from evalsite.review.selectors import results_filter
 
 Format = Literal["csv", "jsonl"]
-User = AbstractBaseUser | AnonymousUser
+AnyUser = User | AnonymousUser
 
 CHUNK_SIZE = 2000
 FLUSH_BYTES = 64 * 1024
@@ -105,48 +105,13 @@ MEDIA_TYPES = {
 }
 
 
-# ------------------------------------------------------------------ filters
-
-
-def export_filters_from_query(*, run: Run, query: QueryDict) -> dict[str, Any]:
-    """The explorer's GET filters (same names, same validation) as `ResultFilters`.
-
-    An invalid filter is an ApplicationError naming the field rather than a silently
-    wider export.
-    """
-    from evalsite.review.forms import ExplorerFilterForm
-
-    form = ExplorerFilterForm(query, run_scorers=list(run.run_scorers.all()))
-    if not form.is_valid():
-        errors = {
-            field: "; ".join(str(m) for m in messages)
-            for field, messages in form.errors.items()
-        }
-        first = next(iter(errors.items()))
-        raise ApplicationError(
-            f"Invalid filter {first[0]}: {first[1]}", field_errors=errors
-        )
-    return dict(form.to_filters())
-
-
-def is_filtered(filters: dict[str, Any]) -> bool:
-    """Whether the filters narrow the run (False is a real value: "final = fail")."""
-    for key, value in filters.items():
-        if key == "sort" or value is None or value == "":
-            continue
-        if key in ("mine", "disagree") and not value:
-            continue
-        return True
-    return False
-
-
 def run_export_queryset(
-    *, run: Run, filters: dict[str, Any] | None = None, user: User | None = None
+    *, run: Run, query: ResultQuery | None = None, user: AnyUser | None = None
 ) -> QuerySet[Result]:
     """The results to export: the explorer's filter and sort (whole run when empty)."""
-    from evalsite.review.selectors import results_filter
-
-    qs = results_filter(run=run, params=filters or {}, user=user or AnonymousUser())  # type: ignore[arg-type]
+    qs = results_filter(
+        run=run, query=query or ResultQuery(), user=user or AnonymousUser()
+    )
     return qs.select_related(None)
 
 
@@ -163,7 +128,7 @@ def _batched(iterable: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 def _result_chunks(
     qs: QuerySet[Result], run: Run
-) -> Iterator[tuple[list[tuple], dict[int, list[str]], dict[int, str]]]:
+) -> Iterator[tuple[list[tuple[Any, ...]], dict[int, list[str]], dict[int, str]]]:
     """Result rows as tuples (`_RESULT_VALUES`), 2000 at a time, with the active
     override notes and reviewer names of that chunk: two small queries per chunk,
     never one per row, and never anything for the whole run at once."""
@@ -360,8 +325,8 @@ def run_export_stream(
     *,
     run: Run,
     fmt: Format,
-    filters: dict[str, Any] | None = None,
-    user: User | None = None,
+    query: ResultQuery | None = None,
+    user: AnyUser | None = None,
     excel: bool = False,
 ) -> Iterator[bytes]:
     """The run's results (or the filtered subset) as CSV or JSONL bytes, in pieces.
@@ -369,7 +334,7 @@ def run_export_stream(
     The column set is fixed before the first row (metadata keys of the whole dataset),
     so filtered and whole-run exports of one run have the same columns.
     """
-    qs = run_export_queryset(run=run, filters=filters, user=user)
+    qs = run_export_queryset(run=run, query=query, user=user)
     if fmt == "jsonl":
         return _jsonl_stream(_result_records(qs, run))
     keys = dataset_metadata_keys(dataset=run.dataset)

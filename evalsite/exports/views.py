@@ -6,51 +6,64 @@ CSV; every other query parameter is the results explorer's filter.
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpResponse, HttpResponseBase
 from django.views.decorators.http import require_GET
 
-from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets.selectors import dataset_get_for_user
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.http import export_response
+from evalsite.review.schemas import ResultQuery, ResultQueryError
 
 _TRUE = {"1", "true", "on", "yes"}
 
 
-def _excel(request: HttpRequest) -> bool:
+def _excel(request: AuthenticatedHttpRequest) -> bool:
     return request.GET.get("excel", "").lower() in _TRUE
 
 
 def _run_export(
-    request: HttpRequest, project_id: int, run_id: int, fmt: services.Format
+    request: AuthenticatedHttpRequest,
+    project_id: int,
+    run_id: int,
+    fmt: services.Format,
 ) -> HttpResponseBase:
     run = run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
     try:
-        filters = services.export_filters_from_query(run=run, query=request.GET)
-    except ApplicationError as exc:
+        query = ResultQuery.from_querydict(
+            request.GET, run_scorers=run.run_scorers.all()
+        )
+    except ResultQueryError as exc:
         return HttpResponse(exc.message, status=400, content_type="text/plain")
     stream = services.run_export_stream(
-        run=run, fmt=fmt, filters=filters, user=request.user, excel=_excel(request)
+        run=run, fmt=fmt, query=query, user=request.user, excel=_excel(request)
     )
     filename = services.export_filename(
-        kind="run", pk=run.pk, fmt=fmt, filtered=services.is_filtered(filters)
+        kind="run", pk=run.pk, fmt=fmt, filtered=query.is_filtered()
     )
     return export_response(stream, fmt=fmt, filename=filename)
 
 
 @require_GET
-def run_csv(request: HttpRequest, project_id: int, run_id: int) -> HttpResponseBase:
+def run_csv(
+    request: AuthenticatedHttpRequest, project_id: int, run_id: int
+) -> HttpResponseBase:
     return _run_export(request, project_id, run_id, "csv")
 
 
 @require_GET
-def run_jsonl(request: HttpRequest, project_id: int, run_id: int) -> HttpResponseBase:
+def run_jsonl(
+    request: AuthenticatedHttpRequest, project_id: int, run_id: int
+) -> HttpResponseBase:
     return _run_export(request, project_id, run_id, "jsonl")
 
 
 def _dataset_export(
-    request: HttpRequest, project_id: int, dataset_id: int, fmt: services.Format
+    request: AuthenticatedHttpRequest,
+    project_id: int,
+    dataset_id: int,
+    fmt: services.Format,
 ) -> HttpResponseBase:
     dataset = dataset_get_for_user(
         user=request.user, pk=dataset_id, project_id=project_id
@@ -64,13 +77,13 @@ def _dataset_export(
 
 @require_GET
 def dataset_csv(
-    request: HttpRequest, project_id: int, dataset_id: int
+    request: AuthenticatedHttpRequest, project_id: int, dataset_id: int
 ) -> HttpResponseBase:
     return _dataset_export(request, project_id, dataset_id, "csv")
 
 
 @require_GET
 def dataset_jsonl(
-    request: HttpRequest, project_id: int, dataset_id: int
+    request: AuthenticatedHttpRequest, project_id: int, dataset_id: int
 ) -> HttpResponseBase:
     return _dataset_export(request, project_id, dataset_id, "jsonl")

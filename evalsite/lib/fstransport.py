@@ -22,7 +22,9 @@ SCHEME = "evalsitefs"
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+    # kombu's filesystem Channel._put, whose stub ignores the same mismatch with
+    # AbstractChannel._put(queue, message).
+    def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:  # type: ignore[override]
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         # The ".tmp" suffix keeps _get from picking the file up before it is complete.
