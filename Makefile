@@ -39,7 +39,7 @@ lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy --strict scoring
+	$(BIN)/mypy  # evalsite and scoring, strict: [tool.mypy] in pyproject.toml
 
 # The browser tests drive Debian's chromium: install it where we may (root with apt),
 # otherwise say plainly that those tests will be skipped.
