@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.forms.utils import ErrorDict
 
 from evalsite.evals.models import Result, RunScorer
-from evalsite.review.selectors.explorer import (
-    DEFAULT_SORT,
-    Q_MAX_LENGTH,
-    SORT_LABELS,
-    ResultFilters,
-)
+from evalsite.review.schemas import ResultQuery, ResultQueryError
+from evalsite.review.selectors.explorer import DEFAULT_SORT, Q_MAX_LENGTH, SORT_LABELS
 from evalsite.review.services.comments import COMMENT_MAX_LENGTH
 from evalsite.review.services.rescore import RESCORABLE_OPTIONS
 from scoring import KINDS
@@ -203,14 +200,17 @@ YES_NO_CHOICES = [("", "any"), ("yes", "yes"), ("no", "no")]
 STATUS_CHOICES = [("", "any"), *[(s.value, s.label) for s in Result.Status]]
 
 
-_TRI = {"pass": True, "fail": False, "yes": True, "no": False, "": None}
-
-
 PAGE_SIZES = [25, 50, 100]
 
 
 class ExplorerFilterForm(forms.Form):
-    """The explorer's GET parameters. Invalid input is a 400, never a silent default."""
+    """The explorer's filter widgets and its paging. Invalid input is a 400, never a
+    silent default.
+
+    The filters are parsed by `ResultQuery.from_querydict` (as in the API, queues and
+    exports), so `is_valid()` leaves the result in `self.query`; the filter fields
+    below only render the widgets. The form itself parses `page` and `per_page`.
+    """
 
     scorer = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
     judge = forms.ChoiceField(
@@ -245,63 +245,36 @@ class ExplorerFilterForm(forms.Form):
         self, data: Any = None, *, run_scorers: list[RunScorer], **kwargs: Any
     ) -> None:
         super().__init__(data, **kwargs)
+        self.run_scorers = run_scorers
+        self.query = ResultQuery()
         self.fields["scorer"].choices = [("", "all scorers")] + [
             (rs.pk, rs.name) for rs in run_scorers
         ]
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        low, high = data.get("min_score"), data.get("max_score")
-        if low is not None and high is not None and low > high:
-            self.add_error("max_score", "Must be at least the minimum score.")
-        return data
-
-    def to_filters(self) -> ResultFilters:
-        data = self.cleaned_data
-        return ResultFilters(
-            scorer=data.get("scorer"),
-            judge_passed=_TRI[data.get("judge") or ""],
-            final_passed=_TRI[data.get("final") or ""],
-            min_score=data.get("min_score"),
-            max_score=data.get("max_score"),
-            reviewed=_TRI[data.get("reviewed") or ""],
-            overridden=_TRI[data.get("overridden") or ""],
-            status=data.get("status") or None,
-            mine=bool(data.get("mine")),
-            disagree=bool(data.get("disagree")),
-            q=data.get("q") or "",
-            sort=data.get("sort") or DEFAULT_SORT,
-        )
+    def full_clean(self) -> None:
+        self._errors = ErrorDict()
+        self.cleaned_data = {}
+        if not self.is_bound:
+            return
+        for name in PAGING_FIELDS:
+            field = self.fields[name]
+            raw = field.widget.value_from_datadict(
+                self.data, self.files, self.add_prefix(name)
+            )
+            try:
+                self.cleaned_data[name] = field.clean(raw)
+            except forms.ValidationError as exc:
+                self._errors[name] = self.error_class(exc.messages)
+        try:
+            self.query = ResultQuery.from_querydict(
+                self.data, run_scorers=self.run_scorers
+            )
+        except ResultQueryError as exc:
+            for name, message in exc.field_errors.items():
+                self._errors[name] = self.error_class([message])
 
 
-def filters_to_query(filters: ResultFilters) -> dict[str, str]:
-    """The inverse of ExplorerFilterForm.to_filters: GET parameters for a link."""
-    out: dict[str, str] = {}
-    tri = {True: "pass", False: "fail"}
-    yes_no = {True: "yes", False: "no"}
-    if filters.get("scorer") is not None:
-        out["scorer"] = str(filters["scorer"])
-    if filters.get("judge_passed") is not None:
-        out["judge"] = tri[filters["judge_passed"]]
-    if filters.get("final_passed") is not None:
-        out["final"] = tri[filters["final_passed"]]
-    for key in ("min_score", "max_score"):
-        if filters.get(key) is not None:
-            out[key] = str(filters[key])
-    for key in ("reviewed", "overridden"):
-        if filters.get(key) is not None:
-            out[key] = yes_no[filters[key]]
-    if filters.get("status"):
-        out["status"] = str(filters["status"])
-    if filters.get("mine"):
-        out["mine"] = "on"
-    if filters.get("disagree"):
-        out["disagree"] = "on"
-    if filters.get("q"):
-        out["q"] = str(filters["q"])
-    if filters.get("sort") and filters["sort"] != DEFAULT_SORT:
-        out["sort"] = str(filters["sort"])
-    return out
+PAGING_FIELDS = ("per_page", "page")
 
 
 class QueueCreateForm(forms.Form):

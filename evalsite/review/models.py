@@ -147,7 +147,7 @@ class ReviewQueue(models.Model):
     source = models.CharField(
         max_length=16, choices=Source.choices, default=Source.FILTERS
     )
-    # The cleaned explorer filters the queue was built from (selectors.explorer.ResultFilters).
+    # The cleaned explorer filters the queue was built from (review.schemas.ResultQuery.to_json).
     filters = models.JSONField(default=dict)
     blind = models.BooleanField(
         default=False,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
+from evalsite.core.exceptions import ApplicationError
 from evalsite.core.pagination import MAX_OFFSET
 from evalsite.core.schemas import ObjectId
-from evalsite.review.selectors.explorer import Q_MAX_LENGTH, SORTS
+from evalsite.evals.models import RunScorer
+from evalsite.review.selectors.explorer import DEFAULT_SORT, Q_MAX_LENGTH, SORTS
 
 
 class OverrideIn(Schema):
@@ -262,8 +265,16 @@ ResultStatus = Literal["pending", "ok", "error", "cancelled"]
 SortKey = Literal[tuple(SORTS)]  # type: ignore[valid-type]
 
 
-class _ExplorerFilterFields(Schema):
-    """The explorer filters as API fields, shared by the results list and queues."""
+class ResultQuery(Schema):
+    """The one query over a run's results: the explorer page, its htmx fragment, the
+    queue builder, both exports and GET /api/runs/{id}/results all parse into this and
+    filter through `selectors.explorer.results_filter`.
+
+    Field names are the API's. `from_querydict` also reads the explorer's spellings
+    (scorer, judge, final, mine: see QUERY_ALIASES), so bookmarked explorer URLs keep
+    working. `scorer_id` is a run scorer id (as in the run's aggregates); `passed` is
+    the final (human-adjusted) verdict.
+    """
 
     scorer_id: ObjectId | None = None
     passed: bool | None = None
@@ -277,15 +288,10 @@ class _ExplorerFilterFields(Schema):
     min_score: float | None = Field(default=None, allow_inf_nan=False)
     max_score: float | None = Field(default=None, allow_inf_nan=False)
     assignee: Literal["me"] | None = None
-    sort: SortKey = "item"  # type: ignore[valid-type]
-
-
-class ResultFiltersIn(_ExplorerFilterFields):
-    """Query parameters of GET /api/runs/{id}/results. `scorer_id` is a run scorer id
-    (as in the run's aggregates); `passed` is the final (human-adjusted) verdict."""
+    sort: SortKey = DEFAULT_SORT  # type: ignore[valid-type]
 
     @model_validator(mode="after")
-    def _range(self) -> ResultFiltersIn:
+    def _range(self) -> ResultQuery:
         if (
             self.min_score is not None
             and self.max_score is not None
@@ -294,9 +300,160 @@ class ResultFiltersIn(_ExplorerFilterFields):
             raise ValueError("min_score must not exceed max_score")
         return self
 
+    @classmethod
+    def from_querydict(
+        cls, query: Mapping[str, Any], *, run_scorers: Iterable[RunScorer] | None = None
+    ) -> ResultQuery:
+        """Parse GET or POST parameters in either spelling (API or explorer).
 
-class ResultListIn(ResultFiltersIn):
-    """The filters plus limit/offset (the export reuses ResultFiltersIn without them)."""
+        Empty values mean "any". `run_scorers`, when given, limits `scorer` to the
+        run's own scorers (the explorer's select offers no other). An invalid value is
+        a ResultQueryError naming the parameter as it was sent.
+        """
+        data: dict[str, Any] = {}
+        sent_as: dict[str, str] = {}
+        for name, (field, convert) in QUERY_ALIASES.items():
+            raw = query.get(name)
+            if raw is None or field in data:
+                continue
+            if "\x00" in str(raw):
+                # As Django's form fields do; the API reaches text_check_storable.
+                raise ResultQueryError(
+                    f"Invalid filter {name}: Null characters are not allowed.",
+                    field_errors={name: "Null characters are not allowed."},
+                )
+            value = convert(str(raw))
+            if value is not None:
+                data[field], sent_as[field] = value, name
+        if run_scorers is not None and "scorer_id" in data:
+            allowed = {str(rs.pk) for rs in run_scorers}
+            if str(data["scorer_id"]) not in allowed:
+                name = sent_as["scorer_id"]
+                raise ResultQueryError(
+                    f"Invalid filter {name}: not one of this run's scorers.",
+                    field_errors={name: "Not one of this run's scorers."},
+                )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            errors: dict[str, str] = {}
+            for error in exc.errors():
+                loc = error["loc"]
+                # The range check has no field of its own: the upper bound is named.
+                name = sent_as.get(str(loc[0]), str(loc[0])) if loc else "max_score"
+                errors.setdefault(name, error["msg"])
+            first, message = next(iter(errors.items()))
+            raise ResultQueryError(
+                f"Invalid filter {first}: {message}", field_errors=errors
+            ) from None
+
+    @property
+    def mine(self) -> bool:
+        return self.assignee == "me"
+
+    def is_filtered(self) -> bool:
+        """Whether the query narrows the run (sorting does not)."""
+        return bool(self.to_json().keys() - {"sort"})
+
+    def to_json(self) -> dict[str, Any]:
+        """The constraining keys, as a queue stores them (ReviewQueue.filters keeps
+        the names it always had: scorer, final_passed, mine)."""
+        out: dict[str, Any] = {}
+        # Only the query's own fields: subclasses add paging (limit) or format (excel).
+        for field, value in self.model_dump(
+            include=set(ResultQuery.model_fields)
+        ).items():
+            if value is None or value == "" or (field == "disagree" and not value):
+                continue
+            if field == "sort" and value == DEFAULT_SORT:
+                continue
+            out[_STORED_NAMES.get(field, field)] = value
+        if out.pop("assignee", None) == "me":
+            out["mine"] = True
+        return out
+
+    def to_querydict(self) -> dict[str, str]:
+        """GET parameters for an explorer link, in the explorer's own spelling (the
+        inverse of from_querydict)."""
+        verdict = {True: "pass", False: "fail"}
+        yes_no = {True: "yes", False: "no"}
+        out: dict[str, str] = {}
+        if self.scorer_id is not None:
+            out["scorer"] = str(self.scorer_id)
+        if self.judge_passed is not None:
+            out["judge"] = verdict[self.judge_passed]
+        if self.passed is not None:
+            out["final"] = verdict[self.passed]
+        for key in ("min_score", "max_score"):
+            if getattr(self, key) is not None:
+                out[key] = str(getattr(self, key))
+        for key in ("reviewed", "overridden"):
+            if getattr(self, key) is not None:
+                out[key] = yes_no[getattr(self, key)]
+        if self.status:
+            out["status"] = self.status
+        if self.mine:
+            out["mine"] = "on"
+        if self.disagree:
+            out["disagree"] = "on"
+        if self.q:
+            out["q"] = self.q
+        if self.sort != DEFAULT_SORT:
+            out["sort"] = self.sort
+        return out
+
+
+class ResultQueryError(ApplicationError):
+    """A filter parameter that does not parse (400 on pages; ninja gives the API 422)."""
+
+
+def _text(raw: str) -> str | None:
+    return raw.strip() or None
+
+
+def _verdict(raw: str) -> str | None:
+    """The explorer's pass/fail, or the API's true/false (pydantic parses the rest)."""
+    raw = raw.strip()
+    return {"pass": "true", "fail": "false"}.get(raw.lower(), raw) or None
+
+
+def _checkbox(raw: str) -> bool | None:
+    """An HTML checkbox ("on"), read the way Django's BooleanField reads it."""
+    return True if raw.strip().lower() not in ("", "false", "0") else None
+
+
+def _me(raw: str) -> str | None:
+    return "me" if _checkbox(raw) else None
+
+
+# Parameter -> (ResultQuery field, raw string -> value or None for "any"). The API's
+# names come first, so they win when a request sends both spellings.
+QUERY_ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "scorer_id": ("scorer_id", _text),
+    "scorer": ("scorer_id", _text),
+    "passed": ("passed", _verdict),
+    "final": ("passed", _verdict),
+    "judge_passed": ("judge_passed", _verdict),
+    "judge": ("judge_passed", _verdict),
+    "reviewed": ("reviewed", _verdict),
+    "overridden": ("overridden", _verdict),
+    "disagree": ("disagree", _checkbox),
+    "status": ("status", _text),
+    "q": ("q", _text),
+    "min_score": ("min_score", _text),
+    "max_score": ("max_score", _text),
+    "assignee": ("assignee", _text),
+    "mine": ("assignee", _me),
+    "sort": ("sort", _text),
+}
+
+
+# ResultQuery field -> the key a stored queue filter has always used.
+_STORED_NAMES = {"scorer_id": "scorer", "passed": "final_passed"}
+
+
+class ResultListIn(ResultQuery):
+    """The query plus limit/offset (the exports use ResultQuery without them)."""
 
     limit: int = Field(default=100, ge=1, le=1000)
     offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
@@ -365,8 +522,8 @@ class CommentOut(Schema):
     created_at: datetime
 
 
-class QueueFiltersIn(_ExplorerFilterFields):
-    """The explorer filters a queue is built from (same names as the results list)."""
+class QueueFiltersIn(ResultQuery):
+    """The result query a queue is built from; a JSON body refuses unknown keys."""
 
     model_config = ConfigDict(extra="forbid")
 

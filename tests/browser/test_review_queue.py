@@ -6,7 +6,7 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.review.models import Override
-from evalsite.review.selectors import ResultFilters
+from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import queue_create
 from tests.browser_fixtures import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
@@ -23,7 +23,7 @@ def setup():
     ).user
     # Two items; faithfulness analysis [yes, no, unsure] → 0.33 each (judge fail).
     run = make_run(project, n_items=2, kinds=("faithfulness",))
-    queue = queue_create(run=run, user=reviewer, filters=ResultFilters())
+    queue = queue_create(run=run, user=reviewer, query=ResultQuery())
     return project, reviewer, run, queue
 
 

@@ -7,7 +7,8 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
 from evalsite.review import services
 from evalsite.review.models import QueueEntry
-from evalsite.review.selectors import ResultFilters, queue_estimate
+from evalsite.review.schemas import ResultQuery
+from evalsite.review.selectors import queue_estimate
 from evalsite.review.services import queue_create
 from tests.conftest import login
 from tests.review.builders import make_run
@@ -62,7 +63,7 @@ def test_disagreement_queue_holds_results_where_human_differs_from_judge(run, re
         result=results[6], user=reviewer
     )  # agrees: not a disagreement
     queue = queue_create(
-        run=run, user=reviewer, filters=ResultFilters(), source="disagreement"
+        run=run, user=reviewer, query=ResultQuery(), source="disagreement"
     )
     assert {r.pk for r in _entry_results(queue)} == {results[0].pk, results[5].pk}
     assert queue.filters == {"disagree": True}
@@ -91,7 +92,7 @@ def test_disagreement_button_on_explorer(client, reviewer, run):
 @pytest.fixture
 def blind_queue(run, reviewer):
     return queue_create(
-        run=run, user=reviewer, filters=ResultFilters(judge_passed=False), blind=True
+        run=run, user=reviewer, query=ResultQuery(judge_passed=False), blind=True
     )
 
 
@@ -131,17 +132,13 @@ def test_blind_queue_hides_judge_verdict_score_and_reason_until_answer(
 def test_project_blind_setting_makes_every_queue_blind(client, reviewer, project, run):
     project.blind_review = True
     project.save()
-    queue = queue_create(
-        run=run, user=reviewer, filters=ResultFilters(judge_passed=False)
-    )
+    queue = queue_create(run=run, user=reviewer, query=ResultQuery(judge_passed=False))
     login(client, reviewer)
     assert 'id="blind-notice"' in _card(client, queue)
 
 
 def test_non_blind_queue_shows_judge_immediately(client, reviewer, run):
-    queue = queue_create(
-        run=run, user=reviewer, filters=ResultFilters(judge_passed=False)
-    )
+    queue = queue_create(run=run, user=reviewer, query=ResultQuery(judge_passed=False))
     login(client, reviewer)
     card = _card(client, queue)
     assert 'id="blind-notice"' not in card and "0.33" in card
@@ -154,7 +151,7 @@ def test_stratified_queue_has_all_failing_and_a_seeded_share_of_passing(run, rev
     queue = queue_create(
         run=run,
         user=reviewer,
-        filters=ResultFilters(),
+        query=ResultQuery(),
         source="stratified",
         pass_share=0.25,
         seed=7,
@@ -168,7 +165,7 @@ def test_stratified_queue_has_all_failing_and_a_seeded_share_of_passing(run, rev
     same = queue_create(
         run=run,
         user=reviewer,
-        filters=ResultFilters(),
+        query=ResultQuery(),
         source="stratified",
         pass_share=0.25,
         seed=7,
@@ -179,7 +176,7 @@ def test_stratified_queue_has_all_failing_and_a_seeded_share_of_passing(run, rev
     other = queue_create(
         run=run,
         user=reviewer,
-        filters=ResultFilters(),
+        query=ResultQuery(),
         source="stratified",
         pass_share=0.25,
         seed=8,
@@ -193,7 +190,7 @@ def test_stratified_sample_keeps_at_least_one_passing(run, reviewer):
     queue = queue_create(
         run=run,
         user=reviewer,
-        filters=ResultFilters(),
+        query=ResultQuery(),
         source="stratified",
         pass_share=0.01,
     )
@@ -205,7 +202,7 @@ def test_stratified_excludes_errors(run, reviewer):
     queue = queue_create(
         run=run,
         user=reviewer,
-        filters=ResultFilters(),
+        query=ResultQuery(),
         source="stratified",
         pass_share=1,
     )
@@ -219,7 +216,7 @@ def test_stratified_rejects_bad_share(run, reviewer, share):
         queue_create(
             run=run,
             user=reviewer,
-            filters=ResultFilters(),
+            query=ResultQuery(),
             source="stratified",
             pass_share=share,
         )
@@ -229,7 +226,7 @@ def test_estimate_precision_recall_from_reviewed_sample_hand_computed(run, revie
     queue = queue_create(
         run=run,
         user=reviewer,
-        filters=ResultFilters(),
+        query=ResultQuery(),
         source="stratified",
         pass_share=0.25,
         seed=3,
@@ -264,7 +261,7 @@ def test_estimate_needs_both_strata(run, reviewer):
     queue = queue_create(
         run=run,
         user=reviewer,
-        filters=ResultFilters(),
+        query=ResultQuery(),
         source="stratified",
         pass_share=0.25,
     )
@@ -277,7 +274,7 @@ def test_estimate_needs_both_strata(run, reviewer):
 
 
 def test_estimate_is_none_for_plain_queues(run, reviewer):
-    queue = queue_create(run=run, user=reviewer, filters=ResultFilters())
+    queue = queue_create(run=run, user=reviewer, query=ResultQuery())
     assert queue_estimate(queue=queue) is None
 
 

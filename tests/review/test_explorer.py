@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from evalsite.evals.models import Result
 from evalsite.review.forms import ExplorerFilterForm
+from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import results_filter
 from evalsite.review.services import override_create, result_accept
 from tests.conftest import login
@@ -181,7 +182,7 @@ def test_explorer_htmx_returns_only_the_partial(client, reviewer, run):
     response = client.get(_url(run, final="fail"), headers={"HX-Request": "true"})
     body = response.content.decode()
     assert response.status_code == 200
-    assert body.lstrip().startswith('<div id="explorer">')
+    assert body.lstrip().startswith('<div id="explorer"')
     assert "<html" not in body
 
 
@@ -247,7 +248,8 @@ def test_results_filter_is_shared_by_form_and_api_shapes(reviewer, run):
         {"final": "fail", "reviewed": "no"}, run_scorers=list(run.run_scorers.all())
     )
     assert form.is_valid(), form.errors
-    qs = results_filter(run=run, params=form.to_filters(), user=reviewer)
+    assert form.query == ResultQuery(passed=False, reviewed=False)
+    qs = results_filter(run=run, query=form.query, user=reviewer)
     assert set(qs.values_list("final_passed", "reviewed").distinct()) == {
         (False, False)
     }
@@ -267,3 +269,65 @@ def test_explorer_count_stops_at_the_cap(client, reviewer, project, monkeypatch)
     small = client.get(_url(big, per_page=25, scorer=big.run_scorers.first().pk))
     assert small.context["count_capped"] is False
     assert small.context["page_obj"].paginator.count == 20
+
+
+def test_result_query_reads_explorer_and_api_spellings_alike(run):
+    scorer = run.run_scorers.first()
+    explorer = ResultQuery.from_querydict(
+        {
+            "scorer": str(scorer.pk),
+            "judge": "fail",
+            "final": "pass",
+            "reviewed": "no",
+            "mine": "on",
+            "disagree": "on",
+            "q": "  tower ",
+            "sort": "-score",
+        },
+        run_scorers=run.run_scorers.all(),
+    )
+    api = ResultQuery.from_querydict(
+        {
+            "scorer_id": str(scorer.pk),
+            "judge_passed": "false",
+            "passed": "true",
+            "reviewed": "false",
+            "assignee": "me",
+            "disagree": "true",
+            "q": "tower",
+            "sort": "-score",
+        }
+    )
+    assert explorer == api
+    # Links keep the explorer's spelling, so bookmarked URLs stay the same.
+    assert ResultQuery.from_querydict(explorer.to_querydict()) == explorer
+    assert explorer.to_querydict()["final"] == "pass"
+
+
+def test_result_query_names_the_parameter_as_sent(run):
+    from evalsite.review.schemas import ResultQueryError
+
+    for params, name in [
+        ({"final": "maybe"}, "final"),
+        ({"passed": "maybe"}, "passed"),
+        ({"scorer": "999999"}, "scorer"),
+        ({"min_score": "0.9", "max_score": "0.1"}, "max_score"),
+    ]:
+        with pytest.raises(ResultQueryError) as info:
+            ResultQuery.from_querydict(params, run_scorers=run.run_scorers.all())
+        assert list(info.value.field_errors) == [name]
+
+
+def test_result_query_stores_the_queue_filter_keys_it_always_had():
+    query = ResultQuery(scorer_id=3, passed=False, assignee="me", disagree=False)
+    assert query.to_json() == {"scorer": 3, "final_passed": False, "mine": True}
+    assert not ResultQuery(sort="-score").is_filtered()
+    assert ResultQuery(passed=False).is_filtered()
+
+
+def test_explorer_page_accepts_the_api_parameter_names(client, reviewer, run):
+    login(client, reviewer)
+    html = client.get(_url(run, final="fail"))
+    api = client.get(_url(run, passed="false"))
+    assert api.status_code == 200
+    assert _row_ids(api) == _row_ids(html) != []

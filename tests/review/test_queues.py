@@ -7,8 +7,10 @@ from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
 from evalsite.review.models import AuditEvent, Override, QueueEntry, ReviewQueue
-from evalsite.review.selectors import ResultFilters, queue_progress
+from evalsite.review.schemas import ResultQuery
+from evalsite.review.selectors import queue_progress
 from evalsite.review.services import queue_create
+from evalsite.review.services.queues import SOURCE_FAILING
 from tests.conftest import login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run
@@ -42,9 +44,7 @@ def run(project):
 
 @pytest.fixture
 def queue(run, reviewer):
-    return queue_create(
-        run=run, user=reviewer, filters=ResultFilters(final_passed=False)
-    )
+    return queue_create(run=run, user=reviewer, query=ResultQuery(passed=False))
 
 
 def _queue_url(queue, pos=None):
@@ -78,7 +78,7 @@ def test_queue_create_freezes_matching_results_in_filter_order(run, reviewer, qu
 def test_queue_create_with_no_match_is_an_error(run, reviewer):
     with pytest.raises(ApplicationError, match="No results match"):
         queue_create(
-            run=run, user=reviewer, filters=ResultFilters(q="no such text anywhere")
+            run=run, user=reviewer, query=ResultQuery(q="no such text anywhere")
         )
     assert not ReviewQueue.objects.exists()
 
@@ -92,7 +92,7 @@ def test_queue_round_robin_assigns_reviewers_in_turn_and_audits(
     queue = queue_create(
         run=run,
         user=owner,
-        filters=ResultFilters(final_passed=False),
+        query=ResultQuery(passed=False),
         assign_round_robin=True,
     )
     assignees = [
@@ -349,7 +349,7 @@ def test_owner_can_act_in_queue(client, owner, queue):
 def test_assigned_page_lists_my_results_with_progress(
     client, project, reviewer, owner, run
 ):
-    queue_create(run=run, user=owner, filters=ResultFilters(), assign_round_robin=True)
+    queue_create(run=run, user=owner, query=ResultQuery(), assign_round_robin=True)
     Result.objects.filter(run=run, item__index=0).update(reviewed=True)
     login(client, reviewer)
     response = client.get(reverse("review:assigned", args=[project.pk]))
@@ -366,7 +366,7 @@ def test_assigned_page_start_button_builds_a_queue_of_my_unreviewed(
     other = MembershipFactory(
         project=project, user=UserFactory(username="sam"), role=Role.REVIEWER
     ).user
-    queue_create(run=run, user=owner, filters=ResultFilters(), assign_round_robin=True)
+    queue_create(run=run, user=owner, query=ResultQuery(), assign_round_robin=True)
     login(client, reviewer)
     response = client.post(
         reverse("review:queue_create", args=[project.pk, run.pk]),
@@ -445,7 +445,7 @@ def test_flip_key_on_factuality_cycles_category_and_recomputes(
     client, reviewer, project
 ):
     run = make_run(project, kinds=("factuality",))
-    queue = queue_create(run=run, user=reviewer, filters=ResultFilters())
+    queue = queue_create(run=run, user=reviewer, query=ResultQuery())
     login(client, reviewer)
     client.post(_action_url(queue, 1, "flip"), {"n": "1"})
     result = _result_at(queue, 1)
@@ -453,3 +453,17 @@ def test_flip_key_on_factuality_cycles_category_and_recomputes(
     assert (
         result.final_score == 1.0 and result.final_passed
     )  # E: differences don't matter
+
+
+def test_queue_create_failing_source_queues_final_fails_unless_told_otherwise(
+    reviewer, run
+):
+    failing = queue_create(
+        run=run, user=reviewer, query=ResultQuery(), source=SOURCE_FAILING
+    )
+    assert failing.source == ReviewQueue.Source.FILTERS
+    assert failing.filters == {"final_passed": False}
+    passing = queue_create(
+        run=run, user=reviewer, query=ResultQuery(passed=True), source=SOURCE_FAILING
+    )
+    assert passing.filters == {"final_passed": True}

@@ -13,6 +13,7 @@ from django.urls import reverse
 from evalsite.accounts.models import Project
 from evalsite.evals.models import Result
 from evalsite.review.models import AuditEvent, Comment, Override, ReviewQueue
+from evalsite.review.schemas import ResultQuery
 from tests.conftest import login
 from tests.factories import UserFactory
 from tests.review.builders import make_run
@@ -254,11 +255,15 @@ def test_services_refuse_unstorable_text(project, reviewer, result, run, bad):
         ),
         (lambda: comment_create(result=result, user=reviewer, body=bad), "body"),
         (
-            lambda: queue_create(run=run, user=reviewer, filters={}, name=bad),
+            lambda: queue_create(run=run, user=reviewer, query=ResultQuery(), name=bad),
             "name",
         ),
         (
-            lambda: queue_create(run=run, user=reviewer, filters={"q": bad}),
+            # Unvalidated: pydantic already refuses lone surrogates; the service
+            # must still refuse whatever reaches it.
+            lambda: queue_create(
+                run=run, user=reviewer, query=ResultQuery.model_construct(q=bad)
+            ),
             "q",
         ),
     ]

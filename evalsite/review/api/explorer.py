@@ -8,36 +8,10 @@ from django.http import HttpRequest
 from ninja import Query, Router
 
 from evalsite.evals.selectors import run_get_for_user
-from evalsite.review.schemas import (
-    QueueFiltersIn,
-    ResultFiltersIn,
-    ResultListIn,
-    ResultPageOut,
-)
-from evalsite.review.selectors.explorer import (
-    ResultFilters,
-    results_filter,
-    results_page,
-)
+from evalsite.review.schemas import ResultListIn, ResultPageOut
+from evalsite.review.selectors.explorer import results_filter, results_page
 
 router = Router(tags=["review"])
-
-
-def filters_from_schema(data: ResultFiltersIn | QueueFiltersIn) -> ResultFilters:
-    return ResultFilters(
-        scorer=data.scorer_id,
-        judge_passed=data.judge_passed,
-        final_passed=data.passed,
-        min_score=data.min_score,
-        max_score=data.max_score,
-        reviewed=data.reviewed,
-        overridden=data.overridden,
-        status=data.status,
-        mine=data.assignee == "me",
-        disagree=bool(data.disagree),
-        q=data.q or "",
-        sort=data.sort,
-    )
 
 
 @router.get("/runs/{run_id}/results", response=ResultPageOut)
@@ -49,7 +23,7 @@ def result_list(
     """Filtered results, `{"items", "count"}` like every other list. Paginated by hand:
     ninja's @paginate wrapper breaks postponed annotations of a Query schema."""
     run = run_get_for_user(user=request.user, pk=run_id)
-    qs = results_filter(run=run, params=filters_from_schema(filters), user=request.user)
+    qs = results_filter(run=run, query=filters, user=request.user)
     return {
         "count": qs.count(),
         "items": results_page(qs, offset=filters.offset, limit=filters.limit),

@@ -11,7 +11,6 @@ from ninja import Router, Status
 
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review import services
-from evalsite.review.api.explorer import filters_from_schema
 from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.schemas import QueueIn, QueueOut
 from evalsite.review.selectors.queues import (
@@ -62,7 +61,7 @@ def queue_create_api(request: HttpRequest, run_id: int, payload: QueueIn) -> Sta
     queue = services.queue_create(
         run=run,
         user=request.user,
-        filters=filters_from_schema(payload.filters),
+        query=payload.filters,
         source=source,
         name=payload.name,
         blind=payload.blind,

@@ -1,12 +1,13 @@
 """Result filtering and paging for the results explorer.
 
 `results_filter` is the one place result filtering lives: the explorer page, the
-results API, queue building and the export all call it with the same filter dict.
+results API, queue building and the exports all parse their parameters into one
+`review.schemas.ResultQuery` and call it.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import F, QuerySet
@@ -15,25 +16,11 @@ from evalsite.datasets.selectors import items_matching
 from evalsite.evals.models import Result, Run
 from evalsite.lib.text import text_check_storable
 
+if TYPE_CHECKING:
+    # schemas builds ResultQuery on this module's SORTS; only the type comes back.
+    from evalsite.review.schemas import ResultQuery
+
 User = AbstractBaseUser | AnonymousUser
-
-
-class ResultFilters(TypedDict, total=False):
-    """Cleaned filters; every key optional (absent or None = no constraint)."""
-
-    scorer: int | None  # RunScorer id
-    judge_passed: bool | None
-    final_passed: bool | None
-    min_score: float | None  # on the final score
-    max_score: float | None
-    reviewed: bool | None
-    overridden: bool | None
-    status: str | None  # Result.Status value
-    mine: bool  # assigned to the requesting user
-    assignee: int | None  # assigned to this user id
-    disagree: bool  # final verdict differs from the judge's (or any active override)
-    q: str  # text search in the item's input and output
-    sort: str  # a key of SORTS
 
 
 # Sort key -> ORDER BY, on Result columns only so an index can serve it without a join.
@@ -81,47 +68,43 @@ RUN_RANGE_SORTS = frozenset({"item", "-item"})
 Q_MAX_LENGTH = 200
 
 
-def results_filter(*, run: Run, params: ResultFilters, user: User) -> QuerySet[Result]:
-    """The run's results matching `params`, sorted, with the columns the lists show.
+def results_filter(*, run: Run, query: ResultQuery, user: User) -> QuerySet[Result]:
+    """The run's results matching `query`, sorted, with the columns the lists show.
 
     Filters map onto indexed columns of Result (run, run_scorer, status, final_passed,
     assignee); text search matches the item's input and output, through one trigram
     index on Postgres (datasets.selectors.ItemSearchText).
     """
-    sort = params.get("sort") or DEFAULT_SORT
-    if sort not in SORTS:
-        sort = DEFAULT_SORT
+    sort = query.sort if query.sort in SORTS else DEFAULT_SORT
     if sort in RUN_RANGE_SORTS:
         qs = Result.objects.filter(run_id__gte=run.pk, run_id__lte=run.pk)
     else:
         qs = Result.objects.filter(run=run)
-    if params.get("scorer") is not None:
-        qs = qs.filter(run_scorer_id=params["scorer"])
-    if params.get("status"):
-        qs = qs.filter(status=params["status"])
-    if params.get("judge_passed") is not None:
-        qs = qs.filter(judge_passed=params["judge_passed"])
-    if params.get("final_passed") is not None:
-        qs = qs.filter(final_passed=params["final_passed"])
-    if params.get("min_score") is not None:
-        qs = qs.filter(final_score__gte=params["min_score"])
-    if params.get("max_score") is not None:
-        qs = qs.filter(final_score__lte=params["max_score"])
-    if params.get("reviewed") is not None:
-        qs = qs.filter(reviewed=params["reviewed"])
-    if params.get("overridden") is not None:
-        qs = qs.filter(overridden=params["overridden"])
-    if params.get("mine"):
+    if query.scorer_id is not None:
+        qs = qs.filter(run_scorer_id=query.scorer_id)
+    if query.status:
+        qs = qs.filter(status=query.status)
+    if query.judge_passed is not None:
+        qs = qs.filter(judge_passed=query.judge_passed)
+    if query.passed is not None:
+        qs = qs.filter(final_passed=query.passed)
+    if query.min_score is not None:
+        qs = qs.filter(final_score__gte=query.min_score)
+    if query.max_score is not None:
+        qs = qs.filter(final_score__lte=query.max_score)
+    if query.reviewed is not None:
+        qs = qs.filter(reviewed=query.reviewed)
+    if query.overridden is not None:
+        qs = qs.filter(overridden=query.overridden)
+    if query.mine:
         qs = qs.filter(assignee_id=user.pk if user.is_authenticated else None)
-    if params.get("assignee") is not None:
-        qs = qs.filter(assignee_id=params["assignee"])
-    if params.get("disagree"):
+    if query.disagree:
         # The final numbers leave the judge's only through an active override (the
         # review services recompute final = judge otherwise), so "a final verdict that
         # differs, or any active override" is exactly `overridden`: one small partial
         # index (review_result_overridden_idx) instead of a scan of the run.
         qs = qs.filter(overridden=True)
-    text = (params.get("q") or "").strip()
+    text = (query.q or "").strip()
     if text:
         # Postgres refuses NUL even as a query parameter: a 400, not a server error.
         text_check_storable(text, field="q")
@@ -174,19 +157,3 @@ class PagedResults:
     def __getitem__(self, key: slice) -> list[Result]:
         start = key.start or 0
         return results_page(self.qs, offset=start, limit=(key.stop or start) - start)
-
-
-def filters_to_json(params: ResultFilters) -> dict[str, Any]:
-    """Only the constraining keys, for storing on a queue and building query strings."""
-    out = {}
-    for key, value in params.items():
-        # `is` checks: False and 0.0 are real constraints for verdicts and scores.
-        if value is None or value == "" or (key in _FLAGS and value is False):
-            continue
-        if key == "sort" and value == DEFAULT_SORT:
-            continue
-        out[key] = value
-    return out
-
-
-_FLAGS = frozenset({"mine", "disagree"})

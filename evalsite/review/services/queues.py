@@ -21,11 +21,8 @@ from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, Run
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import Override, QueueEntry, ReviewQueue
-from evalsite.review.selectors.explorer import (
-    ResultFilters,
-    filters_to_json,
-    results_filter,
-)
+from evalsite.review.schemas import ResultQuery
+from evalsite.review.selectors.explorer import results_filter
 from evalsite.review.selectors.queues import flip_fields, stratified_sample_size
 from evalsite.review.services.audit import audit_record
 from evalsite.review.services.overrides import override_create, override_revert
@@ -33,6 +30,10 @@ from evalsite.review.services.overrides import override_create, override_revert
 # A queue is a unit of human work; past this many results people build a narrower
 # one (or a stratified sample). It also bounds the per-result audit events written.
 QUEUE_MAX = 5000
+
+# The explorer's "Review failing cases": a FILTERS queue of the final fails, unless the
+# query already names a final verdict.
+SOURCE_FAILING = "failing"
 
 
 def _default_name(source: str, run: Run, count: int) -> str:
@@ -45,7 +46,7 @@ def queue_create(
     *,
     run: Run,
     user: AbstractBaseUser,
-    filters: ResultFilters,
+    query: ResultQuery,
     source: str = ReviewQueue.Source.FILTERS,
     name: str = "",
     blind: bool = False,
@@ -53,18 +54,23 @@ def queue_create(
     seed: int = 0,
     assign_round_robin: bool = False,
 ) -> ReviewQueue:
-    """Freeze the results matching `filters` into an ordered queue.
+    """Freeze the results matching `query` into an ordered queue.
 
-    1. "disagreement" adds the disagreement filter; "stratified" keeps every ok result
-       the judge failed plus a seeded sample of `pass_share` (0–1] of those it passed,
-       shuffled with the same seed so the order does not give the stratum away.
+    1. Apply the source's rule: "failing" is a FILTERS queue of final fails (unless
+       the query names a final verdict); "disagreement" adds the disagreement filter;
+       "stratified" keeps every ok result the judge failed plus a seeded sample of
+       `pass_share` (0–1] of those it passed, shuffled with the same seed so the order
+       does not give the stratum away.
     2. Create the queue and its entries (positions 1..n), audit it.
     3. Optionally assign the entries round-robin to the project's reviewers.
     """
     text_check_storable(name, field="name")
-    filters = dict(filters)  # type: ignore[assignment]
+    if source == SOURCE_FAILING:
+        source = ReviewQueue.Source.FILTERS
+        if query.passed is None:
+            query = query.model_copy(update={"passed": False})
     if source == ReviewQueue.Source.DISAGREEMENT:
-        filters["disagree"] = True
+        query = query.model_copy(update={"disagree": True})
     stratified: dict[str, Any] = {}
     strata: dict[int, str] = {}
     truncated = False
@@ -74,13 +80,10 @@ def queue_create(
                 "The share of passing results must be between 0 and 100 %.",
                 field_errors={"pass_share": "Must be between 0 and 100 %."},
             )
-        base: ResultFilters = {
-            **filters,  # type: ignore[typeddict-item]
-            "judge_passed": None,
-            "status": Result.Status.OK,
-            "sort": "item",
-        }
-        qs = results_filter(run=run, params=base, user=user)
+        query = query.model_copy(
+            update={"judge_passed": None, "status": Result.Status.OK, "sort": "item"}
+        )
+        qs = results_filter(run=run, query=query, user=user)
         fail_ids = list(qs.filter(judge_passed=False).values_list("id", flat=True))
         pass_ids = list(qs.filter(judge_passed=True).values_list("id", flat=True))
         rng = random.Random(seed)
@@ -103,10 +106,9 @@ def queue_create(
             "population": population,
             "sampled": {"fail": len(fail_ids), "pass": len(sampled_pass)},
         }
-        filters = base
     else:
         ids = list(
-            results_filter(run=run, params=filters, user=user).values_list(
+            results_filter(run=run, query=query, user=user).values_list(
                 "id", flat=True
             )[: QUEUE_MAX + 1]
         )
@@ -119,7 +121,7 @@ def queue_create(
         run=run,
         name=name.strip() or _default_name(source, run, len(ids)),
         source=source,
-        filters=filters_to_json(filters),
+        filters=query.to_json(),
         blind=blind,
         stratified=stratified,
         size=len(ids),

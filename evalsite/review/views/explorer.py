@@ -11,14 +11,16 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Run
 from evalsite.evals.selectors import run_get_for_user
-from evalsite.review.forms import ExplorerFilterForm, QueueCreateForm, filters_to_query
+from evalsite.lib.htmx import partial, vary_on_htmx
+from evalsite.review.forms import ExplorerFilterForm, QueueCreateForm
+from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import (
     DEFAULT_SORT,
     SORT_LABELS,
     PagedResults,
-    ResultFilters,
     results_filter,
 )
 from evalsite.review.views.common import item_url, user_can_write
@@ -28,14 +30,16 @@ def _explorer_context(
     request: HttpRequest, run: Run, form: ExplorerFilterForm
 ) -> dict[str, Any]:
     valid = form.is_valid()
-    filters: ResultFilters = form.to_filters() if valid else {"sort": DEFAULT_SORT}
+    result_query = form.query if valid else ResultQuery()
     per_page = (form.cleaned_data.get("per_page") if valid else None) or 50
     page_number = (form.cleaned_data.get("page") if valid else None) or 1
     results = paged = None
     if valid:
-        paged = PagedResults(results_filter(run=run, params=filters, user=request.user))
+        paged = PagedResults(
+            results_filter(run=run, query=result_query, user=request.user)
+        )
         results = Paginator(paged, per_page).get_page(page_number)
-    query = filters_to_query(filters)
+    query = result_query.to_querydict()
     if per_page != 50:
         query["per_page"] = str(per_page)
     base_url = reverse("review:explorer", args=[run.project_id, run.pk])
@@ -51,7 +55,7 @@ def _explorer_context(
         "count_capped": bool(paged and paged.capped),
         "rows": rows,
         "query": urlencode(query),
-        "sort_links": _sort_links(base_url, query, filters.get("sort") or DEFAULT_SORT),
+        "sort_links": _sort_links(base_url, query, result_query.sort),
         "base_url": base_url,
         "can_write": user_can_write(run.project),
         "queue_form": QueueCreateForm(),
@@ -72,12 +76,13 @@ def _sort_links(base_url: str, query: dict[str, str], current: str) -> dict[str,
 
 
 @require_GET
-def explorer(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
+@vary_on_htmx
+def explorer(
+    request: AuthenticatedHttpRequest, project_id: int, run_id: int
+) -> HttpResponse:
     run = run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
     form = ExplorerFilterForm(request.GET, run_scorers=list(run.run_scorers.all()))
     context = _explorer_context(request, run, form)
     context["sort_labels"] = SORT_LABELS
-    template = "review/explorer.html"
-    if request.htmx:
-        template += "#explorer"
+    template = partial(request, "review/explorer.html", "explorer")
     return render(request, template, context, status=200 if form.is_valid() else 400)

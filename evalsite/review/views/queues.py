@@ -8,23 +8,20 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Result
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.review import services
-from evalsite.review.forms import (
-    CommentForm,
-    ExplorerFilterForm,
-    QueueCreateForm,
-    filters_to_query,
-)
+from evalsite.review.forms import CommentForm, QueueCreateForm
 from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.schemas import ResultQuery, ResultQueryError
 from evalsite.review.selectors.aggregates import run_aggregates
 from evalsite.review.selectors.comments import comment_list
 from evalsite.review.selectors.item import analysis_view
@@ -46,35 +43,35 @@ ASSIGNED_PAGE_SIZE = 50
 
 
 @require_POST
-def queue_create(request: HttpRequest, project_id: int, run_id: int) -> HttpResponse:
+@vary_on_htmx
+def queue_create(
+    request: AuthenticatedHttpRequest, project_id: int, run_id: int
+) -> HttpResponse:
     run = run_get_for_user(
         user=request.user, pk=run_id, project_id=project_id, write=True
     )
-    filter_form = ExplorerFilterForm(
-        request.POST, run_scorers=list(run.run_scorers.all())
-    )
     form = QueueCreateForm(request.POST)
-    if not (filter_form.is_valid() and form.is_valid()):
-        errors = {**filter_form.errors, **form.errors}
+    errors = {} if form.is_valid() else {k: " ".join(v) for k, v in form.errors.items()}
+    try:
+        result_query = ResultQuery.from_querydict(
+            request.POST, run_scorers=run.run_scorers.all()
+        )
+    except ResultQueryError as exc:
+        errors = {**exc.field_errors, **errors}
+    if errors:
         return HttpResponse(
             "Invalid queue request: "
-            + "; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()),
+            + "; ".join(f"{k}: {v}" for k, v in errors.items()),
             status=400,
             content_type="text/plain",
         )
-    filters = filter_form.to_filters()
-    source = form.cleaned_data["source"]
-    if source == "failing":
-        source = ReviewQueue.Source.FILTERS
-        if filters.get("final_passed") is None:
-            filters["final_passed"] = False
     pass_share = form.cleaned_data.get("pass_share")
     try:
         queue = services.queue_create(
             run=run,
             user=request.user,
-            filters=filters,
-            source=source,
+            query=result_query,
+            source=form.cleaned_data["source"],
             name=form.cleaned_data.get("name") or "",
             blind=form.cleaned_data.get("blind") or False,
             pass_share=pass_share / 100 if pass_share is not None else None,
@@ -84,12 +81,12 @@ def queue_create(request: HttpRequest, project_id: int, run_id: int) -> HttpResp
     except ApplicationError as exc:
         messages.error(request, exc.message)
         back = reverse("review:explorer", args=[project_id, run_id])
-        query = urlencode(filters_to_query(filter_form.to_filters()))
+        query = urlencode(result_query.to_querydict())
         url = f"{back}?{query}" if query else back
-        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+        return redirect_htmx(request, url)
     messages.success(request, f"Queue “{queue.name}” created ({queue.size} results).")
     url = reverse("review:queue", args=[project_id, queue.pk])
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return redirect_htmx(request, url)
 
 
 def _queue_url(queue: ReviewQueue, position: int | None) -> str:
@@ -160,7 +157,10 @@ def _queue_card_context(
 
 
 @require_GET
-def queue_detail(request: HttpRequest, project_id: int, queue_id: int) -> HttpResponse:
+@vary_on_htmx
+def queue_detail(
+    request: AuthenticatedHttpRequest, project_id: int, queue_id: int
+) -> HttpResponse:
     queue = queue_get_for_user(user=request.user, pk=queue_id, project_id=project_id)
     raw = request.GET.get("pos")
     if raw is None:
@@ -174,9 +174,7 @@ def queue_detail(request: HttpRequest, project_id: int, queue_id: int) -> HttpRe
             content_type="text/plain",
         )
     context = _queue_card_context(request, queue, position)
-    template = "review/queue.html"
-    if request.htmx:
-        template += "#queue-card"
+    template = partial(request, "review/queue.html", "queue-card")
     return render(request, template, context)
 
 
@@ -184,8 +182,13 @@ QUEUE_ACTIONS = ("accept", "pass", "fail", "flip", "undo")
 
 
 @require_POST
+@vary_on_htmx
 def queue_action(
-    request: HttpRequest, project_id: int, queue_id: int, position: int, action: str
+    request: AuthenticatedHttpRequest,
+    project_id: int,
+    queue_id: int,
+    position: int,
+    action: str,
 ) -> HttpResponse:
     """One review key on the current entry: accept, pass, fail, flip (n), undo."""
     queue = queue_get_for_user(
@@ -202,7 +205,7 @@ def queue_action(
         _apply_action(request, result, action)
     except ApplicationError as exc:
         error = exc.message
-    if not request.htmx:
+    if not wants_partial(request):
         if error:
             messages.error(request, error)
         return HttpResponseRedirect(_queue_url(queue, position))
@@ -238,7 +241,8 @@ def _apply_action(request: HttpRequest, result: Result, action: str) -> None:
 
 
 @require_GET
-def assigned(request: HttpRequest, project_id: int) -> HttpResponse:
+@vary_on_htmx
+def assigned(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
     results = Paginator(
         assigned_results(project_id=project_id, user=request.user), ASSIGNED_PAGE_SIZE
@@ -256,7 +260,5 @@ def assigned(request: HttpRequest, project_id: int) -> HttpResponse:
         "rows": rows,
         "can_write": user_can_write(project),
     }
-    template = "review/assigned.html"
-    if request.htmx:
-        template += "#assigned-results"
+    template = partial(request, "review/assigned.html", "assigned-results")
     return render(request, template, context)
