@@ -13,7 +13,7 @@ from evalsite.review.models import (
 
 
 @admin.register(Override)
-class OverrideAdmin(admin.ModelAdmin):
+class OverrideAdmin(admin.ModelAdmin[Override]):
     list_display = [
         "result",
         "kind",
@@ -27,32 +27,32 @@ class OverrideAdmin(admin.ModelAdmin):
 
 
 @admin.register(Comment)
-class CommentAdmin(admin.ModelAdmin):
+class CommentAdmin(admin.ModelAdmin[Comment]):
     list_display = ["result", "user", "created_at"]
     raw_id_fields = ["result"]
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(admin.ModelAdmin[AuditEvent]):
     list_display = ["action", "actor", "project", "run", "result", "created_at"]
     list_filter = ["action"]
     raw_id_fields = ["run", "result"]
 
 
 @admin.register(ReviewQueue)
-class ReviewQueueAdmin(admin.ModelAdmin):
+class ReviewQueueAdmin(admin.ModelAdmin[ReviewQueue]):
     list_display = ["name", "run", "blind", "created_by", "created_at"]
     raw_id_fields = ["run"]
 
 
 @admin.register(QueueEntry)
-class QueueEntryAdmin(admin.ModelAdmin):
+class QueueEntryAdmin(admin.ModelAdmin[QueueEntry]):
     list_display = ["queue", "position", "result"]
     raw_id_fields = ["queue", "result"]
 
 
 @admin.register(ReviewVersion)
-class ReviewVersionAdmin(admin.ModelAdmin):
+class ReviewVersionAdmin(admin.ModelAdmin[ReviewVersion]):
     list_display = ["run_scorer", "version"]
     # Bumped by the review services only: a hand edit would desync the cached counts.
     readonly_fields = ["run_scorer", "version"]

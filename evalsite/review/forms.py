@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.forms.utils import ErrorDict
@@ -29,7 +29,7 @@ class OverrideForm(forms.Form):
         self.scorer_kind = scorer_kind
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data: dict[str, Any] = super().clean()  # type: ignore[assignment]  # BaseForm.clean returns cleaned_data, never None
         kind, raw = data.get("kind"), (data.get("value") or "").strip()
         if kind is None:
             return data
@@ -160,7 +160,7 @@ class CompareForm(forms.Form):
     def _run(self, field_name: str) -> Any:
         from evalsite.evals.models import Run
 
-        pk = self.cleaned_data.get(field_name)
+        pk: Any = self.cleaned_data.get(field_name)
         run = (
             Run.objects.select_related("dataset")
             .filter(project=self.project, pk=pk)
@@ -177,7 +177,7 @@ class CompareForm(forms.Form):
         return self._run("b")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data: dict[str, Any] = super().clean()  # type: ignore[assignment]  # BaseForm.clean returns cleaned_data, never None
         a, b = data.get("a"), data.get("b")
         if a is not None and b is not None:
             if a.pk == b.pk:
@@ -235,7 +235,7 @@ class ExplorerFilterForm(forms.Form):
     per_page = forms.TypedChoiceField(
         required=False,
         coerce=int,
-        empty_value=PAGE_SIZES[1],
+        empty_value=PAGE_SIZES[1],  # type: ignore[arg-type]  # stubs say str; Django passes any value through
         choices=[(n, n) for n in PAGE_SIZES],
         label="Per page",
     )
@@ -247,9 +247,9 @@ class ExplorerFilterForm(forms.Form):
         super().__init__(data, **kwargs)
         self.run_scorers = run_scorers
         self.query = ResultQuery()
-        self.fields["scorer"].choices = [("", "all scorers")] + [
-            (rs.pk, rs.name) for rs in run_scorers
-        ]
+        cast(forms.ChoiceField, self.fields["scorer"]).choices = [
+            ("", "all scorers")
+        ] + [(rs.pk, rs.name) for rs in run_scorers]
 
     def full_clean(self) -> None:
         self._errors = ErrorDict()

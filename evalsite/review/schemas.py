@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, ValidationError, model_validator
@@ -485,19 +485,19 @@ class ResultRowOut(Schema):
     # Resolved from the select_related row, so a page costs one query.
     @staticmethod
     def resolve_item_index(obj: Any) -> int:
-        return obj.item.index
+        return cast(int, obj.item.index)
 
     @staticmethod
     def resolve_scorer_id(obj: Any) -> int:
-        return obj.run_scorer_id
+        return cast(int, obj.run_scorer_id)
 
     @staticmethod
     def resolve_scorer_name(obj: Any) -> str:
-        return obj.run_scorer.name
+        return cast(str, obj.run_scorer.name)
 
     @staticmethod
     def resolve_kind(obj: Any) -> str:
-        return obj.run_scorer.kind
+        return cast(str, obj.run_scorer.kind)
 
     @staticmethod
     def resolve_assignee(obj: Any) -> str | None:

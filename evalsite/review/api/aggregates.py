@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Router
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review import selectors
 from evalsite.review.schemas import AggregateOut
@@ -15,6 +15,8 @@ router = Router(tags=["review"])
 
 
 @router.get("/runs/{run_id}/aggregates", response=list[AggregateOut])
-def run_aggregates(request: HttpRequest, run_id: int) -> list[dict[str, Any]]:
+def run_aggregates(
+    request: AuthenticatedHttpRequest, run_id: int
+) -> list[dict[str, Any]]:
     run = run_get_for_user(user=request.user, pk=run_id)
     return [a.as_dict() for a in selectors.run_aggregates(run_id=run.pk)]

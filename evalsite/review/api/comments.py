@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.pagination import paginate
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import services
@@ -30,15 +30,17 @@ def _comment_out(comment: Comment) -> dict[str, Any]:
 
 @router.get("/results/{result_id}/comments", response=list[CommentOut])
 @paginate(LimitOffsetPagination)
-def comment_list_api(request: HttpRequest, result_id: int) -> list[dict[str, Any]]:
+def comment_list_api(
+    request: AuthenticatedHttpRequest, result_id: int
+) -> list[dict[str, Any]]:
     result = result_get_for_user(user=request.user, pk=result_id)
     return [_comment_out(c) for c in comment_list(result=result)]
 
 
 @router.post("/results/{result_id}/comments", response={201: CommentOut})
 def comment_create_api(
-    request: HttpRequest, result_id: int, payload: CommentIn
-) -> Status:
+    request: AuthenticatedHttpRequest, result_id: int, payload: CommentIn
+) -> Status[dict[str, Any]]:
     result = result_get_for_user(user=request.user, pk=result_id, write=True)
     comment = services.comment_create(
         result=result, user=request.user, body=payload.body

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest
+from django.http import Http404
 from ninja import Query, Router
 
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review import selectors
 from evalsite.review.schemas import CompareOut, CompareQueryIn
@@ -17,7 +18,10 @@ router = Router(tags=["review"])
 
 @router.get("/runs/{run_id}/compare/{other_id}", response=CompareOut)
 def runs_compare(
-    request: HttpRequest, run_id: int, other_id: int, query: Query[CompareQueryIn]
+    request: AuthenticatedHttpRequest,
+    run_id: int,
+    other_id: int,
+    query: Query[CompareQueryIn],
 ) -> dict[str, Any]:
     run_a = run_get_for_user(user=request.user, pk=run_id)
     run_b = run_get_for_user(user=request.user, pk=other_id)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Query, Router
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review.schemas import ResultListIn, ResultPageOut
 from evalsite.review.selectors.explorer import results_filter, results_page
@@ -16,9 +16,9 @@ router = Router(tags=["review"])
 
 @router.get("/runs/{run_id}/results", response=ResultPageOut)
 def result_list(
-    request: HttpRequest,
+    request: AuthenticatedHttpRequest,
     run_id: int,
-    filters: ResultListIn = Query(...),  # noqa: B008 - ninja's declaration style
+    filters: ResultListIn = Query(...),  # type: ignore[type-arg]  # noqa: B008 - ninja types Query as an Annotated alias
 ) -> dict[str, Any]:
     """Filtered results, `{"items", "count"}` like every other list. Paginated by hand:
     ninja's @paginate wrapper breaks postponed annotations of a Query schema."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Router, Status
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Result
 from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import selectors, services
@@ -67,7 +67,7 @@ def _aggregates(result: Result) -> list[dict[str, Any]]:
 
 
 @router.get("/results/{result_id}", response=ResultOut)
-def result_detail(request: HttpRequest, result_id: int) -> dict[str, Any]:
+def result_detail(request: AuthenticatedHttpRequest, result_id: int) -> dict[str, Any]:
     result = result_get_for_user(user=request.user, pk=result_id)
     item = result.item
     overrides = result.overrides.select_related("user", "reverted_by").order_by(
@@ -104,12 +104,12 @@ def result_detail(request: HttpRequest, result_id: int) -> dict[str, Any]:
 
 @router.post("/results/{result_id}/overrides", response={201: OverrideCreatedOut})
 def override_create(
-    request: HttpRequest, result_id: int, payload: OverrideIn
-) -> Status:
+    request: AuthenticatedHttpRequest, result_id: int, payload: OverrideIn
+) -> Status[dict[str, Any]]:
     result = result_get_for_user(user=request.user, pk=result_id, write=True)
     override = services.override_create(
         result=result,
-        user=request.user,  # type: ignore[arg-type]
+        user=request.user,
         kind=payload.kind,
         path=payload.path,
         value=payload.value,
@@ -128,7 +128,9 @@ def override_create(
 
 @router.delete("/overrides/{override_id}", response=OverrideRevertedOut)
 def override_revert(
-    request: HttpRequest, override_id: int, payload: OverrideRevertIn | None = None
+    request: AuthenticatedHttpRequest,
+    override_id: int,
+    payload: OverrideRevertIn | None = None,
 ) -> dict[str, Any]:
     override = selectors.override_get_for_user(
         user=request.user, pk=override_id, write=True
@@ -136,7 +138,7 @@ def override_revert(
     result = override.result
     services.override_revert(
         override=override,
-        user=request.user,  # type: ignore[arg-type]
+        user=request.user,
         expected_version=payload.expected_version if payload else None,
     )
     override.refresh_from_db()

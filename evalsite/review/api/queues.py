@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count
-from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Router, Status
 
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review import services
 from evalsite.review.models import QueueEntry, ReviewQueue
@@ -53,7 +53,9 @@ def _queue_out(queue: ReviewQueue) -> dict[str, Any]:
 
 
 @router.post("/runs/{run_id}/queues", response={201: QueueOut})
-def queue_create_api(request: HttpRequest, run_id: int, payload: QueueIn) -> Status:
+def queue_create_api(
+    request: AuthenticatedHttpRequest, run_id: int, payload: QueueIn
+) -> Status[dict[str, Any]]:
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
     source = ReviewQueue.Source(payload.source)
     if payload.stratified is not None:
@@ -73,5 +75,7 @@ def queue_create_api(request: HttpRequest, run_id: int, payload: QueueIn) -> Sta
 
 
 @router.get("/queues/{queue_id}", response=QueueOut)
-def queue_detail_api(request: HttpRequest, queue_id: int) -> dict[str, Any]:
+def queue_detail_api(
+    request: AuthenticatedHttpRequest, queue_id: int
+) -> dict[str, Any]:
     return _queue_out(queue_get_for_user(user=request.user, pk=queue_id))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from django.http import HttpRequest
 from ninja import Router
 
 from evalsite.accounts.selectors import require_rescore_save
 from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import RunScorer
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review import services
@@ -24,8 +24,9 @@ def _run_scorer_for(run_id: int, payload: RescoreIn) -> RunScorer:
         field = "run_scorer_id"
     else:
         # A run scorer id first; else the ScorerConfig the run used.
+        # RescoreIn's validator requires scorer_id when run_scorer_id is None.
         run_scorer = (
-            scorers.filter(pk=payload.scorer_id).first()
+            scorers.filter(pk=cast(int, payload.scorer_id)).first()
             or scorers.filter(scorer_id=payload.scorer_id).first()
         )
         field = "scorer_id"
@@ -39,18 +40,18 @@ def _run_scorer_for(run_id: int, payload: RescoreIn) -> RunScorer:
 
 @router.post("/runs/{run_id}/rescore", response=RescoreOut)
 def run_rescore(
-    request: HttpRequest, run_id: int, payload: RescoreIn
+    request: AuthenticatedHttpRequest, run_id: int, payload: RescoreIn
 ) -> dict[str, Any]:
     # Even a preview is a POST: reviewers and owners only, like the UI. Saving
     # rewrites everyone's final scores: owners, or reviewers the owner allowed.
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
     if payload.save:
-        require_rescore_save(membership=run.project.membership)  # type: ignore[attr-defined]
+        require_rescore_save(membership=run.project.membership)
     preview = services.run_rescore(
         run=run,
         run_scorer=_run_scorer_for(run.pk, payload),
         options=payload.options,
-        user=request.user,  # type: ignore[arg-type]
+        user=request.user,
         save=payload.save,
     )
     return preview.as_dict()

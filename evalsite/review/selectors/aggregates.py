@@ -225,7 +225,7 @@ class ScoreBin(Func):
         self.scale = float(scale)
         super().__init__(F(field_name))
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # type: ignore[override]  # the compiler calls as_sql(compiler, connection) only
         sql, params = compiler.compile(self.source_expressions[0])
         top = HISTOGRAM_BINS - 1
         if connection.vendor == "postgresql":
@@ -346,7 +346,7 @@ def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
     run = rs.run
     key = _judge_groups_key(rs.pk, rs.options, run.status, run.finished_at)
     if key is not None:
-        cached = _cache_get(key)
+        cached: JudgeGroups | None = _cache_get(key)
         if cached is not None:
             return cached
     results = Result.objects.filter(run_scorer_id=rs.pk)
@@ -415,7 +415,7 @@ def _review_groups_key(run_scorer_id: int, options: Any, version: int) -> str:
 
 def _review_version(rs: RunScorer) -> int:
     try:
-        return rs.review_version.version  # type: ignore[attr-defined]
+        return rs.review_version.version
     except ObjectDoesNotExist:
         return 0
 
@@ -430,7 +430,10 @@ def _review_version_now(run_scorer_id: int) -> int:
 
 
 def _shift_group(
-    groups: dict[tuple, dict[str, Any]], row: Mapping[str, Any], scale: float, sign: int
+    groups: dict[tuple[Any, ...], dict[str, Any]],
+    row: Mapping[str, Any],
+    scale: float,
+    sign: int,
 ) -> None:
     """Add (sign 1) or take away (sign -1) one review row in SQL-shaped groups."""
     judge_score, final_score = row["judge_score"], row["final_score"]
@@ -492,7 +495,7 @@ def _review_groups(rs: RunScorer, scale: float) -> list[dict[str, Any]]:
     counted (the partial index review_result_touched_idx holds just these rows)."""
     version = _review_version(rs)
     key = _review_groups_key(rs.pk, rs.options, version)
-    cached = _cache_get(key)
+    cached: list[dict[str, Any]] | None = _cache_get(key)
     if cached is not None:
         return cached
     groups = list(
@@ -649,7 +652,7 @@ def run_aggregates(
 
 
 def _add_to_judge_group(
-    groups: dict[tuple, dict[str, Any]], row: Mapping[str, Any], scale: float
+    groups: dict[tuple[Any, ...], dict[str, Any]], row: Mapping[str, Any], scale: float
 ) -> None:
     """Count one row into its judge-side group, like the SQL GROUP BY (n / judge_sum / judge_count)."""
     judge_score = row["judge_score"]
@@ -687,8 +690,8 @@ def aggregate_rows(
         options=options if options is not None else run_scorer.options,
     )
     agg = _scorer_stub(stub_rs)
-    judge_groups: dict[tuple, dict[str, Any]] = {}
-    review_groups: dict[tuple, dict[str, Any]] = {}
+    judge_groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    review_groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     errors: dict[str, int] = {}
     for row in rows:
         _add_to_judge_group(judge_groups, row, agg.scale)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as AuthUser
 from django.db.models import F, QuerySet
 
 from evalsite.datasets.selectors import items_matching
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     # schemas builds ResultQuery on this module's SORTS; only the type comes back.
     from evalsite.review.schemas import ResultQuery
 
-User = AbstractBaseUser | AnonymousUser
+User = AuthUser | AnonymousUser
 
 
 # Sort key -> ORDER BY, on Result columns only so an index can serve it without a join.

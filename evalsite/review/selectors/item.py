@@ -78,7 +78,11 @@ def _control(
 
 
 def analysis_view(
-    *, kind: str, analysis: dict | None, final_analysis: dict | None, context: list
+    *,
+    kind: str,
+    analysis: dict[str, Any] | None,
+    final_analysis: dict[str, Any] | None,
+    context: list[Any],
 ) -> AnalysisView:
     """The analysis as rows for the item page: per list element its text, reason and
     every overridable field (judge value, final value, the other allowed values)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
 from evalsite.evals.selectors import result_get_for_user
@@ -11,7 +11,7 @@ from evalsite.review.models import Override
 
 def override_get_for_user(
     *,
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
     pk: int,
     write: bool = False,
     manage: bool = False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from evalsite.accounts.models import Project
 from evalsite.evals.models import Result, Run
@@ -14,7 +14,7 @@ from evalsite.review.models import AuditEvent
 def audit_record(
     *,
     project: Project,
-    actor: AbstractBaseUser | None,
+    actor: User | None,
     action: str,
     summary: str,
     before: Any = None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from evalsite.core.exceptions import ApplicationError
@@ -15,7 +15,7 @@ COMMENT_MAX_LENGTH = 10_000
 
 
 @transaction.atomic(durable=True)
-def comment_create(*, result: Result, user: AbstractBaseUser, body: str) -> Comment:
+def comment_create(*, result: Result, user: User, body: str) -> Comment:
     body = (body or "").strip()
     text_check_storable(body, field="body")
     if not body:

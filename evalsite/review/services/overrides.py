@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -36,7 +36,7 @@ from scoring import (
 
 @dataclass
 class FinalFields:
-    final_analysis: dict | None
+    final_analysis: dict[str, Any] | None
     final_score: float | None
     final_passed: bool | None
     score_overridden: bool
@@ -48,8 +48,8 @@ class FinalFields:
 def compute_final(
     *,
     kind: str,
-    analysis: dict | None,
-    options: dict,
+    analysis: dict[str, Any] | None,
+    options: dict[str, Any],
     overrides: Sequence[Override],
     judge_score: float | None = None,
     judge_passed: bool | None = None,
@@ -85,7 +85,7 @@ def compute_final(
     score_ov = [o for o in active if o.kind == Override.Kind.SCORE]
     pass_ov = [o for o in active if o.kind == Override.Kind.PASS]
     if score_ov:
-        final_score = float(score_ov[-1].new_value)
+        final_score = float(cast(Any, score_ov[-1].new_value))
     else:
         final_score = compute_score(kind, final_analysis, options)
     if pass_ov:
@@ -103,7 +103,7 @@ def compute_final(
     )
 
 
-def _judge_value(analysis: dict, path: str) -> Any:
+def _judge_value(analysis: dict[str, Any], path: str) -> Any:
     try:
         value = get_path(analysis, path)
     except AnalysisError:
@@ -261,7 +261,7 @@ def _snapshot(result: Result) -> dict[str, Any]:
     }
 
 
-def _mark_reviewed(result: Result, user: AbstractBaseUser) -> None:
+def _mark_reviewed(result: Result, user: User) -> None:
     result.reviewed = True
     result.reviewed_by = user
     result.reviewed_at = timezone.now()
@@ -292,7 +292,7 @@ def _clean_value(
                 "A verdict override needs a path such as 'verdicts.2.verdict'.",
                 field_errors={"path": "required for kind 'verdict'"},
             )
-        current = result.final_analysis or result.analysis
+        current: Any = result.final_analysis or result.analysis
         try:
             updated = apply_override(run_scorer.kind, current, path, value)
         except AnalysisError as exc:
@@ -397,7 +397,7 @@ def _override_create_locked(
     *,
     result: Result,
     run_scorer: RunScorer,
-    user: AbstractBaseUser,
+    user: User,
     kind: str,
     value: Any,
     path: str,
@@ -450,7 +450,7 @@ def _override_create_locked(
 def override_create(
     *,
     result: Result,
-    user: AbstractBaseUser,
+    user: User,
     kind: str,
     value: Any,
     path: str = "",
@@ -483,7 +483,7 @@ def override_create(
 
 
 def override_revert(
-    *, override: Override, user: AbstractBaseUser, expected_version: int | None = None
+    *, override: Override, user: User, expected_version: int | None = None
 ) -> Result:
     """Undo one override: the final fields are recomputed without it; undoing the
     latest active change also restores the review state it replaced."""
@@ -564,7 +564,7 @@ def _review_state_to_restore(
         result=result, reverted_at__isnull=True
     ).exists()
     if still_active:
-        return undone.prior_review
+        return cast("dict[str, Any]", undone.prior_review)
     last_answer = (
         AuditEvent.objects.filter(
             result=result, action__in=("result.accept", "result.human_pass")
@@ -576,10 +576,10 @@ def _review_state_to_restore(
     if last_answer is not None:
         overrides = overrides.filter(created_at__gt=last_answer.created_at)
     first = overrides.order_by("created_at", "id").first() or undone
-    return first.prior_review
+    return cast("dict[str, Any]", first.prior_review)
 
 
-def result_accept(*, result: Result, user: AbstractBaseUser) -> Result:
+def result_accept(*, result: Result, user: User) -> Result:
     """Mark reviewed with the human agreeing with the current verdict (the judge's when
     there are no overrides; active overrides are kept: undo them separately)."""
     with transaction.atomic(), _reviewing(result) as (locked, _):
@@ -600,7 +600,7 @@ def result_accept(*, result: Result, user: AbstractBaseUser) -> Result:
 
 def _record_human_verdict(
     locked: Result,
-    user: AbstractBaseUser,
+    user: User,
     *,
     passed: bool | None,
     action: str,
@@ -625,7 +625,7 @@ def _record_human_verdict(
 
 
 def result_set_human_pass(
-    *, result: Result, user: AbstractBaseUser, passed: bool, note: str = ""
+    *, result: Result, user: User, passed: bool, note: str = ""
 ) -> Result:
     """The reviewer's own pass/fail (blind answer, p/f keys): records human_passed and,
     when it differs from the current final pass, a pass override."""

@@ -11,7 +11,7 @@ import random
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -45,7 +45,7 @@ def _default_name(source: str, run: Run, count: int) -> str:
 def queue_create(
     *,
     run: Run,
-    user: AbstractBaseUser,
+    user: User,
     query: ResultQuery,
     source: str = ReviewQueue.Source.FILTERS,
     name: str = "",
@@ -154,7 +154,7 @@ def queue_create(
     return queue
 
 
-def project_reviewers(*, project_id: int) -> list[AbstractBaseUser]:
+def project_reviewers(*, project_id: int) -> list[User]:
     """Who gets round-robin work: members with the reviewer role, else every owner."""
     user_model = get_user_model()
     for roles in ([Role.REVIEWER], [Role.OWNER]):
@@ -168,9 +168,7 @@ def project_reviewers(*, project_id: int) -> list[AbstractBaseUser]:
     return []
 
 
-def _assign_round_robin(
-    *, queue: ReviewQueue, user: AbstractBaseUser
-) -> dict[str, int]:
+def _assign_round_robin(*, queue: ReviewQueue, user: User) -> dict[str, int]:
     reviewers = project_reviewers(project_id=queue.project_id)
     if not reviewers:
         raise ApplicationError("This project has no reviewers to assign to.")
@@ -208,15 +206,13 @@ def _assign_round_robin(
 
 
 @transaction.atomic(durable=True)
-def queue_assign_round_robin(
-    *, queue: ReviewQueue, user: AbstractBaseUser
-) -> dict[str, int]:
+def queue_assign_round_robin(*, queue: ReviewQueue, user: User) -> dict[str, int]:
     """Assign every entry of the queue to the project's reviewers in turn (audited)."""
     return _assign_round_robin(queue=queue, user=user)
 
 
 def result_flip_field(
-    *, result: Result, user: AbstractBaseUser, number: int, note: str = ""
+    *, result: Result, user: User, number: int, note: str = ""
 ) -> Override:
     """Key 1–9: flip the `number`th verdict of the result's final analysis (numbered
     like the item page's analysis rows; see selectors.queues.flip_fields)."""
@@ -241,7 +237,7 @@ def result_flip_field(
     )
 
 
-def result_undo_last(*, result: Result, user: AbstractBaseUser) -> Result:
+def result_undo_last(*, result: Result, user: User) -> Result:
     """Key u: revert the newest active override on the result (the user's own first)."""
     active = Override.objects.filter(result=result, reverted_at__isnull=True)
     override = (

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from evalsite.core.exceptions import ApplicationError
@@ -40,7 +40,7 @@ RESCORABLE_OPTIONS = frozenset(
 @dataclass
 class RescorePreview:
     run_scorer_id: int
-    options: dict
+    options: dict[str, Any]
     before: ScorerAggregate
     after: ScorerAggregate
     changed_scores: int
@@ -80,7 +80,9 @@ _RESCORE_COLUMNS = (
 )
 
 
-def _rescore_row(kind: str, row: dict[str, Any], options: dict) -> dict[str, Any]:
+def _rescore_row(
+    kind: str, row: dict[str, Any], options: dict[str, Any]
+) -> dict[str, Any]:
     """New judge and final numbers of one result under `options` (ok rows only).
 
     Without an active override the final numbers are the judge's, so the score is
@@ -135,8 +137,8 @@ def run_rescore(
     *,
     run: Run,
     run_scorer: RunScorer,
-    options: dict | None,
-    user: AbstractBaseUser,
+    options: dict[str, Any] | None,
+    user: User,
     save: bool,
 ) -> RescorePreview:
     """What-if: re-score every result of one run scorer under new options, no judge call.

@@ -38,7 +38,7 @@ def comments(
     result = result_get_for_user(
         user=request.user, pk=result_id, write=write, project_id=project_id
     )
-    project = result.project  # type: ignore[attr-defined]
+    project = result.project
     if request.method == "GET":
         return render(
             request,
@@ -65,7 +65,7 @@ def comments(
         messages.error(
             request,
             "Comment not added: "
-            + " ".join(" ".join(errors) for errors in form.errors.values()),
+            + " ".join(" ".join(errors) for errors in form.errors.values()),  # type: ignore[arg-type]  # ErrorList iterates as str
         )
         return redirect(_safe_next(request, fallback))
     try:

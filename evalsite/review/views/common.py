@@ -8,7 +8,7 @@ from evalsite.accounts.models import Project
 
 
 def user_can_write(project: Project) -> bool:
-    return bool(project.membership.can_review)  # type: ignore[attr-defined]
+    return bool(project.membership.can_review)
 
 
 def item_url(project_id: int, result_id: int) -> str:

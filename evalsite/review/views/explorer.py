@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.models import Run
+from evalsite.evals.models import Result, Run
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.review.forms import ExplorerFilterForm, QueueCreateForm
@@ -33,12 +33,13 @@ def _explorer_context(
     result_query = form.query if valid else ResultQuery()
     per_page = (form.cleaned_data.get("per_page") if valid else None) or 50
     page_number = (form.cleaned_data.get("page") if valid else None) or 1
-    results = paged = None
+    results: Page[Result] | None = None
+    paged: PagedResults | None = None
     if valid:
         paged = PagedResults(
             results_filter(run=run, query=result_query, user=request.user)
         )
-        results = Paginator(paged, per_page).get_page(page_number)
+        results = Paginator(paged, per_page).get_page(page_number)  # type: ignore[arg-type]  # PagedResults has the len() and slicing Paginator uses
     query = result_query.to_querydict()
     if per_page != 50:
         query["per_page"] = str(per_page)

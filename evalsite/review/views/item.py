@@ -93,7 +93,7 @@ def judge_call(
 ) -> HttpResponse:
     """One judge call's prompt and raw reply (the item panel loads it when opened)."""
     result = result_get_for_user(user=request.user, pk=result_id, project_id=project_id)
-    if _hide_judge(request, result.project, result):  # type: ignore[attr-defined]
+    if _hide_judge(request, result.project, result):
         raise PermissionDenied("Blind review: the judge's calls show once you answer.")
     call = JudgeCall.objects.filter(pk=call_id, result_id=result.pk).first()
     if call is None:
@@ -107,7 +107,7 @@ def item(
     request: AuthenticatedHttpRequest, project_id: int, result_id: int
 ) -> HttpResponse:
     result = result_get_for_user(user=request.user, pk=result_id, project_id=project_id)
-    project = result.project  # type: ignore[attr-defined]
+    project = result.project
     panel = result_panel(request, result, can_write=user_can_write(project))
     siblings = (
         Result.objects.filter(run_id=result.run_id, item_id=result.item_id)

@@ -26,7 +26,7 @@ def _panel_response(
     # The review services copy the committed row back onto `result`; its run, scorer
     # and item are the ones loaded for the permission check.
     if result.reviewed_by_id is not None and result.reviewed_by_id == request.user.pk:
-        result.reviewed_by = request.user  # type: ignore[assignment]
+        result.reviewed_by = request.user
     panel = result_panel(request, result, can_write=True, error=error, notice=notice)
     agg = selectors.run_aggregates(
         run_id=result.run_id, run_scorer_id=result.run_scorer_id
@@ -73,7 +73,7 @@ def override_create(
     )
     form = OverrideForm(request.POST, scorer_kind=result.run_scorer.kind)
     if not form.is_valid():
-        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())  # type: ignore[arg-type]  # ErrorList iterates as str
         return _after_write(request, result, error=f"Not saved: {errors}")
     data = form.cleaned_data
     notice = ""
@@ -83,7 +83,7 @@ def override_create(
     try:
         services.override_create(
             result=result,
-            user=request.user,  # type: ignore[arg-type]
+            user=request.user,
             kind=data["kind"],
             path=data.get("path") or "",
             value=data["value"],
@@ -104,7 +104,7 @@ def override_revert(
     )
     result = override.result
     try:
-        services.override_revert(override=override, user=request.user)  # type: ignore[arg-type]
+        services.override_revert(override=override, user=request.user)
     except ApplicationError as exc:
         return _after_write(request, result, error=exc.message)
     return _after_write(request, result)
@@ -119,7 +119,7 @@ def accept(
         user=request.user, pk=result_id, project_id=project_id, write=True
     )
     try:
-        services.result_accept(result=result, user=request.user)  # type: ignore[arg-type]
+        services.result_accept(result=result, user=request.user)
     except ApplicationError as exc:
         return _after_write(request, result, error=exc.message)
     return _after_write(request, result)

@@ -51,7 +51,7 @@ def queue_create(
         user=request.user, pk=run_id, project_id=project_id, write=True
     )
     form = QueueCreateForm(request.POST)
-    errors = {} if form.is_valid() else {k: " ".join(v) for k, v in form.errors.items()}
+    errors = {} if form.is_valid() else {k: " ".join(v) for k, v in form.errors.items()}  # type: ignore[arg-type]  # ErrorList iterates as str
     try:
         result_query = ResultQuery.from_querydict(
             request.POST, run_scorers=run.run_scorers.all()
@@ -215,7 +215,9 @@ def queue_action(
     return render(request, "review/queue.html#queue-card", context)
 
 
-def _apply_action(request: HttpRequest, result: Result, action: str) -> None:
+def _apply_action(
+    request: AuthenticatedHttpRequest, result: Result, action: str
+) -> None:
 
     user = request.user
     if action == "accept":

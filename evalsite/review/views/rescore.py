@@ -50,11 +50,11 @@ def rescore(
     error = ""
     confirm_save = False
     if write and request.POST.get("action") == "save":
-        require_rescore_save(membership=run.project.membership)  # type: ignore[attr-defined]
+        require_rescore_save(membership=run.project.membership)
     if write and not form.is_valid():
         # htmx swaps only the result region, so the reason goes there too.
         error = "Not computed: " + "; ".join(
-            f"{form.fields[name].label if name in form.fields else name}: {' '.join(msgs)}"
+            f"{form.fields[name].label if name in form.fields else name}: {' '.join(msgs)}"  # type: ignore[arg-type]  # ErrorList iterates as str
             for name, msgs in form.errors.items()
         )
     elif write:
@@ -68,7 +68,7 @@ def rescore(
                 run=run,
                 run_scorer=run_scorer,
                 options=form.options(),
-                user=request.user,  # type: ignore[arg-type]
+                user=request.user,
                 save=save,
             )
         except ApplicationError as exc:
@@ -97,7 +97,7 @@ def rescore(
         "preview": preview,
         "error": error,
         "can_write": user_can_write(run.project),
-        "can_save": run.project.membership.can_save_rescore,  # type: ignore[attr-defined]
+        "can_save": run.project.membership.can_save_rescore,
         "confirm_save": confirm_save and preview is not None,
         "finished": run.is_finished,
     }
