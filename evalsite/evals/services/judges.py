@@ -68,30 +68,37 @@ def judge_create_offline(project: Project) -> JudgeConnection:
     return judge
 
 
+def _text_problem(text: str, longest: int) -> str | None:
+    """Why a text field cannot be stored (too long, or characters the database
+    refuses), or None."""
+    if len(text) > longest:
+        return f"At most {longest} characters."
+    found = unstorable_char(text)
+    return f"Contains {found}, which cannot be stored." if found else None
+
+
 def _check(fields: dict[str, Any]) -> dict[str, Any]:
     """Normalise and validate judge settings; ApplicationError names each bad field."""
     errors: dict[str, str] = {}
     out = dict(fields)
     if "name" in out:
         out["name"] = str(out["name"] or "").strip()
-        if not out["name"]:
-            errors["name"] = "Required."
-        elif len(out["name"]) > 200:
-            errors["name"] = "At most 200 characters."
+        problem = "Required." if not out["name"] else _text_problem(out["name"], 200)
+        if problem:
+            errors["name"] = problem
     if "base_url" in out:
         out["base_url"] = str(out["base_url"] or "").strip().rstrip("/")
-        found = unstorable_char(out["base_url"])
-        problem = (
-            f"Contains {found}, which cannot be stored."
-            if found
-            else judge_url_problem(out["base_url"])
+        # The address policy last: it resolves the host.
+        problem = _text_problem(out["base_url"], 500) or judge_url_problem(
+            out["base_url"]
         )
         if problem:
             errors["base_url"] = problem
     if "model" in out:
         out["model"] = str(out["model"] or "").strip()
-        if not out["model"]:
-            errors["model"] = "Required."
+        problem = "Required." if not out["model"] else _text_problem(out["model"], 200)
+        if problem:
+            errors["model"] = problem
     ranges = {
         "temperature": (0.0, 2.0),
         "timeout_seconds": (0.1, 600.0),
@@ -125,14 +132,6 @@ def _check(fields: dict[str, Any]) -> dict[str, Any]:
             out[name] = price
         elif name in out:
             out[name] = None
-    for name, longest in (("base_url", 500), ("model", 200)):
-        if name in out and name not in errors and len(out[name]) > longest:
-            errors[name] = f"At most {longest} characters."
-    for name in ("name", "base_url", "model"):
-        if name in out and name not in errors:
-            found = unstorable_char(str(out[name]))
-            if found:
-                errors[name] = f"Contains {found}, which cannot be stored."
     if errors:
         first = next(iter(errors.items()))
         raise ApplicationError(f"{first[0]}: {first[1]}", field_errors=errors)
@@ -166,7 +165,8 @@ def _key_fields(
     if clear:
         return {"api_key_encrypted": "", "api_key_env": "", "api_key_url": ""}
     if api_key:
-        if unstorable_char(api_key) or not api_key.isprintable():
+        # Not printable covers NUL, lone surrogates and line breaks alike.
+        if not api_key.isprintable():
             raise ApplicationError(
                 "api_key: The key contains characters an HTTP header cannot carry.",
                 field_errors={
@@ -393,11 +393,11 @@ def judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
     )
 
 
+_REDIRECT_HINT = (
+    "a redirect, which judge calls never follow: enter the URL it redirects to"
+)
 _STATUS_HINTS = {
-    301: "a redirect, which judge calls never follow: enter the URL it redirects to",
-    302: "a redirect, which judge calls never follow: enter the URL it redirects to",
-    307: "a redirect, which judge calls never follow: enter the URL it redirects to",
-    308: "a redirect, which judge calls never follow: enter the URL it redirects to",
+    **dict.fromkeys((301, 302, 307, 308), _REDIRECT_HINT),
     400: "the request was refused; check the model name",
     401: "the API key was refused",
     403: "the API key may not use this model",
