@@ -7,7 +7,7 @@ rounding and pass rules are those of SCORERS.md.
 from __future__ import annotations
 
 from scoring.analysis import parse_factuality_reply, validate_analysis
-from scoring.cache import InMemoryCache, JudgeCache, cache_key
+from scoring.cache import AsyncJudgeCache, InMemoryCache, JudgeCache, cache_key
 from scoring.client import StepRecord
 from scoring.errors import (
     AnalysisError,
@@ -20,6 +20,7 @@ from scoring.errors import (
 from scoring.formulas import compute_score, passes, round_half_up
 from scoring.judge import (
     JudgeResult,
+    ajudge_case,
     estimate_tokens,
     judge_case,
     make_client,
@@ -54,10 +55,12 @@ __all__ = [
     "round_half_up",
     "validate_analysis",
     "validate_options",
+    "AsyncJudgeCache",
     "InMemoryCache",
     "JudgeCache",
     "JudgeResult",
     "StepRecord",
+    "ajudge_case",
     "cache_key",
     "estimate_tokens",
     "judge_case",

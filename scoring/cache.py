@@ -20,6 +20,15 @@ class JudgeCache(Protocol):
     def set(self, key: str, value: dict[str, Any]) -> None: ...
 
 
+@runtime_checkable
+class AsyncJudgeCache(Protocol):
+    """JudgeCache for the asyncio runner (``scoring.client.AsyncStepRunner``)."""
+
+    async def get(self, key: str) -> dict[str, Any] | None: ...
+
+    async def set(self, key: str, value: dict[str, Any]) -> None: ...
+
+
 def cache_key(
     base_url: str | None,
     model: str,

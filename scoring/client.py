@@ -4,27 +4,30 @@ retries with backoff honouring Retry-After, one repair attempt, a cache, and a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import email.utils
 import math
 import random
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Awaitable, Callable, Generator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TypeVar, cast
 
 import openai
 from openai.types.chat import ChatCompletion
 
-from scoring.cache import JudgeCache, cache_key
+from scoring.cache import AsyncJudgeCache, JudgeCache, cache_key
 from scoring.egress import refused_cause
 from scoring.prompts import Messages, Reply, Step, repair_message, schema_instructions
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
 
 Limiter = Callable[[], AbstractContextManager[Any]]
+AsyncLimiter = Callable[[], AbstractAsyncContextManager[Any]]
+_T = TypeVar("_T")
 
 
 def _zero_usage() -> dict[str, int]:
@@ -179,9 +182,244 @@ def _is_transient(exc: Exception) -> bool:
     return False
 
 
+class SendRequest(NamedTuple):
+    """Action: POST one chat completion (inside the limiter); the reply is the
+    ``ChatCompletion``, or the client's exception is thrown back into the plan."""
+
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]
+
+
+class Wait(NamedTuple):
+    """Action: sleep before a retry (outside the limiter)."""
+
+    seconds: float
+
+
+class CacheRead(NamedTuple):
+    """Action: look ``key`` up in the cache; the reply is the stored value or None."""
+
+    key: str
+
+
+class CacheWrite(NamedTuple):
+    """Action: store ``value`` under ``key``."""
+
+    key: str
+    value: dict[str, Any]
+
+
+Action = SendRequest | Wait | CacheRead | CacheWrite
+# A plan is a generator of actions: the driver performs each and sends its reply back
+# (or throws its exception in). The logic of a step (formats, cache, retries, repair)
+# is written once here; a sync driver (threads) and an async driver (asyncio, many
+# calls per worker slot) only perform I/O.
+Plan = Generator[Action, Any, _T]
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    """What a step plan needs to know of its judge (no I/O objects)."""
+
+    model: str
+    base_url: str
+    temperature: float = 0.0
+    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy())
+    use_cache: bool = False
+
+
+def step_plan(
+    step: Step, messages: Messages, settings: StepSettings, rng: random.Random
+) -> Plan[tuple[Reply, StepRecord]]:
+    """The plan of one step; StepFailed when it cannot produce a valid reply."""
+    start = time.perf_counter()
+    record = StepRecord(name=step.name, messages=[dict(m) for m in messages])
+    first = RESPONSE_FORMATS.index(remembered_format(settings.base_url, settings.model))
+    try:
+        for mode in RESPONSE_FORMATS[first:]:
+            record.response_format = mode
+            sent = _messages_for(step, messages, mode)
+            record.messages = sent
+            params = _params(step, mode, settings.temperature)
+            key = cache_key(settings.base_url, settings.model, sent, params)
+            if settings.use_cache:
+                hit = _cached_reply(step, (yield CacheRead(key)), record)
+                if hit is not None:
+                    return hit, record
+            try:
+                raw = yield from _request_plan(sent, params, record, settings, rng)
+            except _FormatRejected:
+                continue
+            _remember_format(settings.base_url, settings.model, mode)
+            reply = yield from _validate_or_repair(
+                step, sent, params, raw, record, settings, rng
+            )
+            if settings.use_cache:
+                yield CacheWrite(
+                    key,
+                    {
+                        "raw": record.raw,
+                        "usage": dict(record.usage),
+                        "response_format": mode,
+                    },
+                )
+            return reply, record
+        raise _fail(record, "the endpoint rejected every response format", None)
+    finally:
+        record.latency_ms = round((time.perf_counter() - start) * 1000, 3)
+
+
+def _messages_for(step: Step, messages: Messages, mode: str) -> list[dict[str, Any]]:
+    sent = [dict(m) for m in messages]
+    if mode != "json_schema" and sent and sent[0]["role"] == "system":
+        sent[0]["content"] = sent[0]["content"] + schema_instructions(step)
+    return sent
+
+
+def _params(step: Step, mode: str, temperature: float) -> dict[str, Any]:
+    params: dict[str, Any] = {"temperature": temperature}
+    if mode == "json_schema":
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": step.schema_name,
+                "schema": step.json_schema(),
+                "strict": True,
+            },
+        }
+    elif mode == "json_object":
+        params["response_format"] = {"type": "json_object"}
+    return params
+
+
+def _cached_reply(step: Step, value: Any, record: StepRecord) -> Reply | None:
+    if not value or not isinstance(value.get("raw"), str):
+        return None
+    try:
+        reply = step.parse(value["raw"])
+    except ValueError:
+        return None
+    record.raw = value["raw"]
+    record.usage = {**_zero_usage(), **(value.get("usage") or {})}
+    record.cached = True
+    return reply
+
+
+def _fail(record: StepRecord, message: str, raw: str | None) -> StepFailed:
+    record.error = message
+    return StepFailed(f"step {record.name!r}: {message}", record, raw)
+
+
+def _validate_or_repair(
+    step: Step,
+    sent: list[dict[str, Any]],
+    params: dict[str, Any],
+    raw: str,
+    record: StepRecord,
+    settings: StepSettings,
+    rng: random.Random,
+) -> Plan[Reply]:
+    try:
+        return step.parse(raw)
+    except ValueError as exc:
+        first_error = str(exc)
+    conversation = [
+        *sent,
+        {"role": "assistant", "content": raw},
+        repair_message(first_error),
+    ]
+    record.messages = conversation
+    raw2 = yield from _request_plan(conversation, params, record, settings, rng)
+    try:
+        return step.parse(raw2)
+    except ValueError as exc:
+        raise _fail(
+            record,
+            f"the judge's reply did not validate after one repair attempt: {exc}",
+            raw2,
+        ) from exc
+
+
+def _request_plan(
+    messages: list[dict[str, Any]],
+    params: dict[str, Any],
+    record: StepRecord,
+    settings: StepSettings,
+    rng: random.Random,
+) -> Plan[str]:
+    policy = settings.retry
+    attempt = 0
+    while True:
+        record.attempts += 1
+        try:
+            response = yield SendRequest(messages, params)
+            break
+        except openai.APIStatusError as exc:
+            if "response_format" in params and _is_format_rejection(exc):
+                raise _FormatRejected() from exc
+            if not _is_transient(exc):
+                raise _fail(record, _describe(exc), None) from exc
+            error: Exception = exc
+            retry_after = parse_retry_after(exc.response.headers)
+        except openai.APIConnectionError as exc:
+            refused = refused_cause(exc)
+            if refused is not None:
+                # A policy answer, not a network fault: retrying cannot change it.
+                raise _fail(record, str(refused), None) from exc
+            error = exc
+            retry_after = None
+        if attempt >= policy.max_retries:
+            raise _fail(
+                record,
+                f"gave up after {attempt + 1} attempts: {_describe(error)}",
+                None,
+            ) from error
+        yield Wait(policy.backoff(attempt, retry_after, rng))
+        attempt += 1
+    usage = getattr(response, "usage", None)
+    if usage is not None:
+        for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            record.usage[name] = record.usage.get(name, 0) + int(
+                getattr(usage, name, 0) or 0
+            )
+    choices = getattr(response, "choices", None) or []
+    content = choices[0].message.content if choices else None
+    raw = content if isinstance(content, str) else ""
+    record.raw = raw
+    return raw
+
+
+class _Finished(NamedTuple):
+    value: Any
+
+
+# What a request raises that the plan decides about (retry, fall back, fail the step);
+# anything else (a cancelled run, a broken cache) ends the plan as it is.
+_CLIENT_ERRORS = (openai.APIStatusError, openai.APIConnectionError)
+
+
+def _advance(
+    plan: Plan[Any], reply: Any, error: Exception | None
+) -> Action | _Finished:
+    """The plan's next action, given the last one's reply or error; _Finished at the end."""
+    try:
+        return plan.send(reply) if error is None else plan.throw(error)
+    except StopIteration as stop:
+        return _Finished(stop.value)
+
+
+def _chat_body(model: str, request: SendRequest) -> dict[str, Any]:
+    # The same POST that chat.completions.create sends, minus its per-call TypedDict
+    # transform of the body: that transform was a third of the client's CPU per call
+    # (~1 ms of 2.5 in a profile of the run benchmark's workers), and a run's workers
+    # are CPU-bound. Rechecked 23 November on a mock transport (no network):
+    # 0.55-0.7 ms of CPU per call this way, 1.15-1.55 ms through the SDK.
+    return {"model": model, "messages": request.messages, **request.params}
+
+
 class StepRunner:
-    """Runs judge steps for one client/model; shared by the steps of a case (and safe to
-    share between threads)."""
+    """Runs step plans with a blocking ``openai.OpenAI`` client (safe to share between
+    threads): each request inside the limiter, the waits with ``retry.sleep``."""
 
     def __init__(
         self,
@@ -196,182 +434,114 @@ class StepRunner:
         seed: int | None = None,
     ) -> None:
         self.client = client
-        self.model = model
-        self.base_url = (base_url or str(client.base_url)).rstrip("/")
-        self.temperature = temperature
         self.cache = cache
         self.limiter = limiter
-        self.retry = retry or RetryPolicy()
+        self.settings = StepSettings(
+            model=model,
+            base_url=(base_url or str(client.base_url)).rstrip("/"),
+            temperature=temperature,
+            retry=retry or RetryPolicy(),
+            use_cache=cache is not None,
+        )
         self._rng = random.Random(seed)
-
-    # -- public -----------------------------------------------------------------------
 
     def run(self, step: Step, messages: Messages) -> tuple[Reply, StepRecord]:
         """Run one step; StepFailed when it cannot produce a valid reply."""
-        start = time.perf_counter()
-        record = StepRecord(name=step.name, messages=[dict(m) for m in messages])
-        first = RESPONSE_FORMATS.index(remembered_format(self.base_url, self.model))
-        try:
-            for mode in RESPONSE_FORMATS[first:]:
-                record.response_format = mode
-                sent = self._messages_for(step, messages, mode)
-                record.messages = sent
-                params = self._params(step, mode)
-                key = cache_key(self.base_url, self.model, sent, params)
-                hit = self._from_cache(step, key, record)
-                if hit is not None:
-                    return hit, record
-                try:
-                    raw = self._request(sent, params, record)
-                except _FormatRejected:
-                    continue
-                _remember_format(self.base_url, self.model, mode)
-                reply = self._validate_or_repair(step, sent, params, raw, record)
-                if self.cache is not None:
-                    self.cache.set(
-                        key,
-                        {
-                            "raw": record.raw,
-                            "usage": dict(record.usage),
-                            "response_format": mode,
-                        },
-                    )
-                return reply, record
-            raise self._fail(
-                record, "the endpoint rejected every response format", None
-            )
-        finally:
-            record.latency_ms = round((time.perf_counter() - start) * 1000, 3)
+        return self.drive(step_plan(step, messages, self.settings, self._rng))
 
-    # -- internals --------------------------------------------------------------------
-
-    def _messages_for(
-        self, step: Step, messages: Messages, mode: str
-    ) -> list[dict[str, Any]]:
-        sent = [dict(m) for m in messages]
-        if mode != "json_schema" and sent and sent[0]["role"] == "system":
-            sent[0]["content"] = sent[0]["content"] + schema_instructions(step)
-        return sent
-
-    def _params(self, step: Step, mode: str) -> dict[str, Any]:
-        params: dict[str, Any] = {"temperature": self.temperature}
-        if mode == "json_schema":
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": step.schema_name,
-                    "schema": step.json_schema(),
-                    "strict": True,
-                },
-            }
-        elif mode == "json_object":
-            params["response_format"] = {"type": "json_object"}
-        return params
-
-    def _from_cache(self, step: Step, key: str, record: StepRecord) -> Reply | None:
-        if self.cache is None:
-            return None
-        value = self.cache.get(key)
-        if not value or not isinstance(value.get("raw"), str):
-            return None
-        try:
-            reply = step.parse(value["raw"])
-        except ValueError:
-            return None
-        record.raw = value["raw"]
-        record.usage = {**_zero_usage(), **(value.get("usage") or {})}
-        record.cached = True
-        return reply
-
-    def _fail(self, record: StepRecord, message: str, raw: str | None) -> StepFailed:
-        record.error = message
-        return StepFailed(f"step {record.name!r}: {message}", record, raw)
-
-    def _validate_or_repair(
-        self,
-        step: Step,
-        sent: list[dict[str, Any]],
-        params: dict[str, Any],
-        raw: str,
-        record: StepRecord,
-    ) -> Reply:
-        try:
-            return step.parse(raw)
-        except ValueError as exc:
-            first_error = str(exc)
-        conversation = [
-            *sent,
-            {"role": "assistant", "content": raw},
-            repair_message(first_error),
-        ]
-        record.messages = conversation
-        raw2 = self._request(conversation, params, record)
-        try:
-            return step.parse(raw2)
-        except ValueError as exc:
-            raise self._fail(
-                record,
-                f"the judge's reply did not validate after one repair attempt: {exc}",
-                raw2,
-            ) from exc
-
-    def _request(
-        self, messages: list[dict[str, Any]], params: dict[str, Any], record: StepRecord
-    ) -> str:
-        policy = self.retry
-        attempt = 0
-        while True:
-            record.attempts += 1
+    def drive(self, plan: Plan[_T]) -> _T:
+        """Perform a plan's actions until it returns."""
+        reply: Any = None
+        error: Exception | None = None
+        while not isinstance(action := _advance(plan, reply, error), _Finished):
+            reply, error = None, None
             try:
-                response = self._send(messages, params)
-                break
-            except openai.APIStatusError as exc:
-                if "response_format" in params and _is_format_rejection(exc):
-                    raise _FormatRejected() from exc
-                if not _is_transient(exc):
-                    raise self._fail(record, _describe(exc), None) from exc
-                error: Exception = exc
-                retry_after = parse_retry_after(exc.response.headers)
-            except openai.APIConnectionError as exc:
-                refused = refused_cause(exc)
-                if refused is not None:
-                    # A policy answer, not a network fault: retrying cannot change it.
-                    raise self._fail(record, str(refused), None) from exc
+                reply = self._perform(action)
+            except _CLIENT_ERRORS as exc:
                 error = exc
-                retry_after = None
-            if attempt >= policy.max_retries:
-                raise self._fail(
-                    record,
-                    f"gave up after {attempt + 1} attempts: {_describe(error)}",
-                    None,
-                ) from error
-            policy.sleep(policy.backoff(attempt, retry_after, self._rng))
-            attempt += 1
-        usage = getattr(response, "usage", None)
-        if usage is not None:
-            for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
-                record.usage[name] = record.usage.get(name, 0) + int(
-                    getattr(usage, name, 0) or 0
-                )
-        choices = getattr(response, "choices", None) or []
-        content = choices[0].message.content if choices else None
-        raw = content if isinstance(content, str) else ""
-        record.raw = raw
-        return raw
+        return cast(_T, action.value)
 
-    def _send(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> Any:
-        """One HTTP request, inside the limiter (the wait between retries is outside)."""
-        limiter = (
-            self.limiter() if self.limiter is not None else contextlib.nullcontext()
-        )
-        # The same POST that chat.completions.create sends, minus its per-call TypedDict
-        # transform of the body: that transform was a third of the client's CPU per call
-        # (~1 ms of 2.5 in a profile of the run benchmark's workers), and a run's workers
-        # are CPU-bound. Rechecked 23 November on a mock transport (no network):
-        # 0.55-0.7 ms of CPU per call this way, 1.15-1.55 ms through the SDK.
-        with limiter:
-            return self.client.post(
-                "/chat/completions",
-                body={"model": self.model, "messages": messages, **params},
-                cast_to=ChatCompletion,
+    def _perform(self, action: Action) -> Any:
+        if isinstance(action, SendRequest):
+            limiter = (
+                self.limiter() if self.limiter is not None else contextlib.nullcontext()
             )
+            with limiter:
+                return self.client.post(
+                    "/chat/completions",
+                    body=_chat_body(self.settings.model, action),
+                    cast_to=ChatCompletion,
+                )
+        if isinstance(action, Wait):
+            self.settings.retry.sleep(action.seconds)
+            return None
+        assert self.cache is not None
+        if isinstance(action, CacheRead):
+            return self.cache.get(action.key)
+        self.cache.set(action.key, action.value)
+        return None
+
+
+class AsyncStepRunner:
+    """Runs step plans with an ``openai.AsyncOpenAI`` client: one event loop holds as
+    many calls in flight as its limiter grants, so a worker slot is not one call."""
+
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        *,
+        model: str,
+        base_url: str | None = None,
+        temperature: float = 0.0,
+        cache: AsyncJudgeCache | None = None,
+        limiter: AsyncLimiter | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        seed: int | None = None,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.limiter = limiter
+        self.sleep = sleep
+        self.settings = StepSettings(
+            model=model,
+            base_url=(base_url or str(client.base_url)).rstrip("/"),
+            temperature=temperature,
+            retry=retry or RetryPolicy(),
+            use_cache=cache is not None,
+        )
+        self._rng = random.Random(seed)
+
+    async def run(self, step: Step, messages: Messages) -> tuple[Reply, StepRecord]:
+        return await self.drive(step_plan(step, messages, self.settings, self._rng))
+
+    async def drive(self, plan: Plan[_T]) -> _T:
+        reply: Any = None
+        error: Exception | None = None
+        while not isinstance(action := _advance(plan, reply, error), _Finished):
+            reply, error = None, None
+            try:
+                reply = await self._perform(action)
+            except _CLIENT_ERRORS as exc:
+                error = exc
+        return cast(_T, action.value)
+
+    async def _perform(self, action: Action) -> Any:
+        if isinstance(action, SendRequest):
+            limiter = (
+                self.limiter() if self.limiter is not None else contextlib.nullcontext()
+            )
+            async with limiter:
+                return await self.client.post(
+                    "/chat/completions",
+                    body=_chat_body(self.settings.model, action),
+                    cast_to=ChatCompletion,
+                )
+        if isinstance(action, Wait):
+            await self.sleep(action.seconds)
+            return None
+        assert self.cache is not None
+        if isinstance(action, CacheRead):
+            return await self.cache.get(action.key)
+        await self.cache.set(action.key, action.value)
+        return None

@@ -9,16 +9,28 @@ explains the computed score.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx2
 import openai
 
 from scoring.analysis import validate_analysis
-from scoring.cache import JudgeCache
-from scoring.client import Limiter, RetryPolicy, StepFailed, StepRecord, StepRunner
+from scoring.cache import AsyncJudgeCache, JudgeCache
+from scoring.client import (
+    AsyncLimiter,
+    AsyncStepRunner,
+    Limiter,
+    Plan,
+    RetryPolicy,
+    StepFailed,
+    StepRecord,
+    StepRunner,
+    StepSettings,
+    step_plan,
+)
 from scoring.egress import AddressGuard, guarded_http_client
 from scoring.errors import AnalysisError, CaseError, JudgeError
 from scoring.formulas import compute_score, passes
@@ -44,6 +56,7 @@ from scoring.registry import KINDS
 
 __all__ = [
     "JudgeResult",
+    "ajudge_case",
     "estimate_tokens",
     "judge_case",
     "make_client",
@@ -189,17 +202,20 @@ def _check_text(name: str, value: str, limit: int) -> None:
 
 
 class _Run:
-    """The steps of one judge_case call, collecting their records."""
+    """The steps of one case, collecting their records (a plan, see scoring.client)."""
 
-    def __init__(self, kind: str, runner: StepRunner) -> None:
+    def __init__(self, kind: str, settings: StepSettings, rng: random.Random) -> None:
         self.kind = kind
-        self.runner = runner
+        self.settings = settings
+        self.rng = rng
         self.steps: list[StepRecord] = []
 
-    def step(self, name: str, messages: Messages) -> Reply:
+    def step(self, name: str, messages: Messages) -> Plan[Reply]:
         step = get_step(self.kind, name)
         try:
-            reply, record = self.runner.run(step, messages)
+            reply, record = yield from step_plan(
+                step, messages, self.settings, self.rng
+            )
         except StepFailed as exc:
             self.steps.append(exc.record)
             raise JudgeError(
@@ -211,26 +227,28 @@ class _Run:
 
 def _analyse(
     run: _Run, case: Mapping[str, Any], options: Mapping[str, Any]
-) -> dict[str, Any]:
+) -> Plan[dict[str, Any]]:
     kind = run.kind
     context = list(case.get("context") or [])
     first = STEPS[kind][0].name
     if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
-        reply = run.step(first, first_step_messages(kind, case, options))
+        reply = yield from run.step(first, first_step_messages(kind, case, options))
         assert isinstance(reply, ClaimsReply | StatementsReply | OpinionsReply)
         items = [s for s in reply.model_dump()[first] if s.strip()]
         verdicts: list[dict[str, Any]] = []
         if items:  # nothing extracted: no verdict call, no verdicts
-            verdict_reply = run.step("verdicts", verdict_messages(kind, case, items))
+            verdict_reply = yield from run.step(
+                "verdicts", verdict_messages(kind, case, items)
+            )
             verdicts = list(verdict_reply.model_dump()["verdicts"])
         return {first: items, "verdicts": verdicts}
     if kind == "toxicity":
-        reply = run.step(first, first_step_messages(kind, case, options))
+        reply = yield from run.step(first, first_step_messages(kind, case, options))
         return {"verdicts": list(reply.model_dump()["verdicts"])}
     if kind == "context_relevance":
         if not context:
             return {"evaluations": [], "missing_context": [], "context_count": 0}
-        reply = run.step(first, first_step_messages(kind, case, options))
+        reply = yield from run.step(first, first_step_messages(kind, case, options))
         assert isinstance(reply, ContextRelevanceReply)
         _check_indexes(run, [e.context_index for e in reply.evaluations], len(context))
         return {
@@ -239,16 +257,16 @@ def _analyse(
             "context_count": len(context),
         }
     if kind == "context_precision":
-        reply = run.step(first, first_step_messages(kind, case, options))
+        reply = yield from run.step(first, first_step_messages(kind, case, options))
         assert isinstance(reply, ContextPrecisionReply)
         _check_indexes(run, [v.context_index for v in reply.verdicts], len(context))
         return {"verdicts": [v.model_dump() for v in reply.verdicts]}
     if kind == "factuality":
-        reply = run.step(first, first_step_messages(kind, case, options))
+        reply = yield from run.step(first, first_step_messages(kind, case, options))
         assert isinstance(reply, FactualityReply)
         return {"category": reply.category, "reason": reply.reason}
     if kind == "custom_rubric":
-        reply = run.step(first, first_step_messages(kind, case, options))
+        reply = yield from run.step(first, first_step_messages(kind, case, options))
         assert isinstance(reply, RubricReply)
         return {"score": reply.score, "reason": reply.reason}
     raise KeyError(kind)
@@ -281,6 +299,62 @@ def _local_reason(kind: str, analysis: Mapping[str, Any], score: float) -> str |
     return None
 
 
+class _Prepared(NamedTuple):
+    opts: dict[str, Any]
+    result: JudgeResult | None  # set for a text kind: scored locally, no judge
+
+
+def _prepare(
+    kind: str,
+    case: Mapping[str, Any],
+    options: Mapping[str, Any] | None,
+    max_field_chars: int,
+    has_client: bool,
+) -> _Prepared:
+    opts = validate_options(kind, dict(options) if options else None)
+    validate_case(kind, case, max_field_chars=max_field_chars)
+    if not KINDS[kind].needs_judge:
+        from scoring.textkinds import analyze_text
+
+        analysis = analyze_text(kind, dict(case), opts)  # type: ignore[arg-type]
+        score = compute_score(kind, analysis, opts)
+        passed = passes(kind, score, opts)
+        reason = _text_reason(kind, analysis, score)
+        return _Prepared(opts, JudgeResult(kind, analysis, score, passed, reason, []))
+    if not has_client:
+        raise JudgeError(f"{kind} needs a judge: pass an openai.OpenAI client")
+    return _Prepared(opts, None)
+
+
+def _judge_plan(
+    run: _Run, case: Mapping[str, Any], opts: dict[str, Any]
+) -> Plan[JudgeResult]:
+    kind = run.kind
+    raw_analysis = yield from _analyse(run, case, opts)
+    try:
+        analysis = validate_analysis(kind, raw_analysis)
+    except AnalysisError as exc:
+        raw = run.steps[-1].raw if run.steps else None
+        raise JudgeError(
+            f"{kind}: the judge's analysis is invalid: {exc}", raw=raw, steps=run.steps
+        ) from exc
+    score = compute_score(kind, analysis, opts)
+    passed = passes(kind, score, opts)
+    if "reason" in KINDS[kind].steps:
+        reason = _local_reason(kind, analysis, score)
+        if reason is None:
+            reply = yield from run.step(
+                "reason",
+                reason_messages(
+                    kind, case, analysis, score, float(opts["scale"]), passed
+                ),
+            )
+            reason = str(reply.model_dump()["reason"])
+    else:
+        reason = str(analysis.get("reason", ""))
+    return JudgeResult(kind, analysis, score, passed, reason, run.steps)
+
+
 def judge_case(
     kind: str,
     case: Mapping[str, Any],
@@ -303,20 +377,10 @@ def judge_case(
     call) for a case the kind cannot judge, and JudgeError (with ``raw`` and ``steps``)
     when a judge step cannot be completed after retries and one repair attempt.
     """
-    opts = validate_options(kind, dict(options) if options else None)
-    spec = KINDS[kind]
-    validate_case(kind, case, max_field_chars=max_field_chars)
-    if not spec.needs_judge:
-        from scoring.textkinds import analyze_text
-
-        analysis = analyze_text(kind, dict(case), opts)  # type: ignore[arg-type]
-        score = compute_score(kind, analysis, opts)
-        passed = passes(kind, score, opts)
-        return JudgeResult(
-            kind, analysis, score, passed, _text_reason(kind, analysis, score), []
-        )
-    if client is None:
-        raise JudgeError(f"{kind} needs a judge: pass an openai.OpenAI client")
+    prepared = _prepare(kind, case, options, max_field_chars, client is not None)
+    if prepared.result is not None:
+        return prepared.result
+    assert client is not None
     runner = StepRunner(
         client,
         model=model,
@@ -330,30 +394,43 @@ def judge_case(
             max_delay=retry_max_delay,
         ),
     )
-    run = _Run(kind, runner)
-    raw_analysis = _analyse(run, case, opts)
-    try:
-        analysis = validate_analysis(kind, raw_analysis)
-    except AnalysisError as exc:
-        raw = run.steps[-1].raw if run.steps else None
-        raise JudgeError(
-            f"{kind}: the judge's analysis is invalid: {exc}", raw=raw, steps=run.steps
-        ) from exc
-    score = compute_score(kind, analysis, opts)
-    passed = passes(kind, score, opts)
-    if "reason" in spec.steps:
-        reason = _local_reason(kind, analysis, score)
-        if reason is None:
-            reply = run.step(
-                "reason",
-                reason_messages(
-                    kind, case, analysis, score, float(opts["scale"]), passed
-                ),
-            )
-            reason = str(reply.model_dump()["reason"])
-    else:
-        reason = str(analysis.get("reason", ""))
-    return JudgeResult(kind, analysis, score, passed, reason, run.steps)
+    run = _Run(kind, runner.settings, random.Random())
+    return runner.drive(_judge_plan(run, case, prepared.opts))
+
+
+async def ajudge_case(
+    kind: str,
+    case: Mapping[str, Any],
+    options: Mapping[str, Any] | None,
+    client: openai.AsyncOpenAI | None,
+    *,
+    model: str,
+    temperature: float = 0.0,
+    cache: AsyncJudgeCache | None = None,
+    limiter: AsyncLimiter | None = None,
+    max_retries: int = 4,
+    max_field_chars: int = 100_000,
+    base_url: str | None = None,
+    retry: RetryPolicy | None = None,
+) -> JudgeResult:
+    """``judge_case`` on asyncio: the same steps and errors, with an AsyncOpenAI
+    client, an async cache and an async limiter (``retry.sleep`` is not used: the
+    waits are ``asyncio.sleep``)."""
+    prepared = _prepare(kind, case, options, max_field_chars, client is not None)
+    if prepared.result is not None:
+        return prepared.result
+    assert client is not None
+    runner = AsyncStepRunner(
+        client,
+        model=model,
+        base_url=base_url,
+        temperature=temperature,
+        cache=cache,
+        limiter=limiter,
+        retry=retry or RetryPolicy(max_retries=max_retries),
+    )
+    run = _Run(kind, runner.settings, random.Random())
+    return await runner.drive(_judge_plan(run, case, prepared.opts))
 
 
 def _text_reason(kind: str, analysis: Mapping[str, Any], score: float) -> str:
