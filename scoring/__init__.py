@@ -23,6 +23,7 @@ from scoring.judge import (
     ajudge_case,
     estimate_tokens,
     judge_case,
+    make_async_client,
     make_client,
     preview_prompts,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "cache_key",
     "estimate_tokens",
     "judge_case",
+    "make_async_client",
     "make_client",
     "preview_prompts",
 ]

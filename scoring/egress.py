@@ -11,6 +11,7 @@ sure it is asked on every connection.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable
@@ -59,6 +60,22 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     return seen
 
 
+def _checked_addresses(
+    guard: AddressGuard, host: str, port: int, addresses: Any
+) -> list[IPAddress]:
+    if isinstance(addresses, OSError):
+        raise httpcore2.ConnectError(f"could not resolve host {host}") from addresses
+    guard(host, port, addresses)
+    return list(addresses)
+
+
+def _resolve_or_error(host: str, port: int) -> list[IPAddress] | OSError:
+    try:
+        return resolve(host, port)
+    except OSError as exc:
+        return exc
+
+
 class _GuardedBackend(httpcore2.NetworkBackend):
     def __init__(self, guard: AddressGuard) -> None:
         self._guard = guard
@@ -72,11 +89,9 @@ class _GuardedBackend(httpcore2.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.NetworkStream:
-        try:
-            addresses = resolve(host, port)
-        except OSError as exc:
-            raise httpcore2.ConnectError(f"could not resolve host {host}") from exc
-        self._guard(host, port, addresses)
+        addresses = _checked_addresses(
+            self._guard, host, port, _resolve_or_error(host, port)
+        )
         error: httpcore2.ConnectError | None = None
         for address in addresses:
             try:
@@ -102,6 +117,49 @@ class _GuardedBackend(httpcore2.NetworkBackend):
         self._inner.sleep(seconds)
 
 
+class _AsyncGuardedBackend(httpcore2.AsyncNetworkBackend):
+    """_GuardedBackend for asyncio clients (the name is resolved off the event loop)."""
+
+    def __init__(self, guard: AddressGuard) -> None:
+        self._guard = guard
+        self._inner = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        resolved = await asyncio.to_thread(_resolve_or_error, host, port)
+        addresses = _checked_addresses(self._guard, host, port, resolved)
+        error: httpcore2.ConnectError | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except httpcore2.ConnectError as exc:
+                error = exc
+        assert error is not None
+        raise error
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        raise EgressRefused("judge connections go over TCP only")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+_DEFAULT_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=1000)
+
+
 class GuardedTransport(httpx2.HTTPTransport):
     """httpx2's transport with every TCP connection checked by ``guard``.
 
@@ -111,9 +169,7 @@ class GuardedTransport(httpx2.HTTPTransport):
     def __init__(
         self, guard: AddressGuard, *, limits: httpx2.Limits | None = None
     ) -> None:
-        limits = limits or httpx2.Limits(
-            max_connections=1000, max_keepalive_connections=100
-        )
+        limits = limits or _DEFAULT_LIMITS
         super().__init__(limits=limits, trust_env=False)
         # The pool httpx2 would build, with our network backend: httpx2 takes no backend
         # argument, httpcore2's pool does.
@@ -126,11 +182,40 @@ class GuardedTransport(httpx2.HTTPTransport):
         )
 
 
+class AsyncGuardedTransport(httpx2.AsyncHTTPTransport):
+    """GuardedTransport for ``httpx2.AsyncClient``."""
+
+    def __init__(
+        self, guard: AddressGuard, *, limits: httpx2.Limits | None = None
+    ) -> None:
+        limits = limits or _DEFAULT_LIMITS
+        super().__init__(limits=limits, trust_env=False)
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_AsyncGuardedBackend(guard),
+        )
+
+
 def guarded_http_client(guard: AddressGuard, timeout: float) -> httpx2.Client:
     """An httpx2 client for a judge: connections checked by ``guard``, redirects never
     followed (a redirect could send the request, with its key, to another address)."""
     return httpx2.Client(
         transport=GuardedTransport(guard),
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+    )
+
+
+def guarded_async_http_client(
+    guard: AddressGuard, timeout: float
+) -> httpx2.AsyncClient:
+    """guarded_http_client for asyncio."""
+    return httpx2.AsyncClient(
+        transport=AsyncGuardedTransport(guard),
         timeout=timeout,
         follow_redirects=False,
         trust_env=False,

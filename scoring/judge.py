@@ -31,7 +31,11 @@ from scoring.client import (
     StepSettings,
     step_plan,
 )
-from scoring.egress import AddressGuard, guarded_http_client
+from scoring.egress import (
+    AddressGuard,
+    guarded_async_http_client,
+    guarded_http_client,
+)
 from scoring.errors import AnalysisError, CaseError, JudgeError
 from scoring.formulas import compute_score, passes
 from scoring.options import validate_options
@@ -59,6 +63,7 @@ __all__ = [
     "ajudge_case",
     "estimate_tokens",
     "judge_case",
+    "make_async_client",
     "make_client",
     "preview_prompts",
     "validate_case",
@@ -105,9 +110,7 @@ def make_client(
         http_client = guarded_http_client(address_guard, timeout)
     else:
         http_client = httpx2.Client(
-            timeout=timeout,
-            follow_redirects=False,
-            limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+            timeout=timeout, follow_redirects=False, limits=_LIMITS
         )
     return openai.OpenAI(
         base_url=base_url,
@@ -116,6 +119,33 @@ def make_client(
         max_retries=0,
         http_client=http_client,
     )
+
+
+def make_async_client(
+    base_url: str,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    *,
+    address_guard: AddressGuard | None = None,
+) -> openai.AsyncOpenAI:
+    """``make_client`` for ``ajudge_case``: an ``openai.AsyncOpenAI`` client, one
+    connection per call in flight (up to 1,000), same redirect and address rules."""
+    if address_guard is not None:
+        http_client = guarded_async_http_client(address_guard, timeout)
+    else:
+        http_client = httpx2.AsyncClient(
+            timeout=timeout, follow_redirects=False, limits=_LIMITS
+        )
+    return openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key or "not-needed",
+        timeout=timeout,
+        max_retries=0,
+        http_client=http_client,
+    )
+
+
+_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=1000)
 
 
 # --------------------------------------------------------------------------- case checks

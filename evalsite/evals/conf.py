@@ -24,6 +24,13 @@ def monitor_interval() -> float:
     return max(1.0, _number("EVALS_MONITOR_INTERVAL_SECONDS", lease_seconds() / 2))
 
 
-def chunk_size() -> int:
-    """How many result tasks one fan-out chunk task enqueues."""
-    return int(_number("EVALS_FANOUT_CHUNK", 500))
+def dispatchers_per_run() -> int:
+    """How many dispatch tasks work one run at once (each holds many calls in flight;
+    more spread a run's CPU over more worker processes and machines)."""
+    return max(1, int(_number("EVALS_DISPATCHERS_PER_RUN", 2)))
+
+
+def dispatch_seconds() -> float:
+    """How long one dispatch task works a run before it sends the next one to the back
+    of the queue (so a run started later is not kept waiting for a free slot)."""
+    return max(1.0, _number("EVALS_DISPATCH_SECONDS", 60))

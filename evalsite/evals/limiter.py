@@ -1,37 +1,65 @@
-"""A limiter shared by every worker process: at most `max_concurrency` requests in flight
-to one judge connection and at most `requests_per_minute` started per clock minute.
+"""A limiter shared by every worker process on every machine: at most `max_concurrency`
+requests in flight to one judge connection, at most `requests_per_minute` started per
+clock minute, and a shared slow-down when the judge answers 429.
 
 Two backends with the same semantics:
 - Redis (when REDIS_URL is set): a sorted set of leases (member = token, score = expiry),
   so a slot held by a killed worker frees itself when its lease expires, and a per-minute
-  counter key; both checked and taken atomically in one Lua script. A release pushes a
-  wake-up token so a waiter retries at once instead of on its next poll.
+  counter key; checked and taken atomically in one Lua script, several slots at a time.
+  A release pushes a wake-up token so a waiter retries at once instead of on its next
+  poll.
 - Files (the embedded SQLite/filesystem mode, one machine): one lock file per slot held
   with flock, which the kernel releases when a process dies, and a per-minute counter
   file updated under its own flock.
+
+A 429 slows the whole connection down, not only the call that got it (AIMD, as TCP
+does): the connection pauses until the reply's Retry-After, and (Redis) its concurrency
+ceiling halves, at most once a second; each call that succeeds then raises the ceiling
+by half a slot, so it doubles back within a few round trips.
+
+Each limiter has a blocking face (`with limiter():`, for threads) and an asyncio face
+(`async with limiter.aslot():`). In one event loop a single pump takes slots for all
+the loop's waiters in one script call, so a thousand waiting coroutines cost one Redis
+round trip per release, not a thousand polls.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import fcntl
 import os
 import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+)
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import openai
 from django.conf import settings
 
-Limiter = Callable[[], AbstractContextManager[Any]]
+from scoring.client import parse_retry_after
 
 # How long a waiter sleeps between attempts (seconds): short, because a judge call of
 # ~100 ms should not wait another 100 ms for a free slot.
 _POLL_MIN = 0.002
 _POLL_MAX = 0.02
+# The longest pause one 429's Retry-After imposes on the connection.
+_MAX_PAUSE = 60.0
+
+
+class Limiter(Protocol):
+    def __call__(self) -> AbstractContextManager[Any]: ...
+
+    def aslot(self) -> AbstractAsyncContextManager[Any]: ...
 
 
 def judge_limiter(
@@ -40,7 +68,7 @@ def judge_limiter(
     max_concurrency: int,
     requests_per_minute: int,
     lease_seconds: float = 120.0,
-) -> Limiter:
+) -> RedisLimiter | FileLimiter:
     """The shared limiter for one judge connection; 0 means "no limit" for either knob.
 
     `lease_seconds` must exceed the longest single request (the judge's timeout).
@@ -60,19 +88,178 @@ def judge_limiter(
 
 
 def _sleep(attempt: int) -> None:
-    time.sleep(min(_POLL_MAX, _POLL_MIN * (1.5**attempt)) * random.uniform(0.5, 1.0))
+    time.sleep(_poll_delay(attempt))
+
+
+def _poll_delay(attempt: int) -> float:
+    return min(_POLL_MAX, _POLL_MIN * (1.5**attempt)) * random.uniform(0.5, 1.0)
+
+
+def throttle_of(exc: BaseException) -> float | None:
+    """For a 429 from the judge, the pause it asks for (0 without Retry-After); else
+    None."""
+    if isinstance(exc, openai.APIStatusError) and exc.status_code == 429:
+        return min(parse_retry_after(exc.response.headers) or 0.0, _MAX_PAUSE)
+    return None
+
+
+class _Slots:
+    """What a backend does; the blocking and asyncio faces are built on these."""
+
+    def take(self, count: int) -> tuple[list[Any], float]:
+        """Up to `count` slots now, and when none: seconds to wait before trying again
+        (0 = until a release)."""
+        raise NotImplementedError
+
+    def give_back(self, slot: Any, *, succeeded: bool) -> None:
+        raise NotImplementedError
+
+    def throttled(self, pause: float) -> None:
+        raise NotImplementedError
+
+
+class _Faces(_Slots):
+    """The blocking face (`with limiter():`) and the asyncio face (`limiter.aslot()`)."""
+
+    _pumps: dict[asyncio.AbstractEventLoop, _Pump]
+
+    def wait_for_release(self, timeout: float) -> None:
+        time.sleep(min(timeout, _POLL_MAX))
+
+    def take_one(self) -> Any:
+        """One slot, waiting (blocking) until there is one."""
+        attempt = 0
+        while True:
+            slots, wait = self.take(1)
+            if slots:
+                return slots[0]
+            if wait > 0:
+                time.sleep(min(wait, 1.0) + random.uniform(0, 0.05))
+            else:
+                self.wait_for_release(_poll_delay(attempt) if attempt < 50 else 0.2)
+            attempt += 1
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        slot = self.take_one()
+        succeeded = False
+        try:
+            yield
+            succeeded = True
+        except BaseException as exc:
+            pause = throttle_of(exc)
+            if pause is not None:
+                self.throttled(pause)
+            raise
+        finally:
+            self.give_back(slot, succeeded=succeeded)
+
+    def __call__(self) -> AbstractContextManager[None]:
+        return self._slot()
+
+    @asynccontextmanager
+    async def _aslot(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        pump = self._pumps.get(loop)
+        if pump is None:
+            pump = self._pumps[loop] = _Pump(self)
+        slot = await pump.acquire()
+        succeeded = False
+        try:
+            yield
+            succeeded = True
+        except BaseException as exc:
+            pause = throttle_of(exc)
+            if pause is not None:
+                await asyncio.to_thread(self.throttled, pause)
+            raise
+        finally:
+            await pump.release(slot, succeeded=succeeded)
+
+    def aslot(self) -> AbstractAsyncContextManager[None]:
+        return self._aslot()
+
+
+class _Pump:
+    """Takes slots for one event loop's waiters, in order, several per backend call.
+
+    The backend calls are blocking (redis-py, flock) and quick; they run in a thread of
+    their own so the loop keeps serving replies meanwhile."""
+
+    def __init__(self, slots: _Faces) -> None:
+        self.slots = slots
+        self.waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self.task: asyncio.Task[None] | None = None
+
+    async def acquire(self) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.waiters.append(future)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._run())
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                await self.release(future.result(), succeeded=False)
+            raise
+
+    async def release(self, slot: Any, *, succeeded: bool) -> None:
+        await asyncio.to_thread(self.slots.give_back, slot, succeeded=succeeded)
+
+    async def _run(self) -> None:
+        attempt = 0
+        while self.waiters:
+            while self.waiters and self.waiters[0].done():
+                self.waiters.popleft()  # cancelled while waiting
+            if not self.waiters:
+                return
+            taken, wait = await asyncio.to_thread(self.slots.take, len(self.waiters))
+            for slot in taken:
+                while self.waiters and self.waiters[0].done():
+                    self.waiters.popleft()
+                if self.waiters:
+                    self.waiters.popleft().set_result(slot)
+                else:
+                    await self.release(slot, succeeded=False)
+            if taken:
+                attempt = 0
+                continue
+            if wait > 0:
+                await asyncio.sleep(min(wait, 1.0) + random.uniform(0, 0.05))
+            else:
+                timeout = _poll_delay(attempt) if attempt < 50 else 0.2
+                await asyncio.to_thread(self.slots.wait_for_release, timeout)
+            attempt += 1
 
 
 # --------------------------------------------------------------------------- Redis
 
+# KEYS: leases, rpm counter prefix, ceiling, pause. ARGV: limit, rpm, lease, tokens...
+# Returns {granted, wait_ms}: the first `granted` tokens hold slots; with none granted,
+# wait_ms > 0 says how long (paused, or out of this minute's requests), 0 = until a
+# release.
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local limit = tonumber(ARGV[1])
 local rpm = tonumber(ARGV[2])
 local lease = tonumber(ARGV[3])
+local wanted = #ARGV - 3
+local pause = tonumber(redis.call('GET', KEYS[4]) or '0')
+if now < pause then
+  return {0, math.ceil((pause - now) * 1000)}
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if limit > 0 and redis.call('ZCARD', KEYS[1]) >= limit then
+local free = wanted
+local ceiling = tonumber(redis.call('GET', KEYS[3]) or '0')
+local cap = limit
+if ceiling > 0 and (cap == 0 or ceiling < cap) then
+  cap = math.max(1, math.floor(ceiling))
+end
+if cap > 0 then
+  free = math.min(wanted, cap - redis.call('ZCARD', KEYS[1]))
+end
+if free <= 0 then
   return {0, 0}
 end
 if rpm > 0 then
@@ -80,21 +267,65 @@ if rpm > 0 then
   local ckey = KEYS[2] .. ':' .. minute
   local used = tonumber(redis.call('GET', ckey) or '0')
   if used >= rpm then
-    return {-1, math.ceil(((minute + 1) * 60 - now) * 1000)}
+    return {0, math.ceil(((minute + 1) * 60 - now) * 1000)}
   end
-  redis.call('INCR', ckey)
+  free = math.min(free, rpm - used)
+  redis.call('INCRBY', ckey, free)
   redis.call('EXPIRE', ckey, 120)
 end
-redis.call('ZADD', KEYS[1], now + lease, ARGV[4])
+for i = 1, free do
+  redis.call('ZADD', KEYS[1], now + lease, ARGV[3 + i])
+end
 redis.call('EXPIRE', KEYS[1], math.ceil(lease) + 60)
-return {1, 0}
+return {free, 0}
 """
 
+# KEYS: leases, wake, ceiling. ARGV: token, wake list cap, succeeded (1/0), limit.
 _RELEASE = """
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('LPUSH', KEYS[2], '1')
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[2]))
 redis.call('EXPIRE', KEYS[2], 60)
+if ARGV[3] == '1' then
+  local ceiling = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if ceiling > 0 then
+    local limit = tonumber(ARGV[4])
+    ceiling = ceiling + 0.5
+    if (limit > 0 and ceiling >= limit) or ceiling >= 100000 then
+      redis.call('DEL', KEYS[3])
+    else
+      redis.call('SET', KEYS[3], ceiling, 'EX', 3600)
+    end
+  end
+end
+return 1
+"""
+
+# KEYS: leases, ceiling, pause, last cut. ARGV: limit, pause seconds.
+_THROTTLE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local limit = tonumber(ARGV[1])
+local pause = tonumber(ARGV[2])
+if pause > 0 then
+  local until_ = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if now + pause > until_ then
+    redis.call('SET', KEYS[3], now + pause, 'PX', math.ceil(pause * 1000) + 1000)
+  end
+end
+local last = tonumber(redis.call('GET', KEYS[4]) or '0')
+if now - last < 1 then
+  return 0
+end
+local ceiling = tonumber(redis.call('GET', KEYS[2]) or '0')
+if ceiling <= 0 then
+  ceiling = limit
+  if ceiling <= 0 then
+    ceiling = math.max(1, redis.call('ZCARD', KEYS[1]))
+  end
+end
+redis.call('SET', KEYS[2], math.max(1, math.floor(ceiling / 2)), 'EX', 3600)
+redis.call('SET', KEYS[4], now, 'EX', 60)
 return 1
 """
 
@@ -102,7 +333,8 @@ _redis_lock = threading.Lock()
 _redis_clients: dict[str, Any] = {}
 
 
-def _redis() -> Any:
+def redis_client() -> Any:
+    """The process's client of REDIS_URL (limiters and live run figures)."""
     import redis
     from redis.backoff import ExponentialBackoff
     from redis.retry import Retry
@@ -112,18 +344,20 @@ def _redis() -> Any:
         client = _redis_clients.get(url)
         if client is None:
             # A restarting Redis (seconds) makes judge calls wait, not fail: the
-            # commands are retried with backoff for about half a minute.
+            # commands are retried with backoff for about half a minute. The pool is
+            # sized for a pump's thread and the releases of a thousand calls.
             client = redis.Redis.from_url(
                 url,
                 socket_timeout=10,
                 retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=20),
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+                max_connections=1000,
             )
             _redis_clients[url] = client
         return client
 
 
-class RedisLimiter:
+class RedisLimiter(_Faces):
     def __init__(
         self,
         *,
@@ -139,51 +373,59 @@ class RedisLimiter:
         self.leases_key = f"{base}:leases"
         self.rpm_key = f"{base}:rpm"
         self.wake_key = f"{base}:wake"
-        client = _redis()
+        self.ceiling_key = f"{base}:ceiling"
+        self.pause_key = f"{base}:pause"
+        self.cut_key = f"{base}:cut"
+        client = redis_client()
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._throttle = client.register_script(_THROTTLE)
         self._client = client
+        self._pumps = {}
 
-    def acquire(self) -> str:
-        token = uuid.uuid4().hex
-        attempt = 0
-        while True:
-            ok, wait_ms = self._acquire(
-                keys=[self.leases_key, self.rpm_key],
-                args=[
-                    self.max_concurrency,
-                    self.requests_per_minute,
-                    self.lease_seconds,
-                    token,
-                ],
-            )
-            if ok == 1:
-                return token
-            if ok == -1:
-                # Out of requests for this minute: sleep towards the next window.
-                time.sleep(min(int(wait_ms) / 1000, 1.0) + random.uniform(0, 0.05))
-                continue
-            # All slots busy: wait for a release (or a short timeout, in case a lease
-            # expired without one).
-            self._client.blpop([self.wake_key], timeout=0.05 if attempt < 50 else 0.2)
-            attempt += 1
+    def take(self, count: int) -> tuple[list[Any], float]:
+        tokens = [uuid.uuid4().hex for _ in range(count)]
+        granted, wait_ms = self._acquire(
+            keys=[self.leases_key, self.rpm_key, self.ceiling_key, self.pause_key],
+            args=[
+                self.max_concurrency,
+                self.requests_per_minute,
+                self.lease_seconds,
+                *tokens,
+            ],
+        )
+        return tokens[: int(granted)], int(wait_ms) / 1000
 
-    def release(self, token: str) -> None:
+    def give_back(self, slot: Any, *, succeeded: bool) -> None:
         self._release(
-            keys=[self.leases_key, self.wake_key],
-            args=[token, max(self.max_concurrency, 1)],
+            keys=[self.leases_key, self.wake_key, self.ceiling_key],
+            args=[
+                slot,
+                max(self.max_concurrency, 1),
+                1 if succeeded else 0,
+                self.max_concurrency,
+            ],
         )
 
-    @contextmanager
-    def _slot(self) -> Iterator[None]:
-        token = self.acquire()
-        try:
-            yield
-        finally:
-            self.release(token)
+    def wait_for_release(self, timeout: float) -> None:
+        self._client.blpop([self.wake_key], timeout=max(timeout, 0.01))
 
-    def __call__(self) -> AbstractContextManager[None]:
-        return self._slot()
+    def throttled(self, pause: float) -> None:
+        self._throttle(
+            keys=[self.leases_key, self.ceiling_key, self.pause_key, self.cut_key],
+            args=[self.max_concurrency, pause],
+        )
+
+    def in_flight(self) -> int:
+        """Calls holding a slot now, on every worker."""
+        self._client.zremrangebyscore(self.leases_key, "-inf", time.time())
+        return int(self._client.zcard(self.leases_key))
+
+    def acquire(self) -> str:
+        return str(self.take_one())
+
+    def release(self, token: str) -> None:
+        self.give_back(token, succeeded=False)
 
 
 # --------------------------------------------------------------------------- files
@@ -195,15 +437,20 @@ def _limiter_dir(key: str) -> Path:
     return path
 
 
-class FileLimiter:
+class FileLimiter(_Faces):
     def __init__(self, *, key: str, max_concurrency: int, requests_per_minute: int):
         self.max_concurrency = max(0, int(max_concurrency))
         self.requests_per_minute = max(0, int(requests_per_minute))
         self.dir = _limiter_dir(key)
+        self._pumps = {}
+        # Slots this process holds: not worth an open() to find them taken.
+        self._held: set[int] = set()
+        self._held_lock = threading.Lock()
 
-    def _take_slot(self) -> int | None:
-        """An fd holding an exclusive flock on one free slot file, or None."""
-        slots = list(range(self.max_concurrency))
+    def _take_slot(self) -> tuple[int, int] | None:
+        """(slot, fd holding an exclusive flock on that free slot file), or None."""
+        with self._held_lock:
+            slots = [s for s in range(self.max_concurrency) if s not in self._held]
         random.shuffle(slots)
         for slot in slots:
             fd = os.open(self.dir / f"slot-{slot}", os.O_CREAT | os.O_RDWR, 0o600)
@@ -212,8 +459,25 @@ class FileLimiter:
             except BlockingIOError:
                 os.close(fd)
                 continue
-            return fd
+            with self._held_lock:
+                self._held.add(slot)
+            return slot, fd
         return None
+
+    def _free_slot(self, held: tuple[int, int] | None) -> None:
+        if held is None:
+            return
+        slot, fd = held
+        os.close(fd)  # closing the fd drops its flock
+        with self._held_lock:
+            self._held.discard(slot)
+
+    def _paused_for(self) -> float:
+        try:
+            until = float((self.dir / "pause").read_text() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0.0
+        return max(0.0, until - time.time())
 
     def _take_rate(self) -> float:
         """Count one request in this minute; 0 when allowed, else seconds to wait."""
@@ -234,32 +498,31 @@ class FileLimiter:
             os.pwrite(fd, data, 0)
             return 0.0
         finally:
-            os.close(fd)  # closing the fd drops its flock
+            os.close(fd)
 
-    @contextmanager
-    def _slot(self) -> Iterator[None]:
-        fd: int | None = None
-        attempt = 0
-        while True:
-            if self.max_concurrency > 0:
-                fd = self._take_slot()
-                if fd is None:
-                    _sleep(attempt)
-                    attempt += 1
-                    continue
-            wait = self._take_rate()
-            if wait <= 0:
+    def take(self, count: int) -> tuple[list[Any], float]:
+        paused = self._paused_for()
+        if paused > 0:
+            return [], paused
+        taken: list[Any] = []
+        for _ in range(count):
+            held = self._take_slot() if self.max_concurrency > 0 else None
+            if self.max_concurrency > 0 and held is None:
                 break
-            # Give the slot back while waiting for the next minute.
-            if fd is not None:
-                os.close(fd)
-                fd = None
-            time.sleep(min(wait, 1.0) + random.uniform(0, 0.05))
-        try:
-            yield
-        finally:
-            if fd is not None:
-                os.close(fd)
+            wait = self._take_rate()
+            if wait > 0:
+                # Give the slot back while waiting for the next minute.
+                self._free_slot(held)
+                return taken, (0.0 if taken else wait)
+            taken.append(held)
+        return taken, 0.0
 
-    def __call__(self) -> AbstractContextManager[None]:
-        return self._slot()
+    def give_back(self, slot: Any, *, succeeded: bool) -> None:
+        self._free_slot(slot)
+
+    def throttled(self, pause: float) -> None:
+        if pause > self._paused_for():
+            (self.dir / "pause").write_text(str(time.time() + pause))
+
+    def in_flight(self) -> int:
+        return len(self._held)

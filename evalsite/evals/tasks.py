@@ -39,13 +39,21 @@ def run_fanout(run_id: int) -> None:
     services.run_fanout(run_id=run_id)
 
 
-@shared_task(name="evals.results_enqueue", **_RETRY)
-def results_enqueue(run_id: int, first_id: int, last_id: int) -> None:
-    services.results_enqueue(run_id=run_id, first_id=first_id, last_id=last_id)
+@shared_task(name="evals.run_dispatch", **_RETRY)
+def run_dispatch(run_id: int) -> dict[str, int | bool]:
+    """Judge the run's pending results, many calls in flight (services/dispatch.py)."""
+    outcome = services.run_dispatch(run_id=run_id)
+    return {
+        "judged": outcome.judged,
+        "errors": outcome.errors,
+        "skipped": outcome.skipped,
+        "more": outcome.more,
+    }
 
 
 @shared_task(name="evals.result_score", **_RETRY)
 def result_score(result_id: int) -> str:
+    """Judge one result (the one-at-a-time path, kept for messages already queued)."""
     return services.result_score(result_id=result_id)
 
 
@@ -61,11 +69,3 @@ def runs_recover() -> None:
     """
     for run_id in runs_active_ids():
         services.run_recover(run_id=run_id)
-
-
-# TODO(issue 15): remove once no queue holds an evals.run_monitor message; until
-# then one sent by the old self-rescheduling watchdog does one tick and ends.
-@shared_task(name="evals.run_monitor", **_RETRY)
-def run_monitor(run_id: int) -> None:
-    """One watchdog tick of one run (the beat task runs_recover does every run)."""
-    services.run_recover(run_id=run_id)

@@ -92,6 +92,7 @@ class JudgeState:
                 "requests": self.stats["requests"],
                 "chat_completions": self.stats["chat"],
                 "completed": self.completions,
+                "in_flight": self.in_flight,
                 "max_in_flight": self.max_in_flight,
                 "script_left": len(self.script),
             }

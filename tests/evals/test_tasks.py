@@ -78,17 +78,6 @@ def test_runs_recover_leaves_results_with_a_live_lease_alone(
     assert set(run.results.values_list("attempts", flat=True)) == {1}
 
 
-def test_a_left_over_run_monitor_message_does_one_tick_and_ends(
-    project, owner, dataset, scorers
-):
-    run = _running_run(project, owner, dataset, scorers, claimed_ago=timedelta(hours=1))
-    tasks.run_monitor(run.pk)
-    run.refresh_from_db()
-    assert run.status == Run.Status.DONE
-    tasks.run_monitor(run.pk)
-    assert set(run.results.values_list("attempts", flat=True)) == {2}
-
-
 def test_no_worker_hook_or_task_reschedules_the_watchdog():
     steps = [step.__name__ for step in app.steps["consumer"]]
     assert not any("Recover" in name for name in steps), steps

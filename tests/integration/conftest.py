@@ -15,10 +15,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
 from django.db import connection
+
+from scoring.offline_judge import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 # Real-worker tests wait for whole runs, outages and "retry failed" rounds (the fault
@@ -139,6 +142,21 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     yield _start
     for worker in workers:
         worker.stop()
+
+
+@pytest.fixture
+def judge_server() -> Iterator[Callable[..., Any]]:
+    """Start offline judges in this process (stopped at teardown)."""
+    servers: list[Any] = []
+
+    def _start(**knobs: Any) -> Any:
+        server = start_server(port=0, **knobs)
+        servers.append(server)
+        return server
+
+    yield _start
+    for server in servers:
+        server.stop()
 
 
 def wait_until(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evalsite.evals.services.dispatch import DispatchOutcome, run_dispatch
 from evalsite.evals.services.execution import result_claim, result_score
 from evalsite.evals.services.judges import (
     JudgeTestResult,
@@ -13,7 +14,6 @@ from evalsite.evals.services.judges import (
 )
 from evalsite.evals.services.runs import (
     RunPreview,
-    results_enqueue,
     run_cancel,
     run_fanout,
     run_finish_if_complete,
@@ -31,6 +31,8 @@ from evalsite.evals.services.scorers import (
 )
 
 __all__ = [
+    "DispatchOutcome",
+    "run_dispatch",
     "JudgeTestResult",
     "RunPreview",
     "judge_api_key",
@@ -40,7 +42,6 @@ __all__ = [
     "judge_update",
     "result_claim",
     "result_score",
-    "results_enqueue",
     "run_cancel",
     "run_fanout",
     "run_finish_if_complete",

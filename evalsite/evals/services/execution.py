@@ -39,7 +39,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import conf, rawsql
-from evalsite.evals.limiter import Limiter, judge_limiter
+from evalsite.evals.limiter import FileLimiter, RedisLimiter, judge_limiter
 from evalsite.evals.models import (
     JudgeConnection,
     Result,
@@ -56,6 +56,8 @@ from scoring import (
     make_client,
     overridable_count,
 )
+from scoring.client import Limiter as ScoringLimiter
+from scoring.egress import AddressGuard
 
 logger = logging.getLogger(__name__)
 
@@ -90,39 +92,39 @@ class DbJudgeCache:
 
 _lock = threading.Lock()
 _clients: dict[tuple[Any, ...], openai.OpenAI] = {}
-_limiters: dict[tuple[Any, ...], Limiter] = {}
+_limiters: dict[tuple[Any, ...], RedisLimiter | FileLimiter] = {}
 
 
 @sensitive_variables("key")
-def _client_for(judge: JudgeConnection, base_url: str | None) -> openai.OpenAI:
-    """One client (one HTTP connection pool) per judge settings per process.
+def judge_client_args(
+    judge: JudgeConnection, base_url: str | None = None
+) -> tuple[str, str | None, AddressGuard]:
+    """(URL, key, address guard) of a client for the judge.
 
     ``base_url`` replaces the judge's URL only for callers inside the server (the demo's
     private offline judge, which has no key): the key goes only to the judge's own URL.
     """
-    extra_allowed: tuple[str, ...]
     if base_url is None or base_url == judge.base_url:
-        key = judge_api_key(judge=judge)
-        url, extra_allowed = judge.base_url, ()
-    else:
-        parts = urlsplit(base_url)
-        key, url, extra_allowed = None, base_url, (f"{parts.hostname}:{parts.port}",)
+        return judge.base_url, judge_api_key(judge=judge), judge_address_guard(())
+    parts = urlsplit(base_url)
+    return base_url, None, judge_address_guard((f"{parts.hostname}:{parts.port}",))
+
+
+@sensitive_variables("key")
+def _client_for(judge: JudgeConnection, base_url: str | None) -> openai.OpenAI:
+    """One client (one HTTP connection pool) per judge settings per process."""
+    url, key, guard = judge_client_args(judge, base_url)
     fingerprint = hashlib.sha256((key or "").encode()).hexdigest()
     cache_key = (judge.pk, url, fingerprint, judge.timeout_seconds)
     with _lock:
         client = _clients.get(cache_key)
         if client is None:
-            client = make_client(
-                url,
-                key,
-                judge.timeout_seconds,
-                address_guard=judge_address_guard(extra_allowed),
-            )
+            client = make_client(url, key, judge.timeout_seconds, address_guard=guard)
             _clients[cache_key] = client
         return client
 
 
-def _limiter_for(judge: JudgeConnection) -> Limiter:
+def limiter_for(judge: JudgeConnection) -> RedisLimiter | FileLimiter:
     cache_key = (judge.pk, judge.max_concurrency, judge.requests_per_minute)
     with _lock:
         limiter = _limiters.get(cache_key)
@@ -172,12 +174,20 @@ class _Heartbeat:
                 held = dict(self.held)
             if not held:
                 continue
+            by_token: dict[str, list[int]] = {}
+            for result_id, token in held.items():
+                by_token.setdefault(token, []).append(result_id)
             try:
                 now = timezone.now()
-                for result_id, token in held.items():
-                    Result.objects.filter(
-                        pk=result_id, claimed_by=token, status=Result.Status.PENDING
-                    ).update(claimed_at=now)
+                # One UPDATE per claim token (a dispatcher holds hundreds of results
+                # under one), in slices that keep the statement small.
+                for token, ids in by_token.items():
+                    for start in range(0, len(ids), 500):
+                        Result.objects.filter(
+                            pk__in=ids[start : start + 500],
+                            claimed_by=token,
+                            status=Result.Status.PENDING,
+                        ).update(claimed_at=now)
             except DatabaseError:
                 logger.warning("lease heartbeat failed", exc_info=True)
             finally:
@@ -186,10 +196,10 @@ class _Heartbeat:
                 connection.close()
 
 
-_heartbeat = _Heartbeat()
+heartbeat = _Heartbeat()
 
 
-def _new_claim_token() -> str:
+def new_claim_token() -> str:
     return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
@@ -197,7 +207,7 @@ def result_claim(*, result_id: int) -> str | None:
     """Claim a pending result; the claim token, or None if another delivery has it or it
     is finished (or cancelled)."""
     now = timezone.now()
-    token = _new_claim_token()
+    token = new_claim_token()
     cutoff = now - timedelta(seconds=conf.lease_seconds())
     # Conditions on the result row only: a single-table UPDATE, so Postgres re-checks
     # them on the locked row when two deliveries race (a join would be checked on a
@@ -217,7 +227,7 @@ def _release(result_id: int, token: str) -> None:
     )
 
 
-def _cancel_guard(run_id: int, limiter: Limiter) -> Limiter:
+def _cancel_guard(run_id: int, limiter: RedisLimiter | FileLimiter) -> ScoringLimiter:
     """Wrap the limiter: before each judge request, stop if the run was cancelled
     (checked at most once a second)."""
 
@@ -251,7 +261,7 @@ def _run_status(run_id: int) -> str | None:
     return status
 
 
-def _store(
+def store_result(
     result_id: int,
     token: str,
     *,
@@ -306,7 +316,7 @@ def result_score(*, result_id: int, base_url: str | None = None) -> str:
     token = result_claim(result_id=result_id)
     if token is None:
         return "skipped"
-    _heartbeat.add(result_id, token)
+    heartbeat.add(result_id, token)
     run_id: int | None = None
     try:
         run_id, outcome = _judge_and_store(result_id, token, base_url)
@@ -321,7 +331,7 @@ def result_score(*, result_id: int, base_url: str | None = None) -> str:
             logger.warning("could not release result %s", result_id, exc_info=True)
         raise
     finally:
-        _heartbeat.remove(result_id)
+        heartbeat.remove(result_id)
     if run_id is None:
         run_id = (
             Result.objects.filter(pk=result_id).values_list("run_id", flat=True).first()
@@ -351,7 +361,7 @@ def _judge_and_store(
         if judge is not None:
             configured_url = judge.base_url
             client = _client_for(judge, base_url)
-            limiter = _cancel_guard(result.run_id, _limiter_for(judge))
+            limiter = _cancel_guard(result.run_id, limiter_for(judge))
             snapshot = run_scorer.judge_snapshot or {}
             model = str(snapshot.get("model") or judge.model)
             temperature = float(snapshot.get("temperature", judge.temperature))
@@ -366,26 +376,32 @@ def _judge_and_store(
             limiter=limiter,
             base_url=configured_url,
         )
-    except RunCancelledError:
+    except (RunCancelledError, OperationalError, InterfaceError):
         raise
-    except TRANSIENT_ERRORS:
-        raise
-    except ScoringError as exc:
-        steps = list(getattr(exc, "steps", None) or [])
-        return run_id, _store_error(result_id, token, str(exc), steps)
-    except ApplicationError as exc:
-        return run_id, _store_error(result_id, token, exc.message, steps)
     except Exception as exc:  # noqa: BLE001 - a run must finish: any other failure fails this result only
-        logger.exception("result %s: unexpected error while judging", result_id)
-        return run_id, _store_error(
-            result_id, token, f"unexpected error: {type(exc).__name__}: {exc}", steps
-        )
-    stored = _store(result_id, token, judged=judged, steps=judged.steps)
+        message, steps = outcome_message(exc, steps, result_id=result_id)
+        return run_id, _store_error(result_id, token, message, steps)
+    stored = store_result(result_id, token, judged=judged, steps=judged.steps)
     return run_id, "ok" if stored else "skipped"
+
+
+def outcome_message(
+    exc: Exception, steps: list[StepRecord], *, result_id: int
+) -> tuple[str, list[StepRecord]]:
+    """What a result that failed with `exc` stores: its error message and the judge
+    steps made so far."""
+    if isinstance(exc, ScoringError):
+        return str(exc), list(getattr(exc, "steps", None) or [])
+    if isinstance(exc, ApplicationError):
+        return exc.message, steps
+    logger.error("result %s: unexpected error while judging", result_id, exc_info=exc)
+    return f"unexpected error: {type(exc).__name__}: {exc}", steps
 
 
 def _store_error(
     result_id: int, token: str, message: str, steps: list[StepRecord]
 ) -> str:
-    stored = _store(result_id, token, judged=None, error=message[:5000], steps=steps)
+    stored = store_result(
+        result_id, token, judged=None, error=message[:5000], steps=steps
+    )
     return "error" if stored else "skipped"

@@ -35,8 +35,7 @@ _ESTIMATE_SAMPLE = 50
 # The evals tasks (evalsite/evals/tasks.py) are sent by name: the tasks import these
 # services, so importing the tasks here would make the two modules a cycle.
 RUN_FANOUT_TASK = "evals.run_fanout"
-RESULTS_ENQUEUE_TASK = "evals.results_enqueue"
-RESULT_SCORE_TASK = "evals.result_score"
+RUN_DISPATCH_TASK = "evals.run_dispatch"
 
 
 def _task_send(name: str, *args: int, queue: str | None = None) -> None:
@@ -303,48 +302,25 @@ def run_retry_failed(*, run: Run, user: User | None) -> int:
 
 
 def run_fanout(*, run_id: int) -> int:
-    """Mark the run running and enqueue its pending results in chunk tasks of
-    conf.chunk_size() (each enqueues one result task per result). Returns the chunks."""
+    """Mark the run running and send its dispatch tasks (conf.dispatchers_per_run();
+    each judges many results at once, see services/dispatch.py). Returns how many."""
     Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
         status=Run.Status.RUNNING, started_at=timezone.now()
     )
     if not Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():
         return 0
-    size = conf.chunk_size()
-    ids = Result.objects.filter(run_id=run_id, status=Result.Status.PENDING).order_by(
-        "pk"
-    )
-    chunks = 0
-    batch: list[int] = []
-    for pk in ids.values_list("pk", flat=True).iterator(chunk_size=5000):
-        batch.append(pk)
-        if len(batch) == size:
-            _task_send(RESULTS_ENQUEUE_TASK, run_id, batch[0], batch[-1])
-            chunks += 1
-            batch = []
-    if batch:
-        _task_send(RESULTS_ENQUEUE_TASK, run_id, batch[0], batch[-1])
-        chunks += 1
-    if not chunks:
+    if not Result.objects.filter(run_id=run_id, status=Result.Status.PENDING).exists():
         run_finish_if_complete(run_id=run_id)
-    return chunks
+        return 0
+    count = conf.dispatchers_per_run()
+    for _ in range(count):
+        task_send_dispatch(run_id)
+    return count
 
 
-def results_enqueue(*, run_id: int, first_id: int, last_id: int) -> int:
-    """Enqueue one result task per pending result with first_id <= id <= last_id."""
-    ids = list(
-        Result.objects.filter(
-            run_id=run_id,
-            status=Result.Status.PENDING,
-            pk__gte=first_id,
-            pk__lte=last_id,
-        )
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    for pk in ids:
-        _task_send(RESULT_SCORE_TASK, pk, queue=CeleryQueue.SCORING)
-    return len(ids)
+def task_send_dispatch(run_id: int) -> None:
+    """Send one dispatch task of the run to the scoring queue."""
+    _task_send(RUN_DISPATCH_TASK, run_id, queue=CeleryQueue.SCORING)
 
 
 def run_finish_if_complete(*, run_id: int) -> bool:
@@ -370,12 +346,12 @@ def run_recover(*, run_id: int, force: bool = False) -> int | None:
     1. Take the tick (conditional UPDATE of monitor_at) so concurrent watchdogs of the
        same run do the work once per interval; None when another one just ticked.
     2. Results claimed by a worker whose lease expired (it died mid-judge): clear the
-       claim and re-queue them.
+       claim and send a dispatcher to judge them again.
     3. When no result is claimed and nothing finished for two leases, the queued
-       messages themselves were lost (e.g. the filesystem transport drops what a
-       killed worker had fetched): re-queue the oldest pending results.
-    Re-queuing is always safe: a task only judges a result it can claim.
-    Returns the number of results re-queued.
+       dispatch messages themselves were lost (e.g. the filesystem transport drops what
+       a killed worker had fetched): send a dispatcher.
+    An extra dispatcher is always safe: it judges only results it can claim, and stops
+    when there are none. Returns the number of stale claims taken back.
     """
     now = timezone.now()
     interval = timedelta(seconds=conf.monitor_interval())
@@ -395,8 +371,8 @@ def run_recover(*, run_id: int, force: bool = False) -> int | None:
         Result.objects.filter(pk__in=stale, claimed_at__lt=now - lease).update(
             claimed_at=None, claimed_by=""
         )
-    requeue = set(stale)
-    if not pending.filter(claimed_at__gte=now - lease).exists():
+    lost = bool(stale)
+    if not lost and not pending.filter(claimed_at__gte=now - lease).exists():
         run = Run.objects.get(pk=run_id)
         last = (
             Result.objects.filter(run_id=run_id)
@@ -404,18 +380,16 @@ def run_recover(*, run_id: int, force: bool = False) -> int | None:
             .aggregate(t=Max("updated_at"))["t"]
         )
         since = max(filter(None, [last, run.started_at, run.created_at]))
-        if now - since > 2 * lease:
-            requeue.update(
-                pending.filter(claimed_at__isnull=True)
-                .order_by("pk")
-                .values_list("pk", flat=True)[:1000]
-            )
-    for pk in sorted(requeue):
-        _task_send(RESULT_SCORE_TASK, pk, queue=CeleryQueue.SCORING)
-    if requeue:
-        logger.warning("run %s: re-queued %s lost results", run_id, len(requeue))
+        lost = now - since > 2 * lease and pending.exists()
+    if lost:
+        task_send_dispatch(run_id)
+        logger.warning(
+            "run %s: %s results lost with a worker; sent a dispatcher",
+            run_id,
+            len(stale) or "unclaimed",
+        )
     run_finish_if_complete(run_id=run_id)
-    return len(requeue)
+    return len(stale)
 
 
 def runs_active_ids() -> list[int]:

@@ -1,0 +1,99 @@
+"""Live figures of a running run, published by its dispatchers for the run page.
+
+Each dispatcher publishes its own snapshot about twice a second, under its claim token:
+a Redis hash per run (REDIS_URL set), else one small file per dispatcher under VAR_DIR.
+A reader adds them up: the counts over every dispatcher that ever worked the run, the
+rates and calls in flight only over those heard from in the last few seconds (a killed
+worker's last snapshot must not count as in flight forever).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from evalsite.evals.limiter import redis_client
+
+FRESH_SECONDS = 3.0
+_KEEP_SECONDS = 7 * 24 * 3600
+
+
+@dataclass
+class Snapshot:
+    in_flight: int = 0
+    calls: int = 0
+    calls_per_second: float = 0.0
+    throttled: int = 0  # 429 answers
+    server_errors: int = 0  # 5xx answers
+
+
+def _key(run_id: int) -> str:
+    return f"evalsite:runlive:{run_id}"
+
+
+def _dir(run_id: int) -> Path:
+    return Path(settings.VAR_DIR) / "runlive" / str(int(run_id))
+
+
+def publish(*, run_id: int, token: str, snapshot: Snapshot) -> None:
+    data = json.dumps({**asdict(snapshot), "at": time.time()})
+    if settings.REDIS_URL:
+        client = redis_client()
+        pipe = client.pipeline()
+        pipe.hset(_key(run_id), token, data)
+        pipe.expire(_key(run_id), _KEEP_SECONDS)
+        pipe.execute()
+        return
+    folder = _dir(run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", token)[:120] + ".json"
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(data)
+    os.replace(tmp, folder / name)
+
+
+def _published(run_id: int) -> list[dict[str, Any]]:
+    if settings.REDIS_URL:
+        raw = redis_client().hvals(_key(run_id))
+    else:
+        folder = _dir(run_id)
+        raw = []
+        if folder.is_dir():
+            for path in folder.glob("*.json"):
+                try:
+                    raw.append(path.read_text())
+                except OSError:
+                    continue
+    snapshots = []
+    for value in raw:
+        try:
+            data = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            snapshots.append(data)
+    return snapshots
+
+
+def run_live(*, run_id: int) -> Snapshot:
+    """The run's live figures, summed over its dispatchers."""
+    total = Snapshot()
+    now = time.time()
+    for data in _published(run_id):
+        total.calls += int(data.get("calls", 0))
+        total.throttled += int(data.get("throttled", 0))
+        total.server_errors += int(data.get("server_errors", 0))
+        if now - float(data.get("at", 0)) <= FRESH_SECONDS:
+            total.in_flight += int(data.get("in_flight", 0))
+            total.calls_per_second += float(data.get("calls_per_second", 0.0))
+    total.calls_per_second = round(total.calls_per_second, 1)
+    return total

@@ -1,0 +1,464 @@
+"""Judging a run many results at a time: one worker slot keeps every call in flight
+that the judge connection's limiter allows.
+
+A dispatch task works one run for a while (conf.dispatch_seconds()), then sends itself
+again to the back of the queue, so runs started later get their turn:
+1. claim pending results in batches (the same lease as a single result: a conditional
+   UPDATE per row, a heartbeat while held, taken back by the watchdog when it stops);
+2. judge each claimed result in its own coroutine with ``scoring.ajudge_case``: every
+   judge request waits for a slot of the connection's shared limiter (the only cap on
+   calls in flight) and first checks that the run was not cancelled;
+3. store each result as it finishes, iff the claim still holds (stored once);
+4. publish live figures (calls in flight, calls/s, 429s, 5xx) for the run page.
+
+The database work (claims, cache, stores) runs on a few threads beside the event loop:
+the ORM is blocking, and the loop must keep serving replies meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import partial
+from typing import Any, TypeVar
+
+import openai
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
+from django.db.models import F, Q
+from django.utils import timezone
+
+from evalsite.evals import conf, livestats
+from evalsite.evals.limiter import FileLimiter, RedisLimiter
+from evalsite.evals.models import JudgeConnection, Result, Run
+from evalsite.evals.services.execution import (
+    TRANSIENT_ERRORS,
+    DbJudgeCache,
+    RunCancelledError,
+    heartbeat,
+    judge_client_args,
+    limiter_for,
+    new_claim_token,
+    outcome_message,
+    store_result,
+)
+from evalsite.evals.services.runs import run_finish_if_complete, task_send_dispatch
+from scoring import ajudge_case, make_async_client
+
+logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+# A run without any judge (text kinds only) or with an unlimited judge still keeps a
+# bounded number of results open per dispatcher.
+_UNLIMITED_IN_FLIGHT = 256
+# The most results one dispatcher holds at once (the limiter admits up to 1,000 calls
+# in flight per connection; several connections in one run add up to this).
+_MAX_OPEN = 2000
+# Database threads beside the calling one (Postgres): claims, cache reads and writes,
+# and stores of a few hundred calls a second.
+_EXTRA_DB_THREADS = 3
+
+
+@dataclass
+class DispatchOutcome:
+    judged: int = 0
+    errors: int = 0
+    skipped: int = 0
+    cancelled: bool = False
+    more: bool = False  # stopped at its time budget with results left to claim
+
+
+class _AsyncDbCache:
+    """The project's judge cache, read and written on the dispatcher's database threads."""
+
+    def __init__(self, cache: DbJudgeCache, db: Callable[..., Any]) -> None:
+        self._cache = cache
+        self._db = db
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        value: dict[str, Any] | None = await self._db(self._cache.get, key)
+        return value
+
+    async def set(self, key: str, value: dict[str, Any]) -> None:
+        await self._db(self._cache.set, key, value)
+
+
+@dataclass
+class _Stats:
+    in_flight: int = 0
+    calls: int = 0
+    throttled: int = 0
+    server_errors: int = 0
+    recent: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=20))
+
+    def calls_per_second(self) -> float:
+        now = time.monotonic()
+        self.recent.append((now, self.calls))
+        while len(self.recent) > 1 and now - self.recent[0][0] > 5.0:
+            self.recent.popleft()
+        first_at, first_calls = self.recent[0]
+        span = now - first_at
+        return (self.calls - first_calls) / span if span > 0 else 0.0
+
+
+def _claim_batch(*, run_id: int, token: str, count: int) -> list[Result]:
+    """Claim up to `count` pending results of the run (unclaimed, or whose lease
+    expired); the claimed rows with what judging needs."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=conf.lease_seconds())
+    claimable = Q(claimed_at__isnull=True) | Q(claimed_at__lt=cutoff)
+    with transaction.atomic():
+        candidates = (
+            Result.objects.filter(run_id=run_id, status=Result.Status.PENDING)
+            .filter(claimable)
+            .order_by("pk")
+        )
+        if connection.features.has_select_for_update_skip_locked:
+            # Two dispatchers of one run take different rows instead of waiting on
+            # each other's.
+            candidates = candidates.select_for_update(skip_locked=True)
+        ids = list(candidates.values_list("pk", flat=True)[:count])
+        if not ids:
+            return []
+        # The conditions again in the UPDATE: on the locked row they are re-checked.
+        Result.objects.filter(pk__in=ids, status=Result.Status.PENDING).filter(
+            claimable
+        ).update(claimed_at=now, claimed_by=token, attempts=F("attempts") + 1)
+    return list(
+        Result.objects.filter(pk__in=ids, claimed_by=token).select_related(
+            "item", "run", "run_scorer", "run_scorer__judge"
+        )
+    )
+
+
+def _run_status(run_id: int) -> str | None:
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+class _DbWorkers:
+    """The dispatcher's database work: served by the thread that called run_dispatch
+    (so it shares that thread's connection, and its transaction when there is one, as
+    in eager tests) and, on a database that takes concurrent writers outside a
+    transaction, by a few more threads."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self.extra = (
+            0
+            if connection.vendor == "sqlite" or connection.in_atomic_block
+            else _EXTRA_DB_THREADS
+        )
+        self.threads = [
+            threading.Thread(target=self._serve_extra, name="dispatch-db", daemon=True)
+            for _ in range(self.extra)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, job: Callable[[], Any]) -> Future[Any]:
+        future: Future[Any] = Future()
+        self.jobs.put((future, job))
+        return future
+
+    def serve(self, until: threading.Event) -> None:
+        """Run jobs on this thread until `until` is set."""
+        while not until.is_set():
+            try:
+                item = self.jobs.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if item is None:  # a stop meant for an extra thread
+                self.jobs.put(None)
+                time.sleep(0.001)
+                continue
+            self._run(*item)
+
+    def _serve_extra(self) -> None:
+        try:
+            while (item := self.jobs.get()) is not None:
+                self._run(*item)
+        finally:
+            connection.close()
+
+    @staticmethod
+    def _run(future: Future[Any], job: Callable[[], Any]) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(job())
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            future.set_exception(exc)
+
+    def stop(self) -> None:
+        for _ in self.threads:
+            self.jobs.put(None)
+        for thread in self.threads:
+            thread.join(timeout=10)
+
+
+class _Dispatcher:
+    def __init__(self, run_id: int, db_workers: _DbWorkers) -> None:
+        self.run_id = run_id
+        self.token = new_claim_token()
+        self.db_workers = db_workers
+        self.outcome = DispatchOutcome()
+        self.stats = _Stats()
+        self.cancelled = False
+        self.clients: dict[int, openai.AsyncOpenAI] = {}
+        self.limiters: dict[int, RedisLimiter | FileLimiter] = {}
+
+    async def db(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        future = self.db_workers.submit(partial(fn, *args, **kwargs))
+        result: _T = await asyncio.wrap_future(future)
+        return result
+
+    # -- the loop ---------------------------------------------------------------------
+
+    async def run(self) -> DispatchOutcome:
+        watcher = asyncio.create_task(self._watch())
+        try:
+            await self._work()
+        finally:
+            watcher.cancel()
+            for client in self.clients.values():
+                await client.close()
+            await self._publish(final=True)
+        return self.outcome
+
+    async def _work(self) -> None:
+        deadline = time.monotonic() + conf.dispatch_seconds()
+        open_tasks: set[asyncio.Task[None]] = set()
+        capacity = _UNLIMITED_IN_FLIGHT
+        exhausted = False
+        first = True
+        while True:
+            stop_claiming = self.cancelled or exhausted or time.monotonic() >= deadline
+            free = capacity - len(open_tasks)
+            # Claim in batches (an eighth of the capacity at least), not one at a time.
+            if not stop_claiming and (first or free >= max(1, capacity // 8)):
+                claimed = await self.db(
+                    _claim_batch, run_id=self.run_id, token=self.token, count=free
+                )
+                if first:
+                    capacity = self._capacity(claimed)
+                    first = False
+                exhausted = not claimed
+                for result in claimed:
+                    heartbeat.add(result.pk, self.token)
+                    open_tasks.add(asyncio.create_task(self._judge(result)))
+                continue_claiming = bool(claimed) and len(open_tasks) < capacity
+                if continue_claiming:
+                    continue
+            if not open_tasks:
+                break
+            done, open_tasks = await asyncio.wait(
+                open_tasks, timeout=0.25, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in done:
+                task.result()  # re-raise an infrastructure error (the task retries)
+        self.outcome.more = (
+            not self.cancelled and not exhausted and time.monotonic() >= deadline
+        )
+        self.outcome.cancelled = self.cancelled
+
+    def _capacity(self, claimed: list[Result]) -> int:
+        """Results held at once: the sum of the run's judges' concurrency (the limiter
+        keeps the calls in flight within each judge's own)."""
+        judges = {
+            r.run_scorer.judge.pk: r.run_scorer.judge
+            for r in claimed
+            if r.run_scorer.judge is not None
+        }
+        total = sum(j.max_concurrency or _UNLIMITED_IN_FLIGHT for j in judges.values())
+        return max(1, min(_MAX_OPEN, total or _UNLIMITED_IN_FLIGHT))
+
+    async def _watch(self) -> None:
+        """Notice a cancel within half a second, and publish the live figures."""
+        while True:
+            status = await self.db(_run_status, self.run_id)
+            if status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+                self.cancelled = True
+            await self._publish()
+            await asyncio.sleep(0.5)
+
+    async def _publish(self, *, final: bool = False) -> None:
+        snapshot = livestats.Snapshot(
+            in_flight=0 if final else self.stats.in_flight,
+            calls=self.stats.calls,
+            calls_per_second=0.0 if final else self.stats.calls_per_second(),
+            throttled=self.stats.throttled,
+            server_errors=self.stats.server_errors,
+        )
+        try:
+            await asyncio.to_thread(
+                livestats.publish,
+                run_id=self.run_id,
+                token=self.token,
+                snapshot=snapshot,
+            )
+        except Exception:  # noqa: BLE001 - figures for a page must never stop a run
+            logger.warning(
+                "run %s: could not publish live figures", self.run_id, exc_info=True
+            )
+
+    # -- one result -------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _call_slot(
+        self, limiter: RedisLimiter | FileLimiter
+    ) -> AsyncIterator[None]:
+        if self.cancelled:
+            raise RunCancelledError(f"run {self.run_id} was cancelled")
+        async with limiter.aslot():
+            if self.cancelled:
+                raise RunCancelledError(f"run {self.run_id} was cancelled")
+            self.stats.in_flight += 1
+            try:
+                yield
+            except openai.APIStatusError as exc:
+                if exc.status_code == 429:
+                    self.stats.throttled += 1
+                elif exc.status_code >= 500:
+                    self.stats.server_errors += 1
+                raise
+            finally:
+                self.stats.in_flight -= 1
+                self.stats.calls += 1
+
+    def _client(self, judge: JudgeConnection) -> openai.AsyncOpenAI:
+        client = self.clients.get(judge.pk)
+        if client is None:
+            url, key, guard = judge_client_args(judge)
+            client = make_async_client(
+                url, key, judge.timeout_seconds, address_guard=guard
+            )
+            self.clients[judge.pk] = client
+        return client
+
+    async def _judge(self, result: Result) -> None:
+        try:
+            status = await self._judge_and_store(result)
+        except RunCancelledError:
+            await self.db(_release_claim, result.pk, self.token)
+            status = "cancelled"
+        except TRANSIENT_ERRORS:
+            try:
+                await self.db(_release_claim, result.pk, self.token)
+            except DatabaseError:
+                logger.warning("could not release result %s", result.pk, exc_info=True)
+            raise
+        finally:
+            heartbeat.remove(result.pk)
+        if status == "ok":
+            self.outcome.judged += 1
+        elif status == "error":
+            self.outcome.errors += 1
+        elif status == "skipped":
+            self.outcome.skipped += 1
+
+    async def _judge_and_store(self, result: Result) -> str:
+        run_scorer = result.run_scorer
+        judge = run_scorer.judge
+        steps: list[Any] = []
+        try:
+            client = None
+            slot = None
+            model = ""
+            temperature = 0.0
+            if judge is not None:
+                client = self._client(judge)
+                limiter = self.limiters.get(judge.pk) or limiter_for(judge)
+                self.limiters[judge.pk] = limiter
+                slot = partial(self._call_slot, limiter)
+                snapshot = run_scorer.judge_snapshot or {}
+                model = str(snapshot.get("model") or judge.model)
+                temperature = float(snapshot.get("temperature", judge.temperature))
+            judged = await ajudge_case(
+                run_scorer.kind,
+                result.item.as_case(),
+                run_scorer.options,
+                client,
+                model=model,
+                temperature=temperature,
+                cache=_AsyncDbCache(
+                    DbJudgeCache(project_id=result.run.project_id), self.db
+                ),
+                limiter=slot,
+                base_url=judge.base_url if judge is not None else None,
+            )
+        except (RunCancelledError, OperationalError, InterfaceError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure fails this result only
+            message, steps = outcome_message(exc, steps, result_id=result.pk)
+            stored = await self.db(
+                store_result,
+                result.pk,
+                self.token,
+                judged=None,
+                error=message[:5000],
+                steps=steps,
+            )
+            return "error" if stored else "skipped"
+        stored = await self.db(
+            store_result, result.pk, self.token, judged=judged, steps=judged.steps
+        )
+        return "ok" if stored else "skipped"
+
+
+def _release_claim(result_id: int, token: str) -> None:
+    Result.objects.filter(pk=result_id, claimed_by=token).update(
+        claimed_at=None, claimed_by=""
+    )
+
+
+def run_dispatch(*, run_id: int) -> DispatchOutcome:
+    """Judge the run's pending results for up to conf.dispatch_seconds(), many at a
+    time; send the next dispatch when results are left, finish the run when none are."""
+    if _run_status(run_id) != Run.Status.RUNNING:
+        return DispatchOutcome()
+    db_workers = _DbWorkers()
+    dispatcher = _Dispatcher(run_id, db_workers)
+    finished = threading.Event()
+    outcomes: list[DispatchOutcome] = []
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        try:
+            outcomes.append(asyncio.run(dispatcher.run()))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+            errors.append(exc)
+        finally:
+            finished.set()
+
+    # The event loop runs on a thread of its own; this thread serves its database work.
+    loop_thread = threading.Thread(target=loop, name=f"dispatch-run-{run_id}")
+    loop_thread.start()
+    try:
+        db_workers.serve(until=finished)
+    finally:
+        loop_thread.join()
+        db_workers.stop()
+    if errors:
+        raise errors[0]
+    outcome = outcomes[0]
+    if outcome.more:
+        task_send_dispatch(run_id)
+    else:
+        run_finish_if_complete(run_id=run_id)
+    return outcome
