@@ -133,6 +133,10 @@ class ProgressOut(Schema):
     percent: float
     rate: float | None
     eta_seconds: float | None
+    in_flight: int = 0
+    calls_per_second: float = 0.0
+    throttled: int = 0
+    server_errors: int = 0
 
 
 class RunScorerOut(Schema):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -14,6 +15,7 @@ from django.utils import timezone
 from evalsite.accounts.models import Project
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.datasets.models import Dataset
+from evalsite.evals import livestats
 from evalsite.evals.models import JudgeConnection, Result, Run, ScorerConfig
 
 AnyUser = User | AnonymousUser
@@ -156,8 +158,13 @@ class RunProgress:
     errors: int
     pending: int
     cancelled: int
-    rate: float | None  # finished results per second since the run started
+    rate: float | None  # finished results per second (lately while running)
     eta_seconds: float | None
+    # While running, from the run's dispatchers (evalsite/evals/livestats.py).
+    in_flight: int = 0
+    calls_per_second: float = 0.0
+    throttled: int = 0  # the judge's 429 answers during the run
+    server_errors: int = 0  # and its 5xx answers
 
     @property
     def done(self) -> int:
@@ -179,6 +186,10 @@ class RunProgress:
             "percent": round(self.percent, 1),
             "rate": self.rate,
             "eta_seconds": self.eta_seconds,
+            "in_flight": self.in_flight,
+            "calls_per_second": self.calls_per_second,
+            "throttled": self.throttled,
+            "server_errors": self.server_errors,
         }
 
 
@@ -195,14 +206,41 @@ def run_progress_many(*, runs: list[Run]) -> dict[int, RunProgress]:
     return {run.pk: _progress(run, counts[run.pk]) for run in runs}
 
 
+# The window of the "lately" rate: long enough to smooth a dispatcher's batches, short
+# enough that the ETA follows a judge that slows down.
+_RECENT_SECONDS = 15
+
+
 def run_progress(*, run: Run) -> RunProgress:
+    """One run's progress; while it runs, with the rate of the last few seconds (the
+    ETA follows it) and the live figures its dispatchers publish."""
+    results = Result.objects.filter(run=run)
     counts = dict(
-        Result.objects.filter(run=run)
-        .values_list("status")
-        .annotate(n=Count("pk"))
-        .values_list("status", "n")
+        results.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
     )
-    return _progress(run, counts)
+    progress = _progress(run, counts)
+    if run.is_finished or not run.started_at:
+        return progress
+    now = timezone.now()
+    window = min(_RECENT_SECONDS, (now - run.started_at).total_seconds())
+    rate, eta = progress.rate, progress.eta_seconds
+    if window >= 2:
+        recent = results.filter(
+            status__in=(Result.Status.OK, Result.Status.ERROR),
+            updated_at__gte=now - timedelta(seconds=window),
+        ).count()
+        rate = recent / window
+        eta = progress.pending / rate if rate and progress.pending else None
+    live = livestats.run_live(run_id=run.pk)
+    return replace(
+        progress,
+        rate=rate,
+        eta_seconds=eta,
+        in_flight=live.in_flight,
+        calls_per_second=live.calls_per_second,
+        throttled=live.throttled,
+        server_errors=live.server_errors,
+    )
 
 
 def _progress(run: Run, counts: dict[str, int]) -> RunProgress:

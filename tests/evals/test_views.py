@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from evalsite.evals import services
 from evalsite.evals.models import Result, Run, ScorerConfig
@@ -374,3 +376,67 @@ def test_run_list_query_count_does_not_grow_with_runs(
     with django_assert_max_num_queries(12):
         response = owner_client.get(_url("runs", project))
     assert response.content.decode().count("0 / 6") == 5
+
+
+def test_run_progress_tells_calls_in_flight_rates_eta_and_judge_errors_while_running(
+    owner_client, project, owner, dataset, scorers, settings, tmp_path, time_machine
+):
+    from evalsite.evals import livestats
+
+    settings.VAR_DIR = tmp_path
+    settings.REDIS_URL = ""  # the file store; the Redis one is read the same way
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    started = run.created_at
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, started_at=started)
+    # Two dispatchers report; one result finished 5 s into the run.
+    time_machine.move_to(started + timedelta(seconds=5), tick=False)
+    first = run.results.order_by("pk").first()
+    Result.objects.filter(pk=first.pk).update(
+        status=Result.Status.OK, updated_at=timezone.now()
+    )
+    time_machine.move_to(started + timedelta(seconds=10), tick=False)
+    livestats.publish(
+        run_id=run.pk,
+        token="host:1:a",
+        snapshot=livestats.Snapshot(
+            in_flight=40, calls=300, calls_per_second=61.5, throttled=2, server_errors=1
+        ),
+    )
+    livestats.publish(
+        run_id=run.pk,
+        token="host:2:b",
+        snapshot=livestats.Snapshot(
+            in_flight=24, calls=100, calls_per_second=20.0, throttled=1, server_errors=0
+        ),
+    )
+    body = owner_client.get(
+        _url("run_progress", project, run.pk), **HX
+    ).content.decode()
+    assert "<strong>64</strong> calls in flight" in body
+    assert "81.5 calls/s" in body
+    assert "3 × 429" in body and "1 × 5xx" in body
+    # 1 result in the last 10 s: 0.1 results/s, and the ETA follows that rate.
+    pending = run.results.filter(status=Result.Status.PENDING).count()
+    assert "0.1 results/s" in body
+    assert f"ETA {pending * 10} s" in body
+
+    # A dispatcher not heard from lately (killed) keeps its counts, not its calls.
+    time_machine.move_to(started + timedelta(seconds=10 + livestats.FRESH_SECONDS + 1))
+    livestats.publish(
+        run_id=run.pk,
+        token="host:2:b",
+        snapshot=livestats.Snapshot(
+            in_flight=5, calls=120, calls_per_second=10.0, throttled=1, server_errors=0
+        ),
+    )
+    body = owner_client.get(
+        _url("run_progress", project, run.pk), **HX
+    ).content.decode()
+    assert "<strong>5</strong> calls in flight" in body
+    assert "10.0 calls/s" in body and "3 × 429" in body
+
+    api = owner_client.get(f"/api/runs/{run.pk}").json()
+    assert api["progress"]["in_flight"] == 5
+    assert api["progress"]["throttled"] == 3
