@@ -153,3 +153,148 @@ def test_judge_limiter_picks_the_backend_from_settings(settings):
     assert isinstance(
         judge_limiter(key="x", max_concurrency=1, requests_per_minute=0), FileLimiter
     )
+
+
+# --------------------------------------------------------------------------- asyncio face
+
+
+def _async_child(backend: str, key: str, limits: dict, queue, coroutines: int) -> None:
+    """One worker process: an event loop with many coroutines taking slots."""
+    import asyncio
+
+    async def main() -> list[tuple[float, float, float]]:
+        limiter = _make(backend, key, **limits)
+        held: list[tuple[float, float, float]] = []
+
+        async def call() -> None:
+            for _ in range(3):
+                async with limiter.aslot():
+                    start = time.monotonic()
+                    await asyncio.sleep(0.02)
+                    held.append((start, time.monotonic(), time.time()))
+
+        await asyncio.wait_for(asyncio.gather(*(call() for _ in range(coroutines))), 50)
+        return held
+
+    queue.put(asyncio.run(main()))
+
+
+def _in_two_processes(backend: str, limits: dict, coroutines: int) -> list:
+    key = f"a-{uuid.uuid4().hex}"
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    procs = [
+        ctx.Process(target=_async_child, args=(backend, key, limits, queue, coroutines))
+        for _ in range(2)
+    ]
+    for p in procs:
+        p.start()
+    held = [iv for _ in procs for iv in queue.get(timeout=90)]
+    for p in procs:
+        p.join(timeout=30)
+    return held
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_worker_processes_of_coroutines_never_exceed_max_concurrency(backend):
+    held = _in_two_processes(
+        backend, {"max_concurrency": 8, "requests_per_minute": 0}, coroutines=40
+    )
+    assert len(held) == 2 * 40 * 3
+    # The limiter, not the 80 coroutines, caps what is in flight; and it is used.
+    assert _max_overlap([(s, e) for s, e, _ in held]) == 8
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_worker_processes_never_exceed_requests_per_minute(backend):
+    if time.time() % 60 > 50:  # pragma: no cover - keep the test in one window
+        time.sleep(61 - time.time() % 60)
+    key = f"m-{uuid.uuid4().hex}"
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+
+    def child() -> None:
+        limiter = _make(backend, key, max_concurrency=50, requests_per_minute=25)
+        taken = []
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            slots, wait = limiter.take(5)
+            taken += [time.time() for _ in slots]
+            for slot in slots:
+                limiter.give_back(slot, succeeded=True)
+            if not slots:
+                assert wait > 0  # out of this minute's requests: wait for the next
+                time.sleep(0.01)
+        queue.put(taken)
+
+    procs = [ctx.Process(target=child) for _ in range(2)]
+    for p in procs:
+        p.start()
+    taken = [t for _ in procs for t in queue.get(timeout=30)]
+    for p in procs:
+        p.join(timeout=10)
+    per_minute: dict[int, int] = {}
+    for t in taken:
+        per_minute[int(t // 60)] = per_minute.get(int(t // 60), 0) + 1
+    assert max(per_minute.values()) == 25, per_minute
+
+
+def test_a_limiter_of_a_thousand_slots_grants_a_thousand_calls_at_once():
+    backend = "redis" if settings.REDIS_URL else "file"
+    limiter = _make(
+        backend, f"k-{uuid.uuid4().hex}", max_concurrency=1000, requests_per_minute=0
+    )
+    slots = []
+    while len(slots) < 1000:
+        taken, _ = limiter.take(1000 - len(slots))
+        assert taken
+        slots += taken
+    assert limiter.take(1) == ([], 0.0)
+    for slot in slots:
+        limiter.give_back(slot, succeeded=True)
+    assert len(limiter.take(10)[0]) == 10
+
+
+def test_a_429_slows_every_worker_of_the_connection_down_and_success_recovers():
+    if not settings.REDIS_URL:
+        pytest.skip("needs REDIS_URL")
+    key = f"t-{uuid.uuid4().hex}"
+    one = RedisLimiter(
+        key=key, max_concurrency=8, requests_per_minute=0, lease_seconds=30
+    )
+    other = RedisLimiter(
+        key=key, max_concurrency=8, requests_per_minute=0, lease_seconds=30
+    )
+
+    # A 429 with Retry-After: 0.3 pauses the whole connection, for every limiter on it.
+    one.throttled(0.3)
+    slots, wait = other.take(1)
+    assert slots == [] and 0.1 < wait <= 0.3
+    time.sleep(0.35)
+    # ...and halves its ceiling: 4 of the 8 slots until calls succeed again.
+    slots, _ = other.take(8)
+    assert len(slots) == 4
+    one.throttled(0)  # a second 429 within a second does not cut again
+    assert len(other.take(8)[0]) == 0
+    for slot in slots:
+        other.give_back(slot, succeeded=True)  # each success adds half a slot
+    assert len(one.take(8)[0]) == 6
+
+
+def test_a_429_through_the_slot_is_reported_to_the_limiter():
+    import httpx2
+    import openai
+
+    limiter = _make(
+        "redis" if settings.REDIS_URL else "file",
+        f"s-{uuid.uuid4().hex}",
+        max_concurrency=4,
+        requests_per_minute=0,
+    )
+    request = httpx2.Request("POST", "http://judge.test/v1/chat/completions")
+    response = httpx2.Response(429, headers={"retry-after": "0.5"}, request=request)
+    error = openai.RateLimitError("slow down", response=response, body=None)
+    with pytest.raises(openai.RateLimitError), limiter():
+        raise error
+    slots, wait = limiter.take(1)
+    assert slots == [] and 0.2 < wait <= 0.5
