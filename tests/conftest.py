@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import Role
+from evalsite.accounts.services import api_token_create
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.security.listener import Listener
 
@@ -57,6 +58,18 @@ def owner_client(client, owner):
 def login(client, user):
     client.force_login(user)
     return client
+
+
+def bearer(user) -> dict[str, str]:
+    """Test-client headers carrying a new API token of `user`."""
+    _, raw = api_token_create(user=user, name="test")
+    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
+
+
+@pytest.fixture(name="bearer")
+def bearer_fixture():
+    """`bearer(user)` as a fixture, for tests that take their helpers as arguments."""
+    return bearer
 
 
 @pytest.fixture

@@ -8,23 +8,33 @@ import json
 import pytest
 from django.urls import reverse
 
-from evalsite.accounts.services import api_token_create
 from evalsite.evals.models import Result, Run, ScorerConfig
 from evalsite.evals.services import judge_create_offline
-from tests.conftest import login
-from tests.exports.builders import make_dataset, make_judge, make_run, make_scorer
+from tests.conftest import bearer, login
+from tests.exports.builders import QA_DATASET, make_run_with_score
+from tests.factories import (
+    DatasetFactory,
+    JudgeConnectionFactory,
+    ScorerConfigFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def setup(project, owner, reviewer, viewer):
-    dataset = make_dataset(project)
-    paid = make_scorer(project, make_judge(project, name="GPT-4o"), name="Paid")
-    free = make_scorer(
-        project, judge_create_offline(project), name="Free", kind="faithfulness"
+    dataset = DatasetFactory(project=project, **QA_DATASET)
+    paid = ScorerConfigFactory(
+        project=project,
+        judge=JudgeConnectionFactory(project=project, name="GPT-4o"),
+        name="Paid",
     )
-    local = make_scorer(project, None, name="Local", kind="content_similarity")
+    free = ScorerConfigFactory(
+        project=project, judge=judge_create_offline(project), name="Free"
+    )
+    local = ScorerConfigFactory(
+        project=project, name="Local", kind="content_similarity"
+    )
     return {"dataset": dataset, "paid": paid, "free": free, "local": local}
 
 
@@ -32,11 +42,6 @@ def _allow(project, **flags):
     for name, value in flags.items():
         setattr(project, name, value)
     project.save(update_fields=list(flags))
-
-
-def _bearer(user) -> dict[str, str]:
-    _, raw = api_token_create(user=user, name="t")
-    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
 
 
 def _start_page(client, project, dataset, scorers, **extra):
@@ -52,7 +57,7 @@ def _start_api(client, user, project, dataset, scorers):
         f"/api/projects/{project.pk}/runs",
         json.dumps({"dataset_id": dataset.pk, "scorer_ids": [s.pk for s in scorers]}),
         content_type="application/json",
-        **_bearer(user),
+        **bearer(user),
     )
 
 
@@ -163,7 +168,7 @@ def test_the_run_form_marks_paid_scorers_owner_only_for_reviewers(
 
 @pytest.fixture
 def failed_paid_run(project, setup):
-    run = make_run(project, setup["dataset"], [setup["paid"]])
+    run = make_run_with_score(project, setup["dataset"], [setup["paid"]])
     Result.objects.filter(run=run).update(status=Result.Status.ERROR, error="boom")
     return run
 
@@ -178,7 +183,7 @@ def test_reviewers_cannot_retry_a_paid_run_through_page_or_api(
     url = reverse("evals:run_retry_failed", args=[project.pk, run.pk])
     assert client.post(url).status_code == 403
     assert client.post(url, HTTP_HX_REQUEST="true").status_code == 403
-    api = client.post(f"/api/runs/{run.pk}/retry-failed", **_bearer(reviewer))
+    api = client.post(f"/api/runs/{run.pk}/retry-failed", **bearer(reviewer))
     assert api.status_code == 403 and "paid judge" in api.json()["detail"]
     assert not Result.objects.filter(run=run).exclude(status="error").exists()
 
@@ -191,7 +196,7 @@ def test_owners_retry_paid_runs_and_reviewers_once_allowed(
     detail = client.get(reverse("evals:run_detail", args=[project.pk, run.pk]))
     assert 'id="retry-failed"' in detail.content.decode()
     _allow(project, reviewers_can_start_runs=True)
-    api = client.post(f"/api/runs/{run.pk}/retry-failed", **_bearer(reviewer))
+    api = client.post(f"/api/runs/{run.pk}/retry-failed", **bearer(reviewer))
     assert api.status_code == 200, api.content
     assert api.json()["retried"] == Result.objects.filter(run=run).count()
 
@@ -201,7 +206,7 @@ def test_owners_retry_paid_runs_and_reviewers_once_allowed(
 
 @pytest.fixture
 def finished_run(project, setup):
-    return make_run(project, setup["dataset"], [setup["free"]])
+    return make_run_with_score(project, setup["dataset"], [setup["free"]])
 
 
 def _versions() -> int:
@@ -219,7 +224,7 @@ def _rescore_api(client, user, run, *, save):
             }
         ),
         content_type="application/json",
-        **_bearer(user),
+        **bearer(user),
     )
 
 

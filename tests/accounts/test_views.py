@@ -9,16 +9,6 @@ from tests.conftest import login
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def bearer():
-    from evalsite.accounts.services import api_token_create
-
-    def _bearer(user) -> dict[str, str]:
-        return {"HTTP_AUTHORIZATION": f"Bearer {api_token_create(user=user)[1]}"}
-
-    return _bearer
-
-
 def test_dashboard_requires_login(client):
     response = client.get(reverse("accounts:dashboard"))
     assert response.status_code == 302

@@ -16,8 +16,9 @@ import pytest
 from django.urls import reverse
 
 from evalsite.evals.models import Result, Run
-from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.models import ReviewQueue
 from tests.conftest import login
+from tests.factories import QueueEntryFactory, ReviewQueueFactory
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db
@@ -34,11 +35,9 @@ def run(project):
 
 @pytest.fixture
 def queue(run, owner):
-    queue = ReviewQueue.objects.create(
-        project=run.project, run=run, name="q", size=2, created_by=owner
-    )
+    queue = ReviewQueueFactory(run=run, name="q", size=2, created_by=owner)
     for position, result in enumerate(run.results.order_by("pk"), start=1):
-        QueueEntry.objects.create(queue=queue, result=result, position=position)
+        QueueEntryFactory(queue=queue, result=result, position=position)
     return queue
 
 

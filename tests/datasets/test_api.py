@@ -5,31 +5,19 @@ import re
 
 import pytest
 
-from evalsite.accounts.services import api_token_create
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.services import dataset_create
-from tests.datasets.conftest import GOOD_CSV, upload
+from tests.conftest import bearer
+from tests.datasets.conftest import GOOD_CSV, upload, uploaded_dataset
 
 pytestmark = pytest.mark.django_db
-
-
-def auth(user):
-    _, raw = api_token_create(user=user)
-    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
 
 
 def post_dataset(client, project, user, data=GOOD_CSV, name="support.csv", **fields):
     return client.post(
         f"/api/projects/{project.pk}/datasets",
         {"file": upload(name, data), "name": "support", **fields},
-        **auth(user),
-    )
-
-
-def make_dataset(project, owner, rows=3):
-    data = "input,output\n" + "".join(f"q{i},a{i}\n" for i in range(rows))
-    return dataset_create(
-        project=project, user=owner, file=upload("d.csv", data), name="d"
+        **bearer(user),
     )
 
 
@@ -165,8 +153,8 @@ def test_upload_without_auth_is_401(client, project):
 
 
 def test_list_detail_and_items_for_a_viewer(client, project, owner, viewer):
-    dataset = make_dataset(project, owner, rows=5)
-    headers = auth(viewer)
+    dataset = uploaded_dataset(project, owner, rows=5)
+    headers = bearer(viewer)
     listing = client.get(f"/api/projects/{project.pk}/datasets", **headers).json()
     assert listing["count"] == 1 and listing["items"][0]["id"] == dataset.pk
     detail = client.get(f"/api/datasets/{dataset.pk}", **headers).json()
@@ -188,8 +176,8 @@ def test_list_detail_and_items_for_a_viewer(client, project, owner, viewer):
 
 
 def test_outsider_gets_404_on_every_read(client, project, owner, outsider):
-    dataset = make_dataset(project, owner)
-    headers = auth(outsider)
+    dataset = uploaded_dataset(project, owner)
+    headers = bearer(outsider)
     for path in (
         f"/api/projects/{project.pk}/datasets",
         f"/api/datasets/{dataset.pk}",
@@ -205,7 +193,7 @@ def test_export_csv_neutralises_formulas_and_has_no_bom(client, project, owner):
     dataset = dataset_create(
         project=project, user=owner, file=upload("x.csv", data), name="x"
     )
-    response = client.get(f"/api/datasets/{dataset.pk}/export.csv", **auth(owner))
+    response = client.get(f"/api/datasets/{dataset.pk}/export.csv", **bearer(owner))
     assert response.status_code == 200
     assert response.streaming
     raw = b"".join(response.streaming_content)
@@ -218,8 +206,8 @@ def test_export_csv_neutralises_formulas_and_has_no_bom(client, project, owner):
 
 
 def test_export_jsonl_round_trips_items(client, project, owner):
-    dataset = make_dataset(project, owner, rows=3)
-    response = client.get(f"/api/datasets/{dataset.pk}/export.jsonl", **auth(owner))
+    dataset = uploaded_dataset(project, owner, rows=3)
+    response = client.get(f"/api/datasets/{dataset.pk}/export.jsonl", **bearer(owner))
     lines = [
         json.loads(line)
         for line in b"".join(response.streaming_content).decode().splitlines()

@@ -7,20 +7,17 @@ from django.db import connection
 
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.selectors import ItemSearchText, items_matching
-from tests.factories import ProjectFactory
+from tests.factories import DatasetFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
 
 def _dataset(project, name: str, rows: list[tuple[str, str]]) -> Dataset:
-    dataset = Dataset.objects.create(
-        project=project, name=name, file_format="jsonl", item_count=len(rows)
+    return DatasetFactory(
+        project=project,
+        name=name,
+        rows=[{"input": inp, "output": out} for inp, out in rows],
     )
-    Item.objects.bulk_create(
-        Item(dataset=dataset, index=i, input=inp, output=out, context=[])
-        for i, (inp, out) in enumerate(rows)
-    )
-    return dataset
 
 
 def _matches(dataset: Dataset, text: str) -> list[int]:

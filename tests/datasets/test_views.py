@@ -10,7 +10,7 @@ from evalsite.datasets import uploads
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.services import dataset_create
 from tests.conftest import login
-from tests.datasets.conftest import GOOD_CSV, upload
+from tests.datasets.conftest import GOOD_CSV, upload, uploaded_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -34,17 +34,8 @@ def start_upload(client, project, data=GOOD_CSV, name="support.csv", **extra):
     )
 
 
-def make_dataset(project, owner, rows=3):
-    data = "input,output,context\n" + "".join(
-        f'q{i},a{i},"[""chunk {i}a"", ""chunk {i}b""]"\n' for i in range(rows)
-    )
-    return dataset_create(
-        project=project, user=owner, file=upload("d.csv", data), name="d"
-    )
-
-
 def test_list_shows_datasets_and_upload_form_to_owner(client, project, owner):
-    dataset = make_dataset(project, owner)
+    dataset = uploaded_dataset(project, owner, chunks=True)
     body = login(client, owner).get(list_url(project)).content.decode()
     assert "d</a>" in body and "v1" in body and ">3<" in body
     assert 'id="upload-button"' in body
@@ -52,7 +43,7 @@ def test_list_shows_datasets_and_upload_form_to_owner(client, project, owner):
 
 
 def test_viewer_sees_datasets_but_no_upload_form(client, project, owner, viewer):
-    make_dataset(project, owner)
+    uploaded_dataset(project, owner, chunks=True)
     response = login(client, viewer).get(list_url(project))
     assert response.status_code == 200
     assert "d</a>" in response.content.decode()
@@ -69,7 +60,7 @@ def test_viewer_forged_upload_is_403_and_stores_nothing(
 
 
 def test_outsider_gets_404_everywhere(client, project, owner, outsider):
-    dataset = make_dataset(project, owner)
+    dataset = uploaded_dataset(project, owner, chunks=True)
     login(client, outsider)
     assert client.get(list_url(project)).status_code == 404
     assert start_upload(client, project).status_code == 404
@@ -275,7 +266,7 @@ def test_stale_uploads_are_cleaned_up(settings):
 
 
 def test_detail_paginates_items_and_numbers_context_chunks(client, project, owner):
-    dataset = make_dataset(project, owner, rows=30)
+    dataset = uploaded_dataset(project, owner, rows=30, chunks=True)
     url = reverse("datasets:detail", args=[project.pk, dataset.pk])
     body = login(client, owner).get(url).content.decode()
     assert "q0" in body and "q24" in body and "q25" not in body
@@ -290,7 +281,7 @@ def test_detail_paginates_items_and_numbers_context_chunks(client, project, owne
 
 
 def test_detail_htmx_returns_only_the_items_partial(client, project, owner):
-    dataset = make_dataset(project, owner, rows=30)
+    dataset = uploaded_dataset(project, owner, rows=30, chunks=True)
     url = reverse("datasets:detail", args=[project.pk, dataset.pk])
     response = login(client, owner).get(url, {"page": 2}, HTTP_HX_REQUEST="true")
     body = response.content.decode()
@@ -300,7 +291,7 @@ def test_detail_htmx_returns_only_the_items_partial(client, project, owner):
 
 
 def test_detail_rejects_bad_page_param(client, project, owner):
-    dataset = make_dataset(project, owner)
+    dataset = uploaded_dataset(project, owner, chunks=True)
     url = reverse("datasets:detail", args=[project.pk, dataset.pk])
     assert login(client, owner).get(url, {"page": "x"}).status_code == 400
 
@@ -309,7 +300,7 @@ def test_detail_of_another_projects_dataset_is_404(client, project, owner):
     from tests.factories import MembershipFactory
 
     other = MembershipFactory(user=owner, role="owner").project
-    dataset = make_dataset(project, owner)
+    dataset = uploaded_dataset(project, owner, chunks=True)
     login(client, owner)
     assert (
         client.get(reverse("datasets:detail", args=[other.pk, dataset.pk])).status_code

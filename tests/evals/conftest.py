@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
-from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import JudgeConnection
 from evalsite.evals.services import judge_create_offline, scorer_create
 from scoring.offline_judge import start_server
+from tests.factories import DatasetFactory
 
-CASES = [
+CASES: list[dict[str, Any]] = [
     {
         "input": "How long do refunds take?",
         "output": "Refunds are processed within 5 business days.",
@@ -33,24 +35,25 @@ CASES = [
 ]
 
 
-def make_dataset(project, n: int = 3, name: str = "support") -> Dataset:
-    dataset = Dataset.objects.create(
-        project=project, name=name, file_format="jsonl", item_count=n
-    )
-    Item.objects.bulk_create(
-        Item(
-            dataset=dataset,
-            index=i,
-            input=CASES[i % len(CASES)]["input"],
-            output=CASES[i % len(CASES)]["output"]
-            + ("" if i < len(CASES) else f" ({i})"),
-            context=CASES[i % len(CASES)]["context"],
-            reference=CASES[i % len(CASES)]["reference"],
-            metadata={"row": i},
-        )
-        for i in range(n)
-    )
-    return dataset
+def support_rows(n: int = 3) -> list[dict[str, Any]]:
+    """`n` support questions for DatasetFactory(rows=...): CASES over and over, the
+    outputs numbered after the first round so that no two items are the same."""
+    return [
+        {
+            "input": case["input"],
+            "output": case["output"] + ("" if i < len(CASES) else f" ({i})"),
+            "context": case["context"],
+            "reference": case["reference"],
+            "metadata": {"row": i},
+        }
+        for i, case in ((i, CASES[i % len(CASES)]) for i in range(n))
+    ]
+
+
+def make_dataset(project, n: int = 3, name: str = "support"):
+    """Only for tests/integration and tests/faults until they call
+    DatasetFactory(project=..., name="support", rows=support_rows(n)) themselves."""
+    return DatasetFactory(project=project, name=name, rows=support_rows(n))
 
 
 @pytest.fixture(scope="session")
@@ -83,7 +86,7 @@ def judge(project, offline_judge) -> JudgeConnection:
 
 @pytest.fixture
 def dataset(project):
-    return make_dataset(project)
+    return DatasetFactory(project=project, name="support", rows=support_rows(3))
 
 
 @pytest.fixture

@@ -4,8 +4,9 @@ import pytest
 
 from evalsite.accounts.services import api_token_create
 from evalsite.evals import services
-from evalsite.evals.models import JudgeConnection, Run, ScorerConfig
+from evalsite.evals.models import JudgeConnection, Run
 from tests.evals.conftest import judge_control
+from tests.factories import ProjectFactory, ScorerConfigFactory
 
 pytestmark = pytest.mark.django_db
 SECRET = "sk-live-DO-NOT-LEAK-4242"
@@ -296,10 +297,11 @@ def test_api_run_start_and_detail(
 
 
 def test_api_run_start_refuses_foreign_scorers(api, project, owner, dataset):
-    foreign = ScorerConfig.objects.create(
-        project=project.__class__.objects.create(name="Other"),
+    foreign = ScorerConfigFactory(
+        project=ProjectFactory(name="Other"),
         name="X",
         kind="content_similarity",
+        options={},
     )
     response = api(owner).post(
         f"/api/projects/{project.pk}/runs",

@@ -13,8 +13,8 @@ from evalsite.evals import services
 from evalsite.evals.crypto import SecretUnreadableError, secret_decrypt, secret_encrypt
 from evalsite.evals.models import JudgeCall, JudgeConnection, Result, Run, ScorerConfig
 from scoring import overridable_count
-from tests.evals.conftest import judge_control, judge_stats, make_dataset
-from tests.factories import ProjectFactory
+from tests.evals.conftest import judge_control, judge_stats, support_rows
+from tests.factories import DatasetFactory, ProjectFactory, ScorerConfigFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -294,8 +294,8 @@ def test_run_start_snapshots_scorers_and_creates_pending_results(
 
 
 def test_run_start_rejects_a_scorer_of_another_project(project, owner, dataset):
-    foreign = ScorerConfig.objects.create(
-        project=ProjectFactory(), name="X", kind="content_similarity"
+    foreign = ScorerConfigFactory(
+        project=ProjectFactory(), name="X", kind="content_similarity", options={}
     )
     with pytest.raises(ApplicationError) as exc:
         services.run_start(
@@ -305,7 +305,7 @@ def test_run_start_rejects_a_scorer_of_another_project(project, owner, dataset):
 
 
 def test_run_start_rejects_an_empty_dataset(project, owner, scorers):
-    empty = make_dataset(project, n=0, name="empty")
+    empty = DatasetFactory(project=project, name="empty", rows=[])
     with pytest.raises(ApplicationError) as exc:
         services.run_start(project=project, user=owner, dataset=empty, scorers=scorers)
     assert "dataset_id" in exc.value.field_errors
@@ -378,7 +378,7 @@ def test_another_projects_identical_calls_are_judged_again_not_cached(
     second = _start(
         other,
         owner,
-        make_dataset(other),
+        DatasetFactory(project=other, name="support", rows=support_rows(3)),
         [other_scorer],
         django_capture_on_commit_callbacks,
     )
@@ -439,7 +439,7 @@ def test_judge_error_fails_only_that_result_and_the_run_finishes(
 def test_case_error_marks_the_result_with_the_field(
     project, owner, judge, scorers, django_capture_on_commit_callbacks
 ):
-    dataset = make_dataset(project, n=1, name="bad")
+    dataset = DatasetFactory(project=project, name="bad", rows=support_rows(1))
     dataset.items.update(output="")
     run = _start(
         project, owner, dataset, scorers[:1], django_capture_on_commit_callbacks
@@ -532,7 +532,7 @@ def test_run_finish_if_complete_waits_for_pending_results(
 def test_run_preview_renders_the_first_prompt_and_extrapolates(
     project, owner, judge, scorers
 ):
-    dataset = make_dataset(project, n=120, name="big")
+    dataset = DatasetFactory(project=project, name="big", rows=support_rows(120))
     judge.price_per_1k_input = Decimal("0.5")
     judge.price_per_1k_output = Decimal("1.5")
     judge.save()

@@ -10,9 +10,14 @@ from django.utils import timezone
 
 from evalsite.accounts.services import api_token_create
 from evalsite.evals.models import Result
-from evalsite.review.models import Override
-from tests.conftest import login
-from tests.exports.builders import make_dataset, make_judge, make_run, make_scorer
+from tests.conftest import bearer, login
+from tests.exports.builders import QA_DATASET, make_run_with_score
+from tests.factories import (
+    DatasetFactory,
+    JudgeConnectionFactory,
+    OverrideFactory,
+    ScorerConfigFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -21,14 +26,14 @@ SECRET = "sk-live-SUPERSECRET-0123456789"
 
 @pytest.fixture
 def run(project, owner):
-    judge = make_judge(project, api_key=SECRET)
-    dataset = make_dataset(project)
-    return make_run(
+    judge = JudgeConnectionFactory(project=project, api_key=SECRET)
+    dataset = DatasetFactory(project=project, **QA_DATASET)
+    return make_run_with_score(
         project,
         dataset,
         [
-            make_scorer(project, judge, name="Faithfulness", kind="faithfulness"),
-            make_scorer(project, judge, name="Hallucination", kind="hallucination"),
+            ScorerConfigFactory(project=project, judge=judge, kind="faithfulness"),
+            ScorerConfigFactory(project=project, judge=judge, kind="hallucination"),
         ],
     )
 
@@ -56,13 +61,13 @@ def test_csv_has_one_row_per_item_and_scorer_with_every_column(client, owner, ru
     first.final_score = 0.25
     first.final_passed = False
     first.save()
-    Override.objects.create(
+    OverrideFactory(
         result=first, kind="score", new_value=0.25, note="too generous", user=owner
     )
-    Override.objects.create(
+    OverrideFactory(
         result=first, kind="pass", new_value=False, note="wrong author", user=owner
     )
-    Override.objects.create(
+    OverrideFactory(
         result=first,
         kind="pass",
         new_value=True,
@@ -172,9 +177,9 @@ FORMULA_PAYLOADS = [
 
 @pytest.mark.parametrize("payload", FORMULA_PAYLOADS)
 def test_formula_cells_are_neutralised(client, owner, project, payload):
-    dataset = make_dataset(
-        project,
-        [
+    dataset = DatasetFactory(
+        project=project,
+        rows=[
             {
                 "input": payload,
                 "output": payload,
@@ -185,7 +190,9 @@ def test_formula_cells_are_neutralised(client, owner, project, payload):
         ],
         columns=["input", "output", "context", "reference", "note"],
     )
-    run = make_run(project, dataset, [make_scorer(project)], reason=payload)
+    run = make_run_with_score(
+        project, dataset, [ScorerConfigFactory(project=project)], reason=payload
+    )
     rows = _csv_rows(login(client, owner).get(_run_url(run)))
     row = rows[0]
     for column in ("input", "output", "reference", "metadata.note", "reason"):
@@ -196,12 +203,12 @@ def test_formula_cells_are_neutralised(client, owner, project, payload):
 
 
 def test_formula_like_metadata_key_in_header_is_neutralised(client, owner, project):
-    dataset = make_dataset(
-        project,
-        [{"input": "q", "output": "a", "metadata": {"=cmd()": "x"}}],
+    dataset = DatasetFactory(
+        project=project,
+        rows=[{"input": "q", "output": "a", "metadata": {"=cmd()": "x"}}],
         columns=["input", "output", "=cmd()"],
     )
-    run = make_run(project, dataset, [make_scorer(project)])
+    run = make_run_with_score(project, dataset, [ScorerConfigFactory(project=project)])
     text = _body(login(client, owner).get(_run_url(run))).decode()
     assert (
         "'metadata.=cmd()" not in text
@@ -210,8 +217,10 @@ def test_formula_like_metadata_key_in_header_is_neutralised(client, owner, proje
 
 
 def test_negative_numbers_stay_numbers(client, owner, project):
-    dataset = make_dataset(project, [{"input": "q", "output": "a"}])
-    run = make_run(project, dataset, [make_scorer(project)], judge_score=-0.5)
+    dataset = DatasetFactory(project=project, rows=[{"input": "q", "output": "a"}])
+    run = make_run_with_score(
+        project, dataset, [ScorerConfigFactory(project=project)], judge_score=-0.5
+    )
     row = _csv_rows(login(client, owner).get(_run_url(run)))[0]
     assert row["judge_score"] == "-0.5"
 
@@ -226,8 +235,10 @@ def test_excel_option_writes_a_utf8_bom_and_plain_csv_does_not(client, owner, ru
 
 
 def test_non_ascii_text_round_trips_as_utf8(client, owner, project):
-    dataset = make_dataset(project, [{"input": "Grüße — 東京 🚀", "output": "ok"}])
-    run = make_run(project, dataset, [make_scorer(project)])
+    dataset = DatasetFactory(
+        project=project, rows=[{"input": "Grüße — 東京 🚀", "output": "ok"}]
+    )
+    run = make_run_with_score(project, dataset, [ScorerConfigFactory(project=project)])
     login(client, owner)
     assert _csv_rows(client.get(_run_url(run)))[0]["input"] == "Grüße — 東京 🚀"
     line = _body(client.get(_run_url(run, "jsonl"))).decode("utf-8").splitlines()[0]
@@ -315,7 +326,9 @@ def test_anonymous_users_are_sent_to_login(client, run):
 
 def test_exports_never_contain_the_judge_api_key(client, owner, run, monkeypatch):
     monkeypatch.setenv("EVALSITE_TEST_JUDGE_KEY", "sk-env-ALSOSECRET-42")
-    make_judge(run.project, name="env", api_key_env="EVALSITE_TEST_JUDGE_KEY")
+    JudgeConnectionFactory(
+        project=run.project, name="env", api_key_env="EVALSITE_TEST_JUDGE_KEY"
+    )
     login(client, owner)
     for fmt in ("csv", "jsonl"):
         body = _body(client.get(_run_url(run, fmt)))
@@ -326,18 +339,22 @@ def test_exports_never_contain_the_judge_api_key(client, owner, run, monkeypatch
 def test_query_count_does_not_grow_with_rows(
     client, owner, project, django_assert_max_num_queries
 ):
-    small = make_run(
+    small = make_run_with_score(
         project,
-        make_dataset(project, [{"input": f"q{i}"} for i in range(2)], name="s"),
-        [make_scorer(project)],
+        DatasetFactory(
+            project=project, rows=[{"input": f"q{i}"} for i in range(2)], name="s"
+        ),
+        [ScorerConfigFactory(project=project)],
     )
-    big = make_run(
+    big = make_run_with_score(
         project,
-        make_dataset(project, [{"input": f"q{i}"} for i in range(60)], name="b"),
-        [make_scorer(project)],
+        DatasetFactory(
+            project=project, rows=[{"input": f"q{i}"} for i in range(60)], name="b"
+        ),
+        [ScorerConfigFactory(project=project)],
     )
     for result in big.results.all()[:30]:
-        Override.objects.create(result=result, kind="score", new_value=0.1, note="n")
+        OverrideFactory(result=result, kind="score", new_value=0.1, note="n")
     login(client, owner)
     with django_assert_max_num_queries(12) as small_ctx:
         _body(client.get(_run_url(small)))
@@ -349,13 +366,8 @@ def test_query_count_does_not_grow_with_rows(
 # ------------------------------------------------------------------ API
 
 
-def _bearer(user) -> dict[str, str]:
-    _, raw = api_token_create(user=user)
-    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
-
-
 def test_api_exports_csv_and_jsonl_with_a_bearer_token(client, viewer, run):
-    headers = _bearer(viewer)
+    headers = bearer(viewer)
     response = client.get(f"/api/runs/{run.pk}/export.csv?excel=1", **headers)
     assert response.status_code == 200
     body = _body(response)
@@ -368,7 +380,7 @@ def test_api_exports_csv_and_jsonl_with_a_bearer_token(client, viewer, run):
 
 
 def test_api_export_filters_and_errors(client, owner, outsider, run):
-    headers = _bearer(owner)
+    headers = bearer(owner)
     scorer = run.run_scorers.get(kind="faithfulness")
     response = client.get(
         f"/api/runs/{run.pk}/export.jsonl?scorer_id={scorer.pk}", **headers
@@ -389,7 +401,7 @@ def test_api_export_filters_and_errors(client, owner, outsider, run):
     assert missing.status_code == 404
     assert missing.json() == {"detail": "Not found.", "errors": []}
 
-    hidden = client.get(f"/api/runs/{run.pk}/export.csv", **_bearer(outsider))
+    hidden = client.get(f"/api/runs/{run.pk}/export.csv", **bearer(outsider))
     assert hidden.status_code == 404
 
     assert client.get(f"/api/runs/{run.pk}/export.csv").status_code == 401
@@ -399,7 +411,7 @@ def test_api_export_filters_and_errors(client, owner, outsider, run):
 
 
 def test_dataset_export_round_trips_items(client, viewer, project):
-    dataset = make_dataset(project)
+    dataset = DatasetFactory(project=project, **QA_DATASET)
     login(client, viewer)
     url = reverse(
         "exports:dataset_csv",
@@ -426,12 +438,12 @@ def test_dataset_export_round_trips_items(client, viewer, project):
     )
     records = [json.loads(line) for line in _body(client.get(url)).splitlines()]
     assert records[1]["metadata"] == {"topic": "lit"}
-    api = client.get(f"/api/datasets/{dataset.pk}/export.jsonl", **_bearer(viewer))
+    api = client.get(f"/api/datasets/{dataset.pk}/export.jsonl", **bearer(viewer))
     assert api.status_code == 200
 
 
 def test_dataset_export_is_404_for_outsiders(client, outsider, project):
-    dataset = make_dataset(project)
+    dataset = DatasetFactory(project=project, **QA_DATASET)
     client.force_login(outsider)
     url = reverse(
         "exports:dataset_csv",
@@ -440,7 +452,7 @@ def test_dataset_export_is_404_for_outsiders(client, outsider, project):
     assert client.get(url).status_code == 404
     assert (
         client.get(
-            f"/api/datasets/{dataset.pk}/export.csv", **_bearer(outsider)
+            f"/api/datasets/{dataset.pk}/export.csv", **bearer(outsider)
         ).status_code
         == 404
     )
@@ -448,9 +460,9 @@ def test_dataset_export_is_404_for_outsiders(client, outsider, project):
 
 @pytest.mark.parametrize("payload", FORMULA_PAYLOADS)
 def test_dataset_export_neutralises_formula_cells(client, viewer, project, payload):
-    dataset = make_dataset(
-        project,
-        [
+    dataset = DatasetFactory(
+        project=project,
+        rows=[
             {
                 "input": payload,
                 "output": "ok",
@@ -492,8 +504,8 @@ def test_exports_use_the_one_shared_rule(client, owner, project, monkeypatch):
         return csvsafe.safe_cell(value)
 
     monkeypatch.setattr(export_services, "safe_cell", spy)
-    dataset = make_dataset(project, [{"input": " =1+1", "output": "a"}])
-    run = make_run(project, dataset, [make_scorer(project)])
+    dataset = DatasetFactory(project=project, rows=[{"input": " =1+1", "output": "a"}])
+    run = make_run_with_score(project, dataset, [ScorerConfigFactory(project=project)])
     login(client, owner)
     row = _csv_rows(client.get(_run_url(run)))[0]
     assert row["input"] == "' =1+1" and " =1+1" in seen

@@ -1,4 +1,4 @@
-"""Build datasets, runs and scored results for review tests.
+"""Build runs and scored results for review tests, from the factories.
 
 Judge fields are computed with the real scoring library, and final_* start equal to
 them, as the run tasks leave them.
@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
-
 from evalsite.accounts.models import Project
-from evalsite.datasets.models import Dataset, Item
-from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
+from evalsite.datasets.models import Dataset
+from evalsite.evals.models import Result, Run
 from scoring import (
     KINDS,
     analyze_text,
@@ -20,6 +18,13 @@ from scoring import (
     overridable_count,
     passes,
     validate_options,
+)
+from tests.factories import (
+    DatasetFactory,
+    ResultFactory,
+    RunFactory,
+    RunScorerFactory,
+    ScorerConfigFactory,
 )
 
 # One hand-written judge analysis per LLM kind (the shapes of SCORERS.md).
@@ -105,6 +110,19 @@ ANALYSES: dict[str, dict[str, Any]] = {
     "custom_rubric": {"score": 0.7, "reason": "Mostly follows the rubric."},
 }
 
+
+def judged_claims(*verdicts: str) -> dict[str, Any]:
+    """A claims-and-verdicts analysis (faithfulness, hallucination): claim c<i> got
+    verdicts[i]."""
+    return {
+        "claims": [f"c{i}" for i in range(len(verdicts))],
+        "verdicts": [
+            {"claim": f"c{i}", "verdict": v, "reason": "r"}
+            for i, v in enumerate(verdicts)
+        ],
+    }
+
+
 CASE = {
     "input": "What is the capital of France and how many people live there?",
     "output": "Paris is the capital of France. It has 3 million people. It is sunny.",
@@ -118,27 +136,9 @@ CASE = {
 }
 
 
-def make_dataset(project: Project, *, n_items: int = 1, name: str = "qa") -> Dataset:
-    ds = Dataset.objects.create(
-        project=project,
-        name=name,
-        file_format=Dataset.Format.JSONL,
-        item_count=n_items,
-        version=Dataset.objects.filter(project=project, name=name).count() + 1,
-    )
-    Item.objects.bulk_create(
-        Item(
-            dataset=ds,
-            index=i,
-            input=CASE["input"],
-            output=CASE["output"],
-            context=CASE["context"],
-            reference=CASE["reference"],
-            metadata={**CASE["metadata"], "row": i},
-        )
-        for i in range(n_items)
-    )
-    return ds
+def case_rows(n_items: int = 1) -> list[dict[str, Any]]:
+    """`n_items` copies of CASE (metadata numbers the row), for DatasetFactory(rows=...)."""
+    return [CASE | {"metadata": {**CASE["metadata"], "row": i}} for i in range(n_items)]
 
 
 def make_run(
@@ -151,30 +151,27 @@ def make_run(
     status: str = Run.Status.DONE,
     analyses: dict[str, list[dict]] | None = None,
 ) -> Run:
-    """A finished run: one RunScorer per kind, one ok Result per item × scorer.
+    """A run scored by the scoring library: one RunScorer per kind, one ok Result per
+    item × scorer (tests/exports/builders.make_run_with_score gives every result one score).
 
-    `analyses[kind]` may give one analysis per item (else ANALYSES[kind] for all).
+    The dataset is `n_items` CASE rows named "qa" unless given. `analyses[kind]` may
+    give one analysis per item (else ANALYSES[kind] for all).
     """
-    dataset = dataset or make_dataset(project, n_items=n_items)
+    dataset = dataset or DatasetFactory(
+        project=project, name="qa", rows=case_rows(n_items)
+    )
     items = list(dataset.items.order_by("index"))
-    run = Run.objects.create(
+    run = RunFactory(
         project=project,
         dataset=dataset,
         status=status,
         total=len(items) * len(kinds),
-        finished_at=timezone.now() if status in Run.FINISHED else None,
     )
     for position, kind in enumerate(kinds):
         opts = validate_options(kind, (options or {}).get(kind))
-        config = ScorerConfig.objects.create(
-            project=project, name=KINDS[kind].label, kind=kind, options=opts
-        )
-        rs = RunScorer.objects.create(
+        run_scorer = RunScorerFactory(
             run=run,
-            scorer=config,
-            name=config.name,
-            kind=kind,
-            options=opts,
+            scorer=ScorerConfigFactory(project=project, kind=kind, options=opts),
             position=position,
         )
         rows = []
@@ -186,9 +183,9 @@ def make_run(
                 analysis = analyze_text(kind, item.as_case(), opts)
             rows.append(
                 result_fields(kind, analysis, opts)
-                | {"run": run, "item": item, "run_scorer": rs}
+                | {"run": run, "item": item, "run_scorer": run_scorer}
             )
-        Result.objects.bulk_create(Result(**row) for row in rows)
+        Result.objects.bulk_create(ResultFactory.build(**row) for row in rows)
     return run
 
 

@@ -8,17 +8,7 @@ from django.template.loader import render_to_string
 from evalsite.evals.models import Result
 from evalsite.review.selectors import aggregate_rows, cohen_kappa, run_aggregates
 from evalsite.review.services import override_create, result_accept
-from tests.review.builders import make_run
-
-
-def _v(*verdicts):
-    return {
-        "claims": [f"c{i}" for i in range(len(verdicts))],
-        "verdicts": [
-            {"claim": f"c{i}", "verdict": v, "reason": "r"}
-            for i, v in enumerate(verdicts)
-        ],
-    }
+from tests.review.builders import judged_claims, make_run
 
 
 class TestKappa:
@@ -70,14 +60,14 @@ def reviewed_run(project, reviewer):
     r0 accepted (tp), r1 and r3 overridden to fail (fp), r2 accepted (tn),
     r4 verdict 0 flipped no → yes: [yes, no, yes] = 0.67, pass (fn)."""
     analyses = [
-        _v("yes", "yes"),
-        _v("yes", "no"),
-        _v("no", "no"),
-        _v("yes", "yes", "no"),
-        _v("no", "no", "yes"),
-        _v("yes"),
-        _v("yes"),
-        _v("yes"),
+        judged_claims("yes", "yes"),
+        judged_claims("yes", "no"),
+        judged_claims("no", "no"),
+        judged_claims("yes", "yes", "no"),
+        judged_claims("no", "no", "yes"),
+        judged_claims("yes"),
+        judged_claims("yes"),
+        judged_claims("yes"),
     ]
     run = make_run(
         project, kinds=["faithfulness"], n_items=8, analyses={"faithfulness": analyses}

@@ -5,38 +5,23 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import Role
-from evalsite.accounts.services import api_token_create
 from evalsite.evals.models import Result
 from evalsite.review import services
 from evalsite.review.models import Comment, ReviewQueue
+from tests.conftest import bearer
 from tests.factories import MembershipFactory, UserFactory
-from tests.review.builders import make_run
+from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db
-
-
-def auth(user):
-    _, raw = api_token_create(user=user)
-    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
-
-
-def _faith(verdicts):
-    return {
-        "claims": [f"c{i}" for i in range(len(verdicts))],
-        "verdicts": [
-            {"claim": f"c{i}", "verdict": v, "reason": "r"}
-            for i, v in enumerate(verdicts)
-        ],
-    }
 
 
 @pytest.fixture
 def run(project):
     analyses = [
-        _faith(["yes"]),
-        _faith(["no"]),
-        _faith(["yes", "no", "no"]),
-        _faith(["yes", "yes", "no"]),
+        judged_claims("yes"),
+        judged_claims("no"),
+        judged_claims("yes", "no", "no"),
+        judged_claims("yes", "yes", "no"),
     ]
     run = make_run(
         project,
@@ -51,7 +36,7 @@ def run(project):
 
 
 def _results(client, run, user, **params):
-    return client.get(f"/api/runs/{run.pk}/results", params, **auth(user))
+    return client.get(f"/api/runs/{run.pk}/results", params, **bearer(user))
 
 
 # ------------------------------------------------------------------ results list
@@ -137,13 +122,15 @@ def test_results_list_isolation_and_auth(client, run, outsider, viewer):
     assert client.get(f"/api/runs/{run.pk}/results").status_code == 401
     assert _results(client, run, outsider).status_code == 404
     assert _results(client, run, viewer).status_code == 200
-    assert client.post(f"/api/runs/{run.pk}/results", **auth(viewer)).status_code == 405
+    assert (
+        client.post(f"/api/runs/{run.pk}/results", **bearer(viewer)).status_code == 405
+    )
 
 
 def test_results_list_query_count_is_constant(
     client, reviewer, run, django_assert_max_num_queries
 ):
-    headers = auth(reviewer)
+    headers = bearer(reviewer)
     with django_assert_max_num_queries(7):
         response = client.get(f"/api/runs/{run.pk}/results", {"limit": 100}, **headers)
     assert len(response.json()["items"]) == 8
@@ -156,13 +143,16 @@ def test_comments_post_and_list(client, reviewer, viewer, run):
     result = run.results.first()
     url = f"/api/results/{result.pk}/comments"
     response = client.post(
-        url, {"body": "Looks right"}, content_type="application/json", **auth(reviewer)
+        url,
+        {"body": "Looks right"},
+        content_type="application/json",
+        **bearer(reviewer),
     )
     assert response.status_code == 201
     assert (
         response.json()["user"] == "rita" and response.json()["body"] == "Looks right"
     )
-    listed = client.get(url, **auth(viewer)).json()
+    listed = client.get(url, **bearer(viewer)).json()
     assert listed["count"] == 1 and listed["items"][0]["body"] == "Looks right"
 
 
@@ -171,11 +161,11 @@ def test_comments_api_errors_and_permissions(client, reviewer, viewer, outsider,
     url = f"/api/results/{result.pk}/comments"
 
     def post(user, body):
-        return client.post(url, body, content_type="application/json", **auth(user))
+        return client.post(url, body, content_type="application/json", **bearer(user))
 
     assert post(viewer, {"body": "x"}).status_code == 403
     assert post(outsider, {"body": "x"}).status_code == 404
-    assert client.get(url, **auth(outsider)).status_code == 404
+    assert client.get(url, **bearer(outsider)).status_code == 404
     assert post(reviewer, {"body": ""}).status_code == 422
     assert post(reviewer, {"body": "x", "extra": 1}).status_code == 422
     assert post(reviewer, {"body": "   "}).status_code == 400
@@ -199,7 +189,7 @@ def test_queue_create_api_with_round_robin_and_get(
             "assign_round_robin": True,
         },
         content_type="application/json",
-        **auth(owner),
+        **bearer(owner),
     )
     assert response.status_code == 201, response.json()
     data = response.json()
@@ -212,7 +202,7 @@ def test_queue_create_api_with_round_robin_and_get(
     )
     assert sum(data["assignees"].values()) == data["size"]
     assert set(data["assignees"]) == {"rita", "sam"}
-    again = client.get(f"/api/queues/{data['id']}", **auth(reviewer)).json()
+    again = client.get(f"/api/queues/{data['id']}", **bearer(reviewer)).json()
     assert again["result_ids"] == data["result_ids"] and again["reviewed"] == 0
 
 
@@ -221,7 +211,7 @@ def test_queue_create_api_stratified_and_blind(client, reviewer, run):
         f"/api/runs/{run.pk}/queues",
         {"blind": True, "stratified": {"pass_share": 0.5, "seed": 4}},
         content_type="application/json",
-        **auth(reviewer),
+        **bearer(reviewer),
     )
     data = response.json()
     assert response.status_code == 201, data
@@ -239,7 +229,7 @@ def test_queue_create_api_disagreement(client, reviewer, run):
         f"/api/runs/{run.pk}/queues",
         {"source": "disagreement"},
         content_type="application/json",
-        **auth(reviewer),
+        **bearer(reviewer),
     ).json()
     assert data["result_ids"] == [result.pk]
 
@@ -248,7 +238,7 @@ def test_queue_api_errors_and_permissions(client, reviewer, viewer, outsider, ru
     url = f"/api/runs/{run.pk}/queues"
 
     def post(user, body):
-        return client.post(url, body, content_type="application/json", **auth(user))
+        return client.post(url, body, content_type="application/json", **bearer(user))
 
     assert post(viewer, {}).status_code == 403
     assert post(outsider, {}).status_code == 404
@@ -257,6 +247,6 @@ def test_queue_api_errors_and_permissions(client, reviewer, viewer, outsider, ru
     assert post(reviewer, {"filters": {"bogus": 1}}).status_code == 422
     assert not ReviewQueue.objects.exists()
     queue_id = post(reviewer, {}).json()["id"]
-    assert client.get(f"/api/queues/{queue_id}", **auth(outsider)).status_code == 404
-    assert client.get(f"/api/queues/{queue_id}", **auth(viewer)).status_code == 200
-    assert client.get("/api/queues/999999", **auth(reviewer)).status_code == 404
+    assert client.get(f"/api/queues/{queue_id}", **bearer(outsider)).status_code == 404
+    assert client.get(f"/api/queues/{queue_id}", **bearer(viewer)).status_code == 200
+    assert client.get("/api/queues/999999", **bearer(reviewer)).status_code == 404

@@ -4,9 +4,9 @@ import pytest
 from django.urls import reverse
 
 from evalsite.review import services
-from evalsite.review.models import AuditEvent
 from evalsite.review.services import comment_create
 from tests.conftest import login
+from tests.factories import AuditEventFactory
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db
@@ -68,7 +68,7 @@ def test_run_audit_does_not_show_other_runs(client, reviewer, project, run):
 def test_run_audit_paginates(client, reviewer, run):
     result = run.results.order_by("id").first()
     for i in range(55):
-        AuditEvent.objects.create(
+        AuditEventFactory(
             project=run.project,
             run=run,
             result=result,

@@ -11,23 +11,13 @@ from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import queue_estimate
 from evalsite.review.services import queue_create
 from tests.conftest import login
-from tests.review.builders import make_run
+from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db
 
 
-def _faith(verdicts):
-    return {
-        "claims": [f"c{i}" for i in range(len(verdicts))],
-        "verdicts": [
-            {"claim": f"c{i}", "verdict": v, "reason": "r"}
-            for i, v in enumerate(verdicts)
-        ],
-    }
-
-
-PASS = _faith(["yes", "yes"])  # 1.0
-FAIL = _faith(["yes", "no", "no"])  # 0.33
+PASS = judged_claims("yes", "yes")  # 1.0
+FAIL = judged_claims("yes", "no", "no")  # 0.33
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from evalsite.review.models import AuditEvent, Comment
 from tests.conftest import login
+from tests.factories import CommentFactory
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +61,7 @@ def test_comment_rejects_empty_or_too_long(client, reviewer, result, body):
 
 
 def test_comment_list_get_renders_partial_escaped(client, viewer, reviewer, result):
-    Comment.objects.create(result=result, user=reviewer, body="<b>bold</b>")
+    CommentFactory(result=result, user=reviewer, body="<b>bold</b>")
     login(client, viewer)
     response = client.get(_url(result))
     body = response.content.decode()

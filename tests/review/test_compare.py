@@ -6,24 +6,15 @@ import pytest
 from django.urls import reverse
 
 from tests.conftest import login
-from tests.review.builders import make_dataset, make_run
+from tests.factories import DatasetFactory
+from tests.review.builders import case_rows, judged_claims, make_run
 
 pytestmark = pytest.mark.django_db
 
 
-def _v(*verdicts):
-    return {
-        "claims": [str(i) for i in range(len(verdicts))],
-        "verdicts": [
-            {"claim": str(i), "verdict": v, "reason": "r"}
-            for i, v in enumerate(verdicts)
-        ],
-    }
-
-
 @pytest.fixture
 def runs(project):
-    ds = make_dataset(project, n_items=4)
+    ds = DatasetFactory(project=project, name="qa", rows=case_rows(4))
     kinds = ["faithfulness", "hallucination"]
     a = make_run(
         project,
@@ -32,17 +23,17 @@ def runs(project):
         analyses={
             # faithfulness 1.0 P, 0.5 P, 0 F, 1.0 P
             "faithfulness": [
-                _v("yes", "yes"),
-                _v("yes", "no"),
-                _v("no", "no"),
-                _v("yes"),
+                judged_claims("yes", "yes"),
+                judged_claims("yes", "no"),
+                judged_claims("no", "no"),
+                judged_claims("yes"),
             ],
             # hallucination (lower is better) 0 P, 0 P, 1.0 F, 0.5 P
             "hallucination": [
-                _v("no", "no"),
-                _v("no", "no"),
-                _v("yes", "yes"),
-                _v("yes", "no"),
+                judged_claims("no", "no"),
+                judged_claims("no", "no"),
+                judged_claims("yes", "yes"),
+                judged_claims("yes", "no"),
             ],
         },
     )
@@ -53,17 +44,17 @@ def runs(project):
         analyses={
             # 0.5 P (−0.5), 0 F (−0.5, pass→fail), 1.0 P (+1, fail→pass), 1.0 (=)
             "faithfulness": [
-                _v("yes", "no"),
-                _v("no", "no"),
-                _v("yes", "yes"),
-                _v("yes"),
+                judged_claims("yes", "no"),
+                judged_claims("no", "no"),
+                judged_claims("yes", "yes"),
+                judged_claims("yes"),
             ],
             # 0.5 (+0.5 worse), 0 (=), 0 (better, fail→pass), 1.0 (worse, pass→fail)
             "hallucination": [
-                _v("yes", "no"),
-                _v("no", "no"),
-                _v("no", "no"),
-                _v("yes", "yes"),
+                judged_claims("yes", "no"),
+                judged_claims("no", "no"),
+                judged_claims("no", "no"),
+                judged_claims("yes", "yes"),
             ],
         },
     )
@@ -111,7 +102,9 @@ def test_api_orders_regressions_first_per_direction(client, viewer, runs):
 def test_other_dataset_is_rejected(client, owner, project, runs):
     a, _ = runs
     other = make_run(
-        project, kinds=["faithfulness"], dataset=make_dataset(project, name="o")
+        project,
+        kinds=["faithfulness"],
+        dataset=DatasetFactory(project=project, name="o", rows=case_rows(1)),
     )
     login(client, owner)
     resp = client.get(f"/api/runs/{a.pk}/compare/{other.pk}")

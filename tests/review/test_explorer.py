@@ -9,30 +9,20 @@ from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import results_filter
 from evalsite.review.services import override_create, result_accept
 from tests.conftest import login
-from tests.review.builders import make_run
+from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db
-
-
-def _faith(verdicts: list[str]) -> dict:
-    return {
-        "claims": [f"c{i}" for i in range(len(verdicts))],
-        "verdicts": [
-            {"claim": f"c{i}", "verdict": v, "reason": "r"}
-            for i, v in enumerate(verdicts)
-        ],
-    }
 
 
 @pytest.fixture
 def run(project):
     # Five items: scores 1.0, 0.67, 0.33, 0.0, 0.5 → pass, pass, fail, fail, pass (threshold 0.5).
     analyses = [
-        _faith(["yes"]),
-        _faith(["yes", "yes", "no"]),
-        _faith(["yes", "no", "no"]),
-        _faith(["no"]),
-        _faith(["yes", "no"]),
+        judged_claims("yes"),
+        judged_claims("yes", "yes", "no"),
+        judged_claims("yes", "no", "no"),
+        judged_claims("no"),
+        judged_claims("yes", "no"),
     ]
     run = make_run(
         project,

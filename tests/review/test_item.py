@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evalsite.evals.models import JudgeCall, Result
+from evalsite.evals.models import Result
 from evalsite.review.models import AuditEvent, Override
 from evalsite.review.services import override_create
 from tests.conftest import login
+from tests.factories import CommentFactory, JudgeCallFactory, OverrideFactory
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +25,7 @@ def run(project):
 @pytest.fixture
 def result(run):
     r = Result.objects.get(run=run, run_scorer__kind="faithfulness")
-    JudgeCall.objects.create(
+    JudgeCallFactory(
         result=r,
         step="verdicts",
         messages=[{"role": "user", "content": "Judge <these> claims"}],
@@ -118,7 +119,7 @@ def test_viewer_403_on_undo(client, viewer, reviewer, result):
 def test_outsider_gets_404_everywhere(client, outsider, run, result):
     login(client, outsider)
     pid = run.project_id
-    o = Override.objects.create(result=result, kind="pass", new_value=True)
+    o = OverrideFactory(result=result, kind="pass", new_value=True)
     urls_get = [
         _item_url(result),
         reverse("review:run_item", args=[pid, run.pk, result.item_id]),
@@ -256,9 +257,8 @@ def test_htmx_get_returns_only_the_result_panel(client, viewer, result):
 
 
 def test_item_page_shows_comments_and_history(client, reviewer, result):
-    from evalsite.review.models import Comment
 
-    Comment.objects.create(
+    CommentFactory(
         result=result, user=reviewer, body="Claim 2 is in chunk 3 <b>really</b>"
     )
     override_create(

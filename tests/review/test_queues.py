@@ -13,31 +13,21 @@ from evalsite.review.services import queue_create
 from evalsite.review.services.queues import SOURCE_FAILING
 from tests.conftest import login
 from tests.factories import MembershipFactory, UserFactory
-from tests.review.builders import make_run
+from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db
-
-
-def _faith(verdicts):
-    return {
-        "claims": [f"c{i}" for i in range(len(verdicts))],
-        "verdicts": [
-            {"claim": f"c{i}", "verdict": v, "reason": "r"}
-            for i, v in enumerate(verdicts)
-        ],
-    }
 
 
 @pytest.fixture
 def run(project):
     # Six items, judge scores: 1, 0.5, 0.33, 0, 0.67, 0 → fail at 2, 3, 5 (threshold 0.5).
     analyses = [
-        _faith(["yes", "yes"]),
-        _faith(["yes", "no"]),
-        _faith(["yes", "no", "no"]),
-        _faith(["no", "no"]),
-        _faith(["yes", "yes", "no"]),
-        _faith(["no"]),
+        judged_claims("yes", "yes"),
+        judged_claims("yes", "no"),
+        judged_claims("yes", "no", "no"),
+        judged_claims("no", "no"),
+        judged_claims("yes", "yes", "no"),
+        judged_claims("no"),
     ]
     return make_run(project, n_items=6, analyses={"faithfulness": analyses})
 
@@ -437,7 +427,7 @@ def test_flip_fields_per_kind(kind, expected):
 def test_flip_fields_stop_at_nine():
     from evalsite.review.selectors import flip_fields
 
-    analysis = _faith(["yes"] * 12)
+    analysis = judged_claims(*["yes"] * 12)
     assert len(flip_fields(kind="faithfulness", analysis=analysis)) == 9
 
 

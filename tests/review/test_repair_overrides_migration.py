@@ -13,6 +13,7 @@ from evalsite.evals.models import Result
 from evalsite.review.models import AuditEvent, Override, ReviewVersion
 from evalsite.review.selectors import run_aggregates
 from evalsite.review.services import override_create, run_rescore
+from tests.factories import OverrideFactory
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db
@@ -126,7 +127,7 @@ def test_override_problem_checks_verdict_paths_against_the_analysis():
 
 def _bad(result, kind, value, path=""):
     """An override row as the old code (or a hand edit) left it, final fields included."""
-    o = Override.objects.create(result=result, kind=kind, path=path, new_value=value)
+    o = OverrideFactory(result=result, kind=kind, path=path, new_value=value)
     fields = {"overridden": True, "reviewed": True}
     if kind == "score":
         fields.update(final_score=value, score_overridden=True)

@@ -16,7 +16,8 @@ from django.urls import reverse
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import services
 from evalsite.evals.models import JudgeConnection, Result, Run
-from tests.evals.conftest import make_dataset
+from tests.evals.conftest import support_rows
+from tests.factories import DatasetFactory
 from tests.security.listener import Listener
 
 pytestmark = pytest.mark.django_db
@@ -389,7 +390,9 @@ def dataset_with_run(project, owner):
         run = services.run_start(
             project=project,
             user=owner,
-            dataset=make_dataset(project, n=1),
+            dataset=DatasetFactory(
+                project=project, name="support", rows=support_rows(1)
+            ),
             scorers=[scorer],
             enqueue=False,
         )

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from tests.conftest import login
-from tests.exports.builders import make_judge
+from tests.factories import JudgeConnectionFactory
 from tests.security.routes import fill, operations, pages
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,9 @@ def test_judge_keys_never_appear_in_pages_api_exports_or_logs(
     client, world, owner, bearer, monkeypatch, caplog
 ):
     monkeypatch.setenv(ENV_NAME, ENV_KEY)
-    env_judge = make_judge(world["project"], name="env-judge", api_key_env=ENV_NAME)
+    env_judge = JudgeConnectionFactory(
+        project=world["project"], name="env-judge", api_key_env=ENV_NAME
+    )
     caplog.set_level(logging.DEBUG)
     responses = []
     login(client, owner)
