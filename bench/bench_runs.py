@@ -1,27 +1,31 @@
-"""Run throughput on a real worker pool (section "runs").
+"""Run throughput at realistic judge latencies (section "runs"), with the worker
+command the README ships.
 
-A run of N faithfulness results (3 judge calls each, every prompt distinct so nothing
-comes from the cache) goes through the configured broker to real Celery worker
-processes, against the offline judge (in its own process) at 100 ms latency with the
-judge connection's max concurrency 16. The ideal bound is 16 / 0.1 s = 160 calls/s;
-the target is 85 % of it. Measured from the judge's own counters: calls completed per second in the steady
-part of the run (between 10 % and 90 % of the calls), plus the end-to-end figure
-(start of the run to its last result, including fan-out and ramp-up).
+Each row is one run of N faithfulness results (3 judge calls each, every prompt
+distinct so nothing comes from the cache) started through the service the API calls,
+through the configured broker to the worker command of Procfile.dev (prefork, its
+default concurrency: the same command `make run` starts), against the offline judge in
+its own process at the row's latency, with the judge connection's max_concurrency set
+to the row's. The bound is max_concurrency / latency calls per second; the figure is
+end to end, from the run's start to its last result, as a share of that bound.
+Beside it: the worker processes' CPU per 1,000 calls (user + system, all the worker's
+processes), and the judge's peak calls in flight (never above max_concurrency).
 
-Workers: 2 processes x 12 threads (one GIL per core on this 2-core machine, and more
-task slots than judge slots so the limiter, not the pool, is what caps concurrency).
-With the filesystem broker (no REDIS_URL) the workers poll their queue every 20 ms
-instead of kombu's default 1 s, which would otherwise cap any pool at `concurrency`
-tasks per second.
+Rows (issue 16): 100 ms / 16 / 1,500 results (target 90 %), 1 s / 128 / 1,500
+(85 %), 2 s / 512 / 3,000 (80 %). Run one row alone with BENCH_RUNS_LATENCY_MS,
+BENCH_RUNS_CONCURRENCY and BENCH_RUNS_RESULTS (all three, or any: the rest default to
+the first row's).
 
 Needs Django set up on a scratch database (the bench runner does it). Creates a scratch
-project and deletes it afterwards. Run alone: `python -m bench bench_runs`.
+project per row and deletes it afterwards. Run alone: `python -m bench bench_runs`.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,32 +38,52 @@ import httpx
 from bench._common import settle_database, start_offline_judge, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
-N_RESULTS = int(os.environ.get("BENCH_RUNS_RESULTS", 1500))
-LATENCY_MS = 100
-MAX_CONCURRENCY = 16
-IDEAL = MAX_CONCURRENCY / (LATENCY_MS / 1000)
-TARGET_FRACTION = 0.85
-WORKERS = int(os.environ.get("BENCH_RUNS_WORKERS", 2))
-THREADS = int(os.environ.get("BENCH_RUNS_THREADS", 12))
-POOL = os.environ.get("BENCH_RUNS_POOL", "threads")
+# (latency ms, max_concurrency, results, target share of the bound)
+ROWS: list[tuple[int, int, int, float]] = [
+    (100, 16, 1500, 0.90),
+    (1000, 128, 1500, 0.85),
+    (2000, 512, 3000, 0.80),
+]
+_ENV_ROW = any(
+    name in os.environ
+    for name in (
+        "BENCH_RUNS_LATENCY_MS",
+        "BENCH_RUNS_CONCURRENCY",
+        "BENCH_RUNS_RESULTS",
+    )
+)
+if _ENV_ROW:
+    _latency = int(os.environ.get("BENCH_RUNS_LATENCY_MS", 100))
+    _concurrency = int(os.environ.get("BENCH_RUNS_CONCURRENCY", 16))
+    _results = int(os.environ.get("BENCH_RUNS_RESULTS", 1500))
+    _targets = {(r[0], r[1]): r[3] for r in ROWS}
+    ROWS = [
+        (_latency, _concurrency, _results, _targets.get((_latency, _concurrency), 0.8))
+    ]
 
-_WORKER_CODE = """
-import sys
-from evalsite.celery import app
-if app.conf.broker_url.startswith("filesystem"):
-    app.conf.broker_transport_options = {
-        **app.conf.broker_transport_options, "polling_interval": 0.02
-    }
-app.worker_main(sys.argv[1:])
-"""
+
+def shipped_worker_command() -> list[str]:
+    """The `worker:` line of Procfile.dev, as `make run` starts it (its default
+    concurrency), with this interpreter's celery."""
+    for line in (ROOT / "Procfile.dev").read_text().splitlines():
+        if line.startswith("worker:"):
+            command = line.split(":", 1)[1].strip()
+            break
+    else:  # pragma: no cover - the Procfile always has one
+        raise RuntimeError("Procfile.dev has no worker line")
+    command = command.replace(
+        "${WORKER_CONCURRENCY:-4}", os.environ.get("WORKER_CONCURRENCY", "4")
+    )
+    argv = shlex.split(command)
+    assert argv[0].endswith("celery"), argv
+    return [sys.executable, "-m", "celery", *argv[1:]]
 
 
-def _start_workers(log_dir: Path, judge_url: str) -> list[subprocess.Popen[bytes]]:
+def _start_worker(log_dir: Path, judge_url: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="evalsite.settings",
         CELERY_TASK_ALWAYS_EAGER="false",
-        LOG_LEVEL="WARNING",
         # As deployed (docker/compose.yml): with DEBUG on, Django also records every
         # query a worker sends, which a production worker does not pay for.
         DEBUG="false",
@@ -69,59 +93,42 @@ def _start_workers(log_dir: Path, judge_url: str) -> list[subprocess.Popen[bytes
         # address judges may reach without DEBUG.
         OFFLINE_JUDGE_URL=judge_url,
     )
-    procs = []
-    for i in range(WORKERS):
-        log = open(log_dir / f"worker-{i}.log", "wb")  # noqa: SIM115 - closed by the process
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    _WORKER_CODE,
-                    "worker",
-                    "--pool",
-                    POOL,
-                    "--concurrency",
-                    str(THREADS),
-                    "-Q",
-                    "default,scoring",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--without-heartbeat",
-                    "--loglevel",
-                    "WARNING",
-                    "-n",
-                    f"bench-runs-{i}-{os.getpid()}@%h",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-    return procs
+    log = open(log_dir / "worker.log", "wb")  # noqa: SIM115 - closed by the process
+    return subprocess.Popen(
+        [*shipped_worker_command(), "-n", f"bench-runs-{os.getpid()}@%h"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    import signal
-
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
+def _group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU of every live process in the group (the worker and its pool)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid:  # fields[2] is the pgrp (field 5 of stat)
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
 
 
-def _cpu_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of the whole machine, from /proc/stat."""
-    with open("/proc/stat") as fh:
-        fields = [int(x) for x in fh.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _row(
@@ -139,140 +146,125 @@ def _row(
 
 
 def run() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for latency_ms, concurrency, results, target in ROWS:
+        rows += _run_row(latency_ms, concurrency, results, target)
+    return rows
+
+
+def _run_row(
+    latency_ms: int, concurrency: int, n_results: int, target: float
+) -> list[dict[str, Any]]:
     from celery import current_app
+    from django.contrib.auth import get_user_model
     from django.utils import timezone
 
     from evalsite.accounts.models import Membership, Project
     from evalsite.datasets.models import Dataset, Item
     from evalsite.evals import services
-    from evalsite.evals.models import Result, Run
+    from evalsite.evals.models import JudgeCacheEntry, Result, Run, ScorerConfig
 
     current_app.conf.task_always_eager = False
     bench_started = timezone.now()
-    judge_process, judge_url = start_offline_judge(LATENCY_MS)
+    label = f"{latency_ms / 1000:g} s judge, max_concurrency {concurrency}"
+    bound = concurrency / (latency_ms / 1000)
+    judge_process, judge_url = start_offline_judge(latency_ms)
     stats_url = judge_url.removesuffix("/v1") + "/_stats"
-    # One client for the polling: httpx.get() builds a client, and with it an SSL
-    # context (tens of ms of CPU), on every call, taken from the workers being measured.
     stats_client = httpx.Client(timeout=5)
     project = Project.objects.create(name=f"bench-runs-{int(time.time())}")
     log_dir = Path(tempfile.mkdtemp(prefix="bench-runs-"))
-    procs: list[subprocess.Popen[bytes]] = []
+    worker: subprocess.Popen[bytes] | None = None
     try:
-        from django.contrib.auth import get_user_model
-
         user, _ = get_user_model().objects.get_or_create(username="bench-runs")
         Membership.objects.create(project=project, user=user, role="owner")
         judge = services.judge_create_offline(project)
         judge.base_url = judge_url
-        judge.max_concurrency = MAX_CONCURRENCY
+        judge.max_concurrency = concurrency
         judge.requests_per_minute = 0
         judge.save()
         dataset = Dataset.objects.create(
-            project=project, name="bench", file_format="jsonl", item_count=N_RESULTS
+            project=project, name="bench", file_format="jsonl", item_count=n_results
         )
+        tag = f"{project.pk}-{latency_ms}"
         Item.objects.bulk_create(
             Item(
                 dataset=dataset,
                 index=i,
-                input=f"How long do refunds for order {i} take?",
-                output=f"Refunds for order {i} are processed within 5 business days.",
-                context=[
-                    f"Refunds for order {i} are processed within 5 business days."
-                ],
+                input=f"How long do refunds for order {tag}-{i} take?",
+                output=f"Refunds for order {tag}-{i} are processed within 5 days.",
+                context=[f"Refunds for order {tag}-{i} are processed within 5 days."],
                 reference="",
             )
-            for i in range(N_RESULTS)
+            for i in range(n_results)
         )
         scorer = services.scorer_create(
             project=project, user=user, name="F", kind="faithfulness", judge=judge
         )
         settle_database()
-        procs = _start_workers(log_dir, judge_url)
-        time.sleep(6)  # let the workers boot before the clock starts
-        started = time.monotonic()
+        worker = _start_worker(log_dir, judge_url)
+        time.sleep(6)  # let the worker boot before the clock starts
+        cpu_before = _group_cpu_seconds(worker.pid)
+        started = timezone.now()
         run_obj = services.run_start(
             project=project, user=user, dataset=dataset, scorers=[scorer]
         )
-        expected = 3 * N_RESULTS
-        samples: list[tuple[float, int]] = []
-        cpu_before = _cpu_ticks()
-        deadline = started + 600
+        deadline = time.monotonic() + 900
         while time.monotonic() < deadline:
-            completed = stats_client.get(stats_url).json()["completed"]
-            samples.append((time.monotonic(), completed))
             if Run.objects.filter(
                 pk=run_obj.pk, status__in=list(Run.FINISHED)
             ).exists():
                 break
             time.sleep(0.25)
-        elapsed = time.monotonic() - started
-        cpu_after = _cpu_ticks()
-        busy = (cpu_after[0] - cpu_before[0]) / max(1, cpu_after[1] - cpu_before[1])
+        cpu = _group_cpu_seconds(worker.pid) - cpu_before
         stats = stats_client.get(stats_url).json()
-        ok_results = Result.objects.filter(run=run_obj, status="ok").count()
-        low = next(s for s in samples if s[1] >= 0.1 * expected)
-        high = next((s for s in samples if s[1] >= 0.9 * expected), samples[-1])
-        steady = (high[1] - low[1]) / (high[0] - low[0]) if high[0] > low[0] else 0.0
-        end_to_end = stats["completed"] / elapsed
-        target = TARGET_FRACTION * IDEAL
+        results = Result.objects.filter(run=run_obj)
+        ok_results = results.filter(status="ok").count()
+        last = max(r.updated_at for r in results.only("updated_at"))
+        elapsed = (last - started).total_seconds()
+        calls = stats["completed"]
+        share = calls / elapsed / bound
         note = (
-            f"{N_RESULTS} faithfulness results, {stats['completed']} calls, "
-            f"{WORKERS} workers x {THREADS} {POOL}"
+            f"{n_results} faithfulness results, {calls} calls in {elapsed:.1f} s; "
+            f"worker: {' '.join(shipped_worker_command()[3:])}"
         )
         return [
-            _row("ideal bound (16 / 0.1 s)", IDEAL, "calls/s"),
+            _row(f"{label}: bound", round(bound, 1), "calls/s"),
             _row(
-                "achieved, steady state",
-                round(steady, 1),
-                "calls/s",
-                f">= {target:.0f}",
-                steady >= target,
+                f"{label}: end to end / bound",
+                round(100 * share, 1),
+                "%",
+                f">= {100 * target:.0f}",
+                share >= target,
                 note,
             ),
             _row(
-                "achieved / ideal",
-                round(100 * steady / IDEAL, 1),
-                "%",
-                f">= {100 * TARGET_FRACTION:.0f}",
-                steady >= target,
+                f"{label}: worker CPU per 1,000 calls",
+                round(1000 * cpu / max(1, calls), 2),
+                "s",
+                note="user + system, every process of the worker",
             ),
             _row(
-                "achieved, end to end",
-                round(end_to_end, 1),
-                "calls/s",
-                note="incl. fan-out and ramp",
-            ),
-            _row(
-                "judge max in flight",
+                f"{label}: judge peak calls in flight",
                 stats["max_in_flight"],
                 "requests",
-                f"<= {MAX_CONCURRENCY}",
-                stats["max_in_flight"] <= MAX_CONCURRENCY,
+                f"<= {concurrency}",
+                stats["max_in_flight"] <= concurrency,
             ),
             _row(
-                "machine CPU busy during the run",
-                round(100 * busy, 1),
-                "%",
-                note=f"{os.cpu_count()} CPUs; judge, workers and database share them",
-            ),
-            _row(
-                "results ok",
+                f"{label}: results ok",
                 ok_results,
                 "results",
-                N_RESULTS,
-                ok_results == N_RESULTS,
+                n_results,
+                ok_results == n_results,
             ),
         ]
     finally:
-        _stop(procs)
+        _stop(worker)
         stats_client.close()
         stop_process(judge_process)
-        from evalsite.evals.models import JudgeCacheEntry, ScorerConfig
-
-        # The cache is not per project: drop the replies this bench stored, or every
-        # run would leave thousands behind in the scratch database.
+        # Drop the replies this bench stored, or every run would leave thousands
+        # behind in the scratch database.
         JudgeCacheEntry.objects.filter(created_at__gte=bench_started).delete()
-
         Result.objects.filter(run__project=project).delete()
         Run.objects.filter(project=project).delete()
         ScorerConfig.objects.filter(project=project).delete()

@@ -79,7 +79,7 @@ class DispatchOutcome:
     errors: int = 0
     skipped: int = 0
     cancelled: bool = False
-    more: bool = False  # stopped at its time budget with results left to claim
+    more: bool = False  # handed the run over to the next dispatcher at its time budget
 
 
 class _AsyncDbCache:
@@ -247,8 +247,14 @@ class _Dispatcher:
         capacity = _UNLIMITED_IN_FLIGHT
         exhausted = False
         first = True
+        handed_over = False
         while True:
-            stop_claiming = self.cancelled or exhausted or time.monotonic() >= deadline
+            if not handed_over and not exhausted and time.monotonic() >= deadline:
+                # The next dispatcher starts now, while this one finishes what it
+                # holds: the judge stays busy across the hand-over.
+                await self.db(task_send_dispatch, self.run_id)
+                handed_over = True
+            stop_claiming = self.cancelled or exhausted or handed_over
             free = capacity - len(open_tasks)
             # Claim in batches (an eighth of the capacity at least), not one at a time.
             if not stop_claiming and (first or free >= max(1, capacity // 8)):
@@ -272,9 +278,7 @@ class _Dispatcher:
             )
             for task in done:
                 task.result()  # re-raise an infrastructure error (the task retries)
-        self.outcome.more = (
-            not self.cancelled and not exhausted and time.monotonic() >= deadline
-        )
+        self.outcome.more = handed_over
         self.outcome.cancelled = self.cancelled
 
     def _capacity(self, claimed: list[Result]) -> int:
@@ -457,8 +461,6 @@ def run_dispatch(*, run_id: int) -> DispatchOutcome:
     if errors:
         raise errors[0]
     outcome = outcomes[0]
-    if outcome.more:
-        task_send_dispatch(run_id)
-    else:
+    if not outcome.more:  # else the next dispatcher, already sent, finishes it
         run_finish_if_complete(run_id=run_id)
     return outcome
