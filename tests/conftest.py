@@ -85,16 +85,3 @@ def other_listener():
     server = Listener()
     yield server
     server.close()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    # Record each phase's report on the item so the browser `page` fixture can save a
-    # screenshot when the test failed (a hook must be defined here to be registered).
-    outcome = yield
-    report = outcome.get_result()
-    setattr(item, f"rep_{report.when}", report)
-
-
-# Browser fixtures live in one module so the whole session shares one Playwright instance.
-from tests.browser_fixtures import *  # noqa: E402, F403

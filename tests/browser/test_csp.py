@@ -10,7 +10,7 @@ import pytest
 from evalsite.accounts.models import Membership
 from evalsite.evals.models import ScorerConfig
 from evalsite.review.models import Comment
-from tests.browser_fixtures import login
+from tests.browser.conftest import login
 from tests.exports.builders import build_world
 from tests.security.routes import fill, pages
 

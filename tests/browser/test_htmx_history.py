@@ -7,7 +7,7 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Run
-from tests.browser_fixtures import login
+from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run
 

@@ -8,7 +8,7 @@ from evalsite.accounts.models import Role
 from evalsite.review.models import Override
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import queue_create
-from tests.browser_fixtures import login
+from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run
 

@@ -11,7 +11,7 @@ from evalsite.accounts.models import Role
 from evalsite.evals import services
 from evalsite.evals.models import Run
 from scoring.offline_judge import start_server
-from tests.browser_fixtures import login
+from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.integration.conftest import (
     WorkerProcess,

@@ -23,8 +23,7 @@ def _manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {
         k: v
         for k, v in os.environ.items()
-        if k
-        not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+        if k not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}
     }
     base.update(DJANGO_SETTINGS_MODULE="evalsite.settings", **env)
     return subprocess.run(
@@ -196,3 +195,8 @@ def test_new_settings_are_documented(name):
     assert f"| `{name}` |" in readme, name
     assert f"{name}=" in (ROOT / "docker" / ".env.example").read_text(), name
     assert f'"{name}"' in (ROOT / "evalsite" / "settings.py").read_text(), name
+
+
+def test_django_async_safety_check_is_on_outside_the_browser_tests():
+    # tests/browser/conftest.py relaxes it around its own tests only (which run last).
+    assert "DJANGO_ALLOW_ASYNC_UNSAFE" not in os.environ

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_fixtures import login
+from tests.browser.conftest import login
 from tests.exports.builders import build_world
 from tests.security.routes import fill
 from tests.security.test_xss import poison
