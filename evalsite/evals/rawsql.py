@@ -54,6 +54,42 @@ def judge_cache_get(*, key: str) -> dict[str, Any] | None:
     return cached
 
 
+def judge_cache_get_many(*, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """judge_cache_get of several keys in one query (a dispatcher's lookups of the last
+    few milliseconds): {key: value} of those found."""
+    if not keys:
+        return {}
+    placeholders = ", ".join(["%s"] * len(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT "key", "value" FROM "{_CACHE_TABLE}" WHERE "key" IN ({placeholders})',
+            list(keys),
+        )
+        rows = cursor.fetchall()
+    return {
+        key: json.loads(value) if isinstance(value, (str, bytes)) else value
+        for key, value in rows
+    }
+
+
+def judge_cache_set_many(
+    *, entries: Sequence[tuple[str, dict[str, Any]]], now: datetime
+) -> None:
+    """judge_cache_set of several entries in one statement."""
+    if not entries:
+        return
+    rows = ", ".join(["(%s, %s, %s)"] * len(entries))
+    params: list[Any] = []
+    for key, value in entries:
+        params += [key, json.dumps(value), now]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'INSERT INTO "{_CACHE_TABLE}" ("key", "value", "created_at") '
+            f'VALUES {rows} ON CONFLICT ("key") DO NOTHING',
+            params,
+        )
+
+
 def judge_cache_set(*, key: str, value: dict[str, Any], now: datetime) -> None:
     """Store `value` under `key` unless a row with that key exists."""
     with connection.cursor() as cursor:

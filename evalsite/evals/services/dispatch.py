@@ -42,7 +42,7 @@ from django.db import (
 from django.db.models import F, Q
 from django.utils import timezone
 
-from evalsite.evals import conf, livestats
+from evalsite.evals import conf, livestats, rawsql
 from evalsite.evals.limiter import FileLimiter, RedisLimiter
 from evalsite.evals.models import JudgeConnection, Result, Run
 from evalsite.evals.services.execution import (
@@ -71,6 +71,7 @@ _MAX_OPEN = 2000
 # Database threads beside the calling one (Postgres): claims, cache reads and writes,
 # and stores of a few hundred calls a second.
 _EXTRA_DB_THREADS = 3
+_CONNECTIONS_PER_CLIENT = 32
 
 
 @dataclass
@@ -82,19 +83,86 @@ class DispatchOutcome:
     more: bool = False  # handed the run over to the next dispatcher at its time budget
 
 
-class _AsyncDbCache:
-    """The project's judge cache, read and written on the dispatcher's database threads."""
+class _CacheBatcher:
+    """The project judge caches for a dispatcher's coroutines, a query per batch.
 
-    def __init__(self, cache: DbJudgeCache, db: Callable[..., Any]) -> None:
-        self._cache = cache
+    Lookups made within a few milliseconds of each other go to the database as one
+    query, and replies are stored in one INSERT every fraction of a second (a killed
+    worker loses at most that fraction's replies: they are paid again, never wrong).
+    Measured on the 2 s / 512 run benchmark row: one query per lookup and per store
+    took a fifth of the worker's CPU and capped the run at 57 % of the bound."""
+
+    READ_DELAY = 0.005
+    WRITE_DELAY = 0.25
+
+    def __init__(self, db: Callable[..., Any]) -> None:
         self._db = db
+        self._reads: dict[str, list[asyncio.Future[dict[str, Any] | None]]] = {}
+        self._writes: list[tuple[str, dict[str, Any]]] = []
+        self._read_timer: asyncio.TimerHandle | None = None
+        self._write_task: asyncio.Task[None] | None = None
+
+    def for_project(self, project_id: int) -> _ProjectCache:
+        return _ProjectCache(self, DbJudgeCache(project_id=project_id))
 
     async def get(self, key: str) -> dict[str, Any] | None:
-        value: dict[str, Any] | None = await self._db(self._cache.get, key)
-        return value
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        self._reads.setdefault(key, []).append(future)
+        if self._read_timer is None:
+            self._read_timer = loop.call_later(self.READ_DELAY, self._start_reads)
+        return await future
+
+    def _start_reads(self) -> None:
+        self._read_timer = None
+        reads, self._reads = self._reads, {}
+        asyncio.create_task(self._read(reads))
+
+    async def _read(
+        self, reads: dict[str, list[asyncio.Future[dict[str, Any] | None]]]
+    ) -> None:
+        try:
+            found = await self._db(rawsql.judge_cache_get_many, keys=list(reads))
+        except Exception as exc:  # noqa: BLE001 - each waiting lookup gets the error
+            for futures in reads.values():
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(exc)
+            return
+        for key, futures in reads.items():
+            for future in futures:
+                if not future.done():
+                    future.set_result(found.get(key))
 
     async def set(self, key: str, value: dict[str, Any]) -> None:
-        await self._db(self._cache.set, key, value)
+        self._writes.append((key, value))
+        if self._write_task is None or self._write_task.done():
+            self._write_task = asyncio.create_task(self._write_soon())
+
+    async def _write_soon(self) -> None:
+        await asyncio.sleep(self.WRITE_DELAY)
+        await self.flush()
+
+    async def flush(self) -> None:
+        writes, self._writes = self._writes, []
+        if writes:
+            await self._db(
+                rawsql.judge_cache_set_many, entries=writes, now=timezone.now()
+            )
+
+
+class _ProjectCache:
+    """One project's view of the batcher (scoping the keys)."""
+
+    def __init__(self, batcher: _CacheBatcher, scope: DbJudgeCache) -> None:
+        self._batcher = batcher
+        self._scope = scope
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        return await self._batcher.get(self._scope.scoped(key))
+
+    async def set(self, key: str, value: dict[str, Any]) -> None:
+        await self._batcher.set(self._scope.scoped(key), value)
 
 
 @dataclass
@@ -220,8 +288,10 @@ class _Dispatcher:
         self.outcome = DispatchOutcome()
         self.stats = _Stats()
         self.cancelled = False
-        self.clients: dict[int, openai.AsyncOpenAI] = {}
+        self.clients: dict[int, list[openai.AsyncOpenAI]] = {}
         self.limiters: dict[int, RedisLimiter | FileLimiter] = {}
+        self.cache = _CacheBatcher(self.db)
+        self.next_client = 0
 
     async def db(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         future = self.db_workers.submit(partial(fn, *args, **kwargs))
@@ -236,8 +306,10 @@ class _Dispatcher:
             await self._work()
         finally:
             watcher.cancel()
-            for client in self.clients.values():
-                await client.close()
+            await self.cache.flush()
+            for clients in self.clients.values():
+                for client in clients:
+                    await client.close()
             await self._publish(final=True)
         return self.outcome
 
@@ -346,14 +418,22 @@ class _Dispatcher:
                 self.stats.calls += 1
 
     def _client(self, judge: JudgeConnection) -> openai.AsyncOpenAI:
-        client = self.clients.get(judge.pk)
-        if client is None:
+        """One of the judge's clients, in turn.
+
+        Several clients of at most _CONNECTIONS_PER_CLIENT calls each, not one: httpcore's
+        pool looks at every connection it holds on each request and each reply, so one
+        pool of 512 connections spent a fifth of the event loop's time there on the
+        2 s / 512 benchmark row."""
+        clients = self.clients.get(judge.pk)
+        if clients is None:
             url, key, guard = judge_client_args(judge)
-            client = make_async_client(
-                url, key, judge.timeout_seconds, address_guard=guard
-            )
-            self.clients[judge.pk] = client
-        return client
+            count = max(1, -(-judge.max_concurrency // _CONNECTIONS_PER_CLIENT))
+            clients = self.clients[judge.pk] = [
+                make_async_client(url, key, judge.timeout_seconds, address_guard=guard)
+                for _ in range(count)
+            ]
+        self.next_client += 1
+        return clients[self.next_client % len(clients)]
 
     async def _judge(self, result: Result) -> None:
         try:
@@ -400,9 +480,7 @@ class _Dispatcher:
                 client,
                 model=model,
                 temperature=temperature,
-                cache=_AsyncDbCache(
-                    DbJudgeCache(project_id=result.run.project_id), self.db
-                ),
+                cache=self.cache.for_project(result.run.project_id),
                 limiter=slot,
                 base_url=judge.base_url if judge is not None else None,
             )

@@ -76,16 +76,16 @@ class DbJudgeCache:
     def __init__(self, *, project_id: int) -> None:
         self._scope = f"project-{project_id}:"
 
-    def _scoped(self, key: str) -> str:
+    def scoped(self, key: str) -> str:
         # One project's identical call never answers another's: a hit would hand it a
         # reply paid for elsewhere and tell it that this text was judged there.
         return hashlib.sha256((self._scope + key).encode()).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:
-        return rawsql.judge_cache_get(key=self._scoped(key))
+        return rawsql.judge_cache_get(key=self.scoped(key))
 
     def set(self, key: str, value: dict[str, Any]) -> None:
-        rawsql.judge_cache_set(key=self._scoped(key), value=value, now=timezone.now())
+        rawsql.judge_cache_set(key=self.scoped(key), value=value, now=timezone.now())
 
 
 # --------------------------------------------------------------------------- per process
