@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from evalsite.accounts.models import Role
@@ -70,6 +72,15 @@ def bearer(user) -> dict[str, str]:
 def bearer_fixture():
     """`bearer(user)` as a fixture, for tests that take their helpers as arguments."""
     return bearer
+
+
+@pytest.fixture
+def frozen_clock(time_machine):
+    """Time stands still at the current second (time-machine, tick=False) until the
+    test moves it on with `frozen_clock.shift(seconds or timedelta)`: for tests that
+    assert on time, so that none races the real clock."""
+    time_machine.move_to(dt.datetime.now(dt.UTC).replace(microsecond=0), tick=False)
+    return time_machine
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
 
@@ -23,7 +25,8 @@ def test_login_with_bad_password_shows_form_error(client, owner):
     assert "Please enter a correct username and password" in response.content.decode()
 
 
-def test_login_is_rate_limited(client, owner):
+def test_login_is_rate_limited_until_the_window_ends(client, owner, frozen_clock):
+    # On a frozen clock the throttle's window cannot roll over mid-test.
     for _ in range(10):
         client.post(
             reverse("accounts:login"), {"username": "olivia", "password": "wrong"}
@@ -33,6 +36,12 @@ def test_login_is_rate_limited(client, owner):
     )
     assert response.status_code == 429
     assert "Too many login attempts" in response.content.decode()
+    # LOGIN_RATE_PER_ACCOUNT is 10/15m: in the next window the right password works.
+    frozen_clock.shift(timedelta(minutes=15))
+    response = client.post(
+        reverse("accounts:login"), {"username": "olivia", "password": "pw"}
+    )
+    assert response.status_code == 302
 
 
 def test_dashboard_lists_only_my_projects(client, owner, outsider, project):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
 from django.urls import reverse
@@ -255,14 +256,19 @@ def test_upload_token_is_bound_to_the_project(client, project, owner):
     )
 
 
-def test_stale_uploads_are_cleaned_up(settings):
-    path = uploads.uploads_dir() / ("a" * 32 + ".upload")
-    path.write_bytes(b"x")
+def test_stale_uploads_are_cleaned_up(frozen_clock):
+    max_age = uploads.MAX_AGE_SECONDS
+    stale = uploads.uploads_dir() / ("a" * 32 + ".upload")
     fresh = uploads.uploads_dir() / ("b" * 32 + ".upload")
-    fresh.write_bytes(b"x")
-    os.utime(path, (0, 0))
+    for path, age in ((stale, max_age + 1), (fresh, max_age - 1)):
+        path.write_bytes(b"x")
+        os.utime(path, (time.time() - age,) * 2)
     assert uploads.uploads_cleanup() == 1
-    assert not path.exists() and fresh.exists()
+    assert not stale.exists() and fresh.exists()
+    # Two seconds on, the other one is past the age too.
+    frozen_clock.shift(2)
+    assert uploads.uploads_cleanup() == 1
+    assert not fresh.exists()
 
 
 def test_detail_paginates_items_and_numbers_context_chunks(client, project, owner):

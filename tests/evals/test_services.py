@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from evalsite.accounts.services import project_create
 from evalsite.core.exceptions import ApplicationError, ConflictError
-from evalsite.evals import services
+from evalsite.evals import conf, services
 from evalsite.evals.crypto import SecretUnreadableError, secret_decrypt, secret_encrypt
 from evalsite.evals.models import JudgeCall, JudgeConnection, Result, Run, ScorerConfig
 from scoring import overridable_count
@@ -405,7 +405,7 @@ def test_result_score_twice_neither_duplicates_nor_calls_again(
 
 
 def test_result_claim_respects_a_live_lease_and_takes_over_an_expired_one(
-    project, owner, dataset, scorers
+    project, owner, dataset, scorers, frozen_clock
 ):
     run = services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
@@ -413,9 +413,9 @@ def test_result_claim_respects_a_live_lease_and_takes_over_an_expired_one(
     result = run.results.first()
     assert services.result_claim(result_id=result.pk) is not None
     assert services.result_claim(result_id=result.pk) is None
-    Result.objects.filter(pk=result.pk).update(
-        claimed_at=timezone.now() - timedelta(hours=1)
-    )
+    frozen_clock.shift(conf.lease_seconds() - 1)
+    assert services.result_claim(result_id=result.pk) is None  # the lease still runs
+    frozen_clock.shift(2)
     assert services.result_claim(result_id=result.pk) is not None
     result.refresh_from_db()
     assert result.attempts == 2
@@ -489,7 +489,7 @@ def test_run_retry_failed_requeues_only_the_errors(
 
 
 def test_run_recover_requeues_results_of_a_dead_worker(
-    project, owner, dataset, scorers
+    project, owner, dataset, scorers, frozen_clock
 ):
     run = services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
@@ -509,6 +509,9 @@ def test_run_recover_requeues_results_of_a_dead_worker(
     # A second tick right away is skipped: one watchdog tick per interval.
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
     assert services.run_recover(run_id=run.pk) is None
+    # The next interval's tick runs (and finds nothing lost).
+    frozen_clock.shift(conf.monitor_interval())
+    assert services.run_recover(run_id=run.pk) == 0
 
 
 def test_run_finish_if_complete_waits_for_pending_results(

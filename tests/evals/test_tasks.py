@@ -51,7 +51,7 @@ def test_runs_recover_requeues_a_dead_workers_results_and_is_safe_to_run_twice(
 
 
 def test_runs_recover_twice_in_one_interval_ticks_each_run_once(
-    project, owner, dataset, scorers
+    project, owner, dataset, scorers, frozen_clock
 ):
     run = _running_run(project, owner, dataset, scorers, claimed_ago=timedelta(hours=1))
     tasks.runs_recover()

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from evalsite.evals.models import Result
 from evalsite.review.models import AuditEvent, Override
-from evalsite.review.services import override_create
+from evalsite.review.services import override_create, result_accept
 from tests.conftest import login
 from tests.factories import CommentFactory, JudgeCallFactory, OverrideFactory
 from tests.review.builders import make_run
@@ -303,3 +303,12 @@ def test_judge_call_detail_stays_hidden_in_blind_review_until_answered(
     assert client.get(_call_url(result, call)).status_code == 403
     Result.objects.filter(pk=result.pk).update(reviewed=True)
     assert client.get(_call_url(result, call)).status_code == 200
+
+
+def test_item_page_says_how_long_ago_it_was_reviewed(
+    client, reviewer, result, frozen_clock
+):
+    result_accept(result=result, user=reviewer)
+    frozen_clock.shift(7 * 60)
+    html = login(client, reviewer).get(_item_url(result)).content.decode()
+    assert "Reviewed by rita 7\xa0minutes ago" in html

@@ -75,14 +75,17 @@ def test_backoff_without_retry_after_is_exponential_with_jitter() -> None:
     assert policy.backoff(3, 0.25, rng) == 0.25  # Retry-After wins over backoff
 
 
-def test_parse_retry_after_forms() -> None:
+def test_parse_retry_after_forms(frozen_clock) -> None:
     assert parse_retry_after(httpx.Headers({"retry-after": "3"})) == 3.0
     assert parse_retry_after(httpx.Headers({"retry-after": "0.5"})) == 0.5
     assert parse_retry_after(httpx.Headers({"retry-after-ms": "250"})) == 0.25
     assert parse_retry_after(httpx.Headers({})) is None
     assert parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
+    # An HTTP date counts from now: on a frozen clock (at a whole second), exactly.
     future = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
-    assert 25 <= (parse_retry_after(httpx.Headers({"retry-after": future})) or 0) <= 31
+    assert parse_retry_after(httpx.Headers({"retry-after": future})) == 30.0
+    past = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() - 30))
+    assert parse_retry_after(httpx.Headers({"retry-after": past})) == 0.0
 
 
 def test_500_until_retries_run_out(client, judge) -> None:

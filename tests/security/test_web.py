@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -91,8 +92,12 @@ def _ip() -> str:
     return f"10.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}.7"
 
 
+# The login throttle counts in fixed windows: on a frozen clock a test's attempts stay
+# in one window, however slowly it runs.
+
+
 def test_login_failures_are_limited_per_account_from_every_address(
-    client, owner, reviewer
+    client, owner, reviewer, frozen_clock
 ):
     """An attacker alternating addresses gets no more guesses at one account."""
     statuses = [
@@ -109,10 +114,13 @@ def test_login_failures_are_limited_per_account_from_every_address(
     assert _login(client, " OLIVIA", "wrong", "192.0.2.201").status_code == 429
     # Another account is not affected.
     assert _login(client, "rita", "pw", "192.0.2.202").status_code == 302
+    # Once the window (LOGIN_RATE_PER_ACCOUNT, 10/15m) is over, the account logs in.
+    frozen_clock.shift(timedelta(minutes=15))
+    assert _login(client, "olivia", "pw", "192.0.2.203").status_code == 302
 
 
 def test_login_failures_are_limited_per_address_over_every_account(
-    client, owner, settings
+    client, owner, settings, frozen_clock
 ):
     settings.LOGIN_RATE_PER_IP = "5/15m"
     ip = _ip()
@@ -132,7 +140,7 @@ def test_successful_logins_never_count_towards_the_limits(client, owner):
 
 
 def test_one_client_behind_the_proxy_cannot_lock_out_the_others(
-    client, owner, reviewer, settings
+    client, owner, reviewer, settings, frozen_clock
 ):
     settings.TRUSTED_PROXY_COUNT = 1
     settings.LOGIN_RATE_PER_IP = "5/15m"
@@ -149,7 +157,9 @@ def test_one_client_behind_the_proxy_cannot_lock_out_the_others(
     assert _login(client, "rita", "pw", proxy, **other).status_code == 302
 
 
-def test_without_trusted_proxies_a_forwarded_header_is_ignored(client, owner, settings):
+def test_without_trusted_proxies_a_forwarded_header_is_ignored(
+    client, owner, settings, frozen_clock
+):
     settings.LOGIN_RATE_PER_IP = "5/15m"
     ip = _ip()
     for i in range(5):
@@ -159,7 +169,7 @@ def test_without_trusted_proxies_a_forwarded_header_is_ignored(client, owner, se
     assert _login(client, "nobody", "x", ip, **forged).status_code == 429
 
 
-def test_the_admin_login_is_throttled_too(client, django_user_model):
+def test_the_admin_login_is_throttled_too(client, django_user_model, frozen_clock):
     django_user_model.objects.create_user(
         username="root", password="right-pw", is_staff=True, is_superuser=True
     )
