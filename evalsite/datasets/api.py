@@ -16,9 +16,10 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.core.schemas import ErrorOut
 from evalsite.datasets import services
 from evalsite.datasets.models import Dataset
-from evalsite.datasets.schemas import DatasetOut, ErrorOut, ItemOut
+from evalsite.datasets.schemas import DatasetOut, ItemOut
 from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item_list
 
 router = Router(tags=["datasets"])

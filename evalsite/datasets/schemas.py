@@ -27,15 +27,3 @@ class ItemOut(Schema):
     context: list[str]
     reference: str
     metadata: dict[str, Any]
-
-
-class ErrorFieldOut(Schema):
-    field: str
-    message: str
-
-
-class ErrorOut(Schema):
-    """The API's one error body."""
-
-    detail: str
-    errors: list[ErrorFieldOut]

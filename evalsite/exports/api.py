@@ -12,11 +12,12 @@ from django.http import StreamingHttpResponse
 from ninja import Query, Router
 
 from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.core.schemas import ErrorOut
 from evalsite.datasets.selectors import dataset_get_for_user
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.http import export_response
-from evalsite.exports.schemas import ErrorOut, ExportQuery
+from evalsite.exports.schemas import ExportQuery
 
 router = Router(tags=["export"])
 

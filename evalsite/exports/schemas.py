@@ -1,21 +1,8 @@
 from __future__ import annotations
 
-from ninja import Schema
 from pydantic import Field
 
 from evalsite.review.schemas import ResultQuery
-
-
-class ErrorFieldOut(Schema):
-    field: str
-    message: str
-
-
-class ErrorOut(Schema):
-    """The API's one error body."""
-
-    detail: str
-    errors: list[ErrorFieldOut]
 
 
 class ExportQuery(ResultQuery):

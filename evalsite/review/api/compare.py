@@ -69,24 +69,7 @@ def runs_compare(
                 "name": p.a.name,
                 "kind": p.a.kind,
                 "direction": p.direction,
-                **{
-                    k: getattr(p, k)
-                    for k in (
-                        "n",
-                        "both_ok",
-                        "regressions",
-                        "improvements",
-                        "unchanged",
-                        "pass_to_fail",
-                        "fail_to_pass",
-                        "missing",
-                        "a_mean",
-                        "b_mean",
-                        "mean_delta",
-                        "a_pass_rate",
-                        "b_pass_rate",
-                    )
-                },
+                **p.summary(),
             }
             for p in comparison.pairs
         ],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from django.db.models import (
@@ -46,6 +46,15 @@ class ComparePair:
     @property
     def label(self) -> str:
         return self.a.name
+
+    def summary(self) -> dict[str, int | float | None]:
+        """The counts, means and pass rates by name: every field after a, b and
+        direction, in order."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("a", "b", "direction")
+        }
 
 
 @dataclass
@@ -200,19 +209,10 @@ def runs_compare(*, run_a: Run, run_b: Run) -> Comparison:
                 b_pass=Count("id", filter=both & Q(b_passed=True)),
             )
         )
-        for name in (
-            "n",
-            "both_ok",
-            "regressions",
-            "improvements",
-            "unchanged",
-            "pass_to_fail",
-            "fail_to_pass",
-            "a_mean",
-            "b_mean",
-            "mean_delta",
-        ):
-            setattr(pair, name, row[name])
+        # Each aggregate is a field of the pair, but the pass counts: they become rates.
+        for name, value in row.items():
+            if name not in ("a_pass", "b_pass"):
+                setattr(pair, name, value)
         pair.missing = pair.n - pair.both_ok
         pair.a_pass_rate = _ratio(row["a_pass"], pair.both_ok)
         pair.b_pass_rate = _ratio(row["b_pass"], pair.both_ok)
