@@ -46,13 +46,15 @@ class AnalysisView:
     missing_context: list[str]
 
 
-def _label(labels: dict[str, str], value: Any) -> str:
-    key = str(value).lower() if isinstance(value, bool) else str(value)
-    return labels.get(key, key)
-
-
 def _posted(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def value_label(labels: dict[str, str], value: Any) -> str:
+    """A field's value as a reviewer reads it (the kind's value_labels), else as posted
+    ("true" for True): the item page's and the queue's flip keys say the same."""
+    key = _posted(value)
+    return labels.get(key, key)
 
 
 def _control(
@@ -65,11 +67,11 @@ def _control(
         name=pattern.rsplit(".", 1)[-1],
         judge_value=judge,
         final_value=final,
-        judge_label=_label(labels, judge),
-        final_label=_label(labels, final),
+        judge_label=value_label(labels, judge),
+        final_label=value_label(labels, final),
         changed=_posted(judge).strip().lower() != _posted(final).strip().lower(),
         choices=[
-            (_posted(v), _label(labels, v))
+            (_posted(v), value_label(labels, v))
             for v in spec.overridable[pattern]
             if _posted(v) != _posted(final).strip().lower()
             and _posted(v) != _posted(final).strip().upper()

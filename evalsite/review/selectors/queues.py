@@ -13,6 +13,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.evals.models import Result
 from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.selectors.explorer import User
+from evalsite.review.selectors.item import value_label
 from scoring import KINDS, AnalysisError, get_path
 
 
@@ -26,11 +27,6 @@ class FlipField:
     new_value: Any
     label: str
     new_label: str
-
-
-def _label(labels: dict[str, str], value: Any) -> str:
-    key = str(value).lower() if isinstance(value, bool) else str(value)
-    return labels.get(key, str(value))
 
 
 def _flip_value(current: Any, allowed: list[Any]) -> Any:
@@ -84,8 +80,8 @@ def flip_fields(
                 path=path,
                 value=value,
                 new_value=new_value,
-                label=_label(labels, value),
-                new_label=_label(labels, new_value),
+                label=value_label(labels, value),
+                new_label=value_label(labels, new_value),
             )
         )
     return fields
