@@ -179,6 +179,11 @@ class _Faces(_Slots):
     def aslot(self) -> AbstractAsyncContextManager[None]:
         return self._aslot()
 
+    def waiting(self) -> int:
+        """Coroutines of the running event loop waiting for a slot."""
+        pump = self._pumps.get(asyncio.get_running_loop())
+        return len(pump.waiters) if pump is not None else 0
+
 
 class _Pump:
     """Takes slots for one event loop's waiters, in order, several per backend call.

@@ -50,12 +50,6 @@ def support_rows(n: int = 3) -> list[dict[str, Any]]:
     ]
 
 
-def make_dataset(project, n: int = 3, name: str = "support"):
-    """Only for tests/integration and tests/faults until they call
-    DatasetFactory(project=..., name="support", rows=support_rows(n)) themselves."""
-    return DatasetFactory(project=project, name=name, rows=support_rows(n))
-
-
 @pytest.fixture(scope="session")
 def offline_judge():
     server = start_server(port=0, enable_control=True)

@@ -31,8 +31,13 @@ from evalsite.evals import services
 from evalsite.evals.models import JudgeCall, Result, Run
 from evalsite.review.selectors import run_aggregates
 from scoring.offline_judge import start_server
-from tests.evals.conftest import make_dataset
-from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.evals.conftest import support_rows
+from tests.factories import (
+    DatasetFactory,
+    MembershipFactory,
+    ProjectFactory,
+    UserFactory,
+)
 from tests.integration.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -58,7 +63,7 @@ def _setup(base_url: str, *, items: int, kinds: list[str]):
     judge.base_url = base_url
     judge.max_concurrency = 8
     judge.save()
-    dataset = make_dataset(project, n=items)
+    dataset = DatasetFactory(project=project, name="support", rows=support_rows(items))
     scorers = [
         services.scorer_create(project=project, user=user, name=k, kind=k, judge=judge)
         for k in kinds

@@ -9,9 +9,13 @@ from django.db.models import Count
 
 from evalsite.evals import services
 from evalsite.evals.models import JudgeCall, Result, Run
-from scoring.offline_judge import start_server
-from tests.evals.conftest import make_dataset
-from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.evals.conftest import support_rows
+from tests.factories import (
+    DatasetFactory,
+    MembershipFactory,
+    ProjectFactory,
+    UserFactory,
+)
 from tests.integration.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -23,20 +27,6 @@ TIMEOUT = 300
 # default, so a worker takes at most `concurrency` tasks per second: use more slots
 # there to keep these tests short.
 CONCURRENCY = 4 if settings.REDIS_URL else 12
-
-
-@pytest.fixture
-def judge_server():
-    servers = []
-
-    def _start(**knobs):
-        server = start_server(port=0, **knobs)
-        servers.append(server)
-        return server
-
-    yield _start
-    for server in servers:
-        server.stop()
 
 
 def _stats(server) -> dict:
@@ -51,7 +41,7 @@ def _setup(server, *, items: int, kinds: list[str], max_concurrency: int = 16):
     judge.base_url = server.base_url
     judge.max_concurrency = max_concurrency
     judge.save()
-    dataset = make_dataset(project, n=items)
+    dataset = DatasetFactory(project=project, name="support", rows=support_rows(items))
     scorers = [
         services.scorer_create(
             project=project, user=user, name=kind, kind=kind, judge=judge
@@ -182,6 +172,7 @@ def test_two_workers_share_the_judge_concurrency_limit(start_worker, judge_serve
     stats = _stats(server)
     assert stats["completed"] >= 60
     assert stats["max_in_flight"] <= 2
-    # Both workers judged results: the limit held across processes, not within one.
-    for worker in workers:
-        assert "evals.result_score" in worker.log()
+    # Two dispatchers (two worker processes) judged the run: the limit held across
+    # processes, not within one.
+    received = sum(w.log().count("evals.run_dispatch[") for w in workers)
+    assert received >= 2 * 2, [w.log()[-2000:] for w in workers]
