@@ -227,6 +227,25 @@ class StepSettings:
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy())
     use_cache: bool = False
 
+    @classmethod
+    def of(
+        cls,
+        client: openai.OpenAI | openai.AsyncOpenAI,
+        model: str,
+        base_url: str | None,
+        temperature: float,
+        retry: RetryPolicy | None,
+        cache: object | None,
+    ) -> StepSettings:
+        """A runner's settings: the base URL defaults to the client's."""
+        return cls(
+            model=model,
+            base_url=(base_url or str(client.base_url)).rstrip("/"),
+            temperature=temperature,
+            retry=retry or RetryPolicy(),
+            use_cache=cache is not None,
+        )
+
 
 def step_plan(
     step: Step, messages: Messages, settings: StepSettings, rng: random.Random
@@ -436,12 +455,8 @@ class StepRunner:
         self.client = client
         self.cache = cache
         self.limiter = limiter
-        self.settings = StepSettings(
-            model=model,
-            base_url=(base_url or str(client.base_url)).rstrip("/"),
-            temperature=temperature,
-            retry=retry or RetryPolicy(),
-            use_cache=cache is not None,
+        self.settings = StepSettings.of(
+            client, model, base_url, temperature, retry, cache
         )
         self._rng = random.Random(seed)
 
@@ -503,12 +518,8 @@ class AsyncStepRunner:
         self.cache = cache
         self.limiter = limiter
         self.sleep = sleep
-        self.settings = StepSettings(
-            model=model,
-            base_url=(base_url or str(client.base_url)).rstrip("/"),
-            temperature=temperature,
-            retry=retry or RetryPolicy(),
-            use_cache=cache is not None,
+        self.settings = StepSettings.of(
+            client, model, base_url, temperature, retry, cache
         )
         self._rng = random.Random(seed)
 

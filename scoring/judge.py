@@ -106,18 +106,13 @@ def make_client(
     would carry the key to another address). With ``address_guard``, every connection's
     resolved addresses are checked by it first (see ``scoring.egress``).
     """
-    if address_guard is not None:
-        http_client = guarded_http_client(address_guard, timeout)
-    else:
-        http_client = httpx2.Client(
-            timeout=timeout, follow_redirects=False, limits=_LIMITS
-        )
+    http_client = (
+        guarded_http_client(address_guard, timeout)
+        if address_guard is not None
+        else httpx2.Client(timeout=timeout, follow_redirects=False, limits=_LIMITS)
+    )
     return openai.OpenAI(
-        base_url=base_url,
-        api_key=api_key or "not-needed",
-        timeout=timeout,
-        max_retries=0,
-        http_client=http_client,
+        http_client=http_client, **_client_args(base_url, api_key, timeout)
     )
 
 
@@ -128,21 +123,25 @@ def make_async_client(
     *,
     address_guard: AddressGuard | None = None,
 ) -> openai.AsyncOpenAI:
-    """``make_client`` for ``ajudge_case``: an ``openai.AsyncOpenAI`` client, one
-    connection per call in flight (up to 1,000), same redirect and address rules."""
-    if address_guard is not None:
-        http_client = guarded_async_http_client(address_guard, timeout)
-    else:
-        http_client = httpx2.AsyncClient(
-            timeout=timeout, follow_redirects=False, limits=_LIMITS
-        )
-    return openai.AsyncOpenAI(
-        base_url=base_url,
-        api_key=api_key or "not-needed",
-        timeout=timeout,
-        max_retries=0,
-        http_client=http_client,
+    """``make_client`` for ``ajudge_case``: an ``openai.AsyncOpenAI`` client, same
+    redirect and address rules."""
+    http_client = (
+        guarded_async_http_client(address_guard, timeout)
+        if address_guard is not None
+        else httpx2.AsyncClient(timeout=timeout, follow_redirects=False, limits=_LIMITS)
     )
+    return openai.AsyncOpenAI(
+        http_client=http_client, **_client_args(base_url, api_key, timeout)
+    )
+
+
+def _client_args(base_url: str, api_key: str | None, timeout: float) -> dict[str, Any]:
+    return {
+        "base_url": base_url,
+        "api_key": api_key or "not-needed",
+        "timeout": timeout,
+        "max_retries": 0,
+    }
 
 
 _LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=1000)

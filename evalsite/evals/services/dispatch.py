@@ -51,9 +51,11 @@ from evalsite.evals.services.execution import (
     RunCancelledError,
     heartbeat,
     judge_client_args,
+    judge_model_settings,
     limiter_for,
     new_claim_token,
     outcome_message,
+    run_status,
     store_result,
 )
 from evalsite.evals.services.runs import run_finish_if_complete, task_send_dispatch
@@ -212,10 +214,6 @@ def _claim_batch(*, run_id: int, token: str, count: int) -> list[Result]:
             "item", "run", "run_scorer", "run_scorer__judge"
         )
     )
-
-
-def _run_status(run_id: int) -> str | None:
-    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
 
 class _DbWorkers:
@@ -392,7 +390,7 @@ class _Dispatcher:
     async def _watch(self) -> None:
         """Notice a cancel within half a second, and publish the live figures."""
         while True:
-            status = await self.db(_run_status, self.run_id)
+            status = await self.db(run_status, self.run_id)
             if status not in (Run.Status.QUEUED, Run.Status.RUNNING):
                 self.cancelled = True
             await self._publish()
@@ -495,9 +493,7 @@ class _Dispatcher:
                 limiter = self.limiters.get(judge.pk) or limiter_for(judge)
                 self.limiters[judge.pk] = limiter
                 slot = partial(self._call_slot, limiter)
-                snapshot = run_scorer.judge_snapshot or {}
-                model = str(snapshot.get("model") or judge.model)
-                temperature = float(snapshot.get("temperature", judge.temperature))
+                model, temperature = judge_model_settings(run_scorer, judge)
             judged = await ajudge_case(
                 run_scorer.kind,
                 result.item.as_case(),
@@ -537,7 +533,7 @@ def _release_claim(result_id: int, token: str) -> None:
 def run_dispatch(*, run_id: int) -> DispatchOutcome:
     """Judge the run's pending results for up to conf.dispatch_seconds(), many at a
     time; send the next dispatch when results are left, finish the run when none are."""
-    if _run_status(run_id) != Run.Status.RUNNING:
+    if run_status(run_id) != Run.Status.RUNNING:
         return DispatchOutcome()
     db_workers = _DbWorkers()
     dispatcher = _Dispatcher(run_id, db_workers)

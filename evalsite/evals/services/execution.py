@@ -40,11 +40,7 @@ from django.views.decorators.debug import sensitive_variables
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import conf, rawsql
 from evalsite.evals.limiter import FileLimiter, RedisLimiter, judge_limiter
-from evalsite.evals.models import (
-    JudgeConnection,
-    Result,
-    Run,
-)
+from evalsite.evals.models import JudgeConnection, Result, Run, RunScorer
 from evalsite.evals.services.egress import judge_address_guard
 from evalsite.evals.services.judges import judge_api_key
 from evalsite.evals.services.runs import run_finish_if_complete
@@ -246,6 +242,21 @@ _STATUS_TTL = 1.0
 _run_statuses: dict[int, tuple[float, str | None]] = {}
 
 
+def run_status(run_id: int) -> str | None:
+    """The run's status now (None when it was deleted)."""
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+def judge_model_settings(
+    run_scorer: RunScorer, judge: JudgeConnection
+) -> tuple[str, float]:
+    """(model, temperature) a run's scorer judges with: the run's snapshot of its judge
+    (the connection may have been edited since the run started)."""
+    snapshot = run_scorer.judge_snapshot or {}
+    model = str(snapshot.get("model") or judge.model)
+    return model, float(snapshot.get("temperature", judge.temperature))
+
+
 def _run_status(run_id: int) -> str | None:
     """The run's status, read at most once a second per process (cancel takes effect
     within a second without a query before every judge request)."""
@@ -253,7 +264,7 @@ def _run_status(run_id: int) -> str | None:
     cached = _run_statuses.get(run_id)
     if cached is not None and now - cached[0] < _STATUS_TTL:
         return cached[1]
-    status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    status = run_status(run_id)
     with _lock:
         if len(_run_statuses) > 1000:
             _run_statuses.clear()
@@ -362,9 +373,7 @@ def _judge_and_store(
             configured_url = judge.base_url
             client = _client_for(judge, base_url)
             limiter = _cancel_guard(result.run_id, limiter_for(judge))
-            snapshot = run_scorer.judge_snapshot or {}
-            model = str(snapshot.get("model") or judge.model)
-            temperature = float(snapshot.get("temperature", judge.temperature))
+            model, temperature = judge_model_settings(run_scorer, judge)
         judged = judge_case(
             run_scorer.kind,
             result.item.as_case(),
