@@ -415,3 +415,51 @@ def test_the_offline_judge_cannot_be_repointed_at_another_endpoint(
     services.judge_update(
         judge=offline, user=owner, max_concurrency=4
     )  # the rest may change
+
+
+# The dispatcher (many results per worker slot, asyncio client) keeps every rule of the
+# one-result path: same guard on each connection, no redirects, key rules at use.
+
+
+def _dispatch(result: Result) -> Result:
+    services.run_dispatch(run_id=result.run_id)
+    result.refresh_from_db()
+    return result
+
+
+def test_a_dispatched_run_never_follows_a_redirect(
+    project, owner, listener, other_listener, dataset_with_run
+):
+    listener.reply = (302, {"Location": f"{other_listener.url}/chat/completions"}, b"")
+    judge = _judge(project, owner, listener.url, api_key=KEY)
+    result = _dispatch(dataset_with_run(judge))
+    assert result.status == Result.Status.ERROR and "HTTP 302" in result.error
+    assert other_listener.requests == []
+
+
+def test_a_dispatched_run_checks_the_address_on_every_connection(
+    project, owner, listener, dataset_with_run
+):
+    # Saved while loopback was allowed; the policy at call time refuses it.
+    judge = _judge(project, owner, listener.url, api_key=KEY)
+    result = dataset_with_run(judge)
+    with SHIPPED_POLICY:
+        result = _dispatch(result)
+    assert result.status == Result.Status.ERROR
+    assert "which judges may not reach" in result.error
+    assert listener.requests == []
+
+
+def test_a_dispatched_run_refuses_a_key_env_outside_the_allowed_names(
+    project, owner, listener, dataset_with_run, settings
+):
+    judge = _judge(project, owner, listener.url)
+    JudgeConnection.objects.filter(pk=judge.pk).update(
+        api_key_env="SECRET_KEY", api_key_url=judge.base_url
+    )
+    judge.refresh_from_db()
+    result = _dispatch(dataset_with_run(judge))
+    assert result.status == Result.Status.ERROR
+    assert "does not let judges read SECRET_KEY" in result.error
+    assert listener.requests == []
+    assert not listener.seen(settings.SECRET_KEY)
