@@ -1,0 +1,164 @@
+"""Agreement between human reviewers: percent agreement, Cohen's kappa for a pair of
+reviewers, Krippendorff's alpha over any number of them (nominal for pass/fail and
+verdicts, interval for scores), each with the number of items behind it and a
+bootstrap confidence interval over items.
+
+Plain Python on purpose (no numpy): the inputs are a project's reviews, thousands of
+values, and `scoring/` carries no heavy dependency. The tests check every figure
+against hand-computed values and against the `krippendorff` package.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Literal
+
+# ratings[item][reviewer] = value; an item rated by fewer than two reviewers has no
+# pair and counts for nothing.
+Ratings = Mapping[Hashable, Mapping[Hashable, Hashable | float]]
+Level = Literal["nominal", "interval"]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """One agreement figure: None when the data cannot define it (no pairable item, or
+    no variation at all for kappa and alpha)."""
+
+    value: float | None
+    items: int  # items with at least two ratings, the ones the figure rests on
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+def _pairable(ratings: Ratings) -> list[list[Hashable | float]]:
+    return [list(by.values()) for by in ratings.values() if len(by) >= 2]
+
+
+def percent_agreement(units: Sequence[Sequence[Hashable | float]]) -> float | None:
+    """Share of agreeing reviewer pairs, over the pairs within each item."""
+    agree = pairs = 0
+    for values in units:
+        for a, b in combinations(values, 2):
+            pairs += 1
+            agree += a == b
+    return agree / pairs if pairs else None
+
+
+def _distance(level: Level) -> Callable[[Hashable | float, Hashable | float], float]:
+    if level == "nominal":
+        return lambda a, b: 0.0 if a == b else 1.0
+    return lambda a, b: (float(a) - float(b)) ** 2  # type: ignore[arg-type]
+
+
+def krippendorff_alpha(
+    units: Sequence[Sequence[Hashable | float]], level: Level = "nominal"
+) -> float | None:
+    """Krippendorff's alpha from the coincidence matrix: 1 - D_o / D_e."""
+    coincidences: dict[tuple[Hashable | float, Hashable | float], float] = defaultdict(
+        float
+    )
+    for values in units:
+        m = len(values)
+        if m < 2:
+            continue
+        for i, a in enumerate(values):
+            for j, b in enumerate(values):
+                if i != j:
+                    coincidences[(a, b)] += 1.0 / (m - 1)
+    totals: dict[Hashable | float, float] = defaultdict(float)
+    for (a, _b), weight in coincidences.items():
+        totals[a] += weight
+    n = sum(totals.values())
+    if n <= 1:
+        return None
+    delta = _distance(level)
+    observed = sum(w * delta(a, b) for (a, b), w in coincidences.items())
+    values = list(totals)
+    expected = sum(
+        totals[a] * totals[b] * delta(a, b) for a in values for b in values
+    ) / (n - 1)
+    if expected == 0:
+        return None  # every value the same: agreement is not measurable
+    return 1.0 - observed / expected
+
+
+def cohens_kappa(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
+    """Cohen's kappa of two reviewers over the items both rated."""
+    if not pairs:
+        return None
+    n = len(pairs)
+    observed = sum(a == b for a, b in pairs) / n
+    first = Counter(a for a, _ in pairs)
+    second = Counter(b for _, b in pairs)
+    expected = sum(first[c] * second[c] for c in first) / (n * n)
+    if expected == 1:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def _bootstrap(
+    units: list[list[Hashable | float]],
+    figure: Callable[[list[list[Hashable | float]]], float | None],
+    resamples: int,
+    seed: int,
+) -> tuple[float | None, float | None]:
+    """95 % percentile interval of `figure` over items resampled with replacement."""
+    if len(units) < 2 or resamples <= 0:
+        return None, None
+    rng = random.Random(seed)
+    found = []
+    for _ in range(resamples):
+        sample = [units[rng.randrange(len(units))] for _ in units]
+        value = figure(sample)
+        if value is not None:
+            found.append(value)
+    if len(found) < resamples // 2:
+        return None, None
+    found.sort()
+    return found[int(0.025 * (len(found) - 1))], found[int(0.975 * (len(found) - 1))]
+
+
+def agreement_percent(
+    ratings: Ratings, *, resamples: int = 500, seed: int = 0
+) -> Agreement:
+    units = _pairable(ratings)
+    low, high = _bootstrap(units, percent_agreement, resamples, seed)
+    return Agreement(percent_agreement(units), len(units), low, high)
+
+
+def agreement_alpha(
+    ratings: Ratings, level: Level = "nominal", *, resamples: int = 500, seed: int = 0
+) -> Agreement:
+    units = _pairable(ratings)
+
+    def figure(sample: list[list[Hashable | float]]) -> float | None:
+        return krippendorff_alpha(sample, level)
+
+    low, high = _bootstrap(units, figure, resamples, seed)
+    return Agreement(figure(units), len(units), low, high)
+
+
+def agreement_kappa_pairs(
+    ratings: Ratings, *, resamples: int = 500, seed: int = 0
+) -> dict[tuple[Hashable, Hashable], Agreement]:
+    """Cohen's kappa for every pair of reviewers who rated an item in common, keyed by
+    the pair in sorted order (of their string forms)."""
+    by_pair: dict[tuple[Hashable, Hashable], list[list[Hashable | float]]] = (
+        defaultdict(list)
+    )
+    for by in ratings.values():
+        for first, second in combinations(sorted(by, key=str), 2):
+            by_pair[(first, second)].append([by[first], by[second]])
+
+    def figure(sample: list[list[Hashable | float]]) -> float | None:
+        return cohens_kappa([(a, b) for a, b in sample])
+
+    out = {}
+    for pair, units in by_pair.items():
+        low, high = _bootstrap(units, figure, resamples, seed)
+        out[pair] = Agreement(figure(units), len(units), low, high)
+    return out
