@@ -458,11 +458,11 @@ class StepRunner:
         self.settings = StepSettings.of(
             client, model, base_url, temperature, retry, cache
         )
-        self._rng = random.Random(seed)
+        self.rng = random.Random(seed)
 
     def run(self, step: Step, messages: Messages) -> tuple[Reply, StepRecord]:
         """Run one step; StepFailed when it cannot produce a valid reply."""
-        return self.drive(step_plan(step, messages, self.settings, self._rng))
+        return self.drive(step_plan(step, messages, self.settings, self.rng))
 
     def drive(self, plan: Plan[_T]) -> _T:
         """Perform a plan's actions until it returns."""
@@ -521,10 +521,10 @@ class AsyncStepRunner:
         self.settings = StepSettings.of(
             client, model, base_url, temperature, retry, cache
         )
-        self._rng = random.Random(seed)
+        self.rng = random.Random(seed)
 
     async def run(self, step: Step, messages: Messages) -> tuple[Reply, StepRecord]:
-        return await self.drive(step_plan(step, messages, self.settings, self._rng))
+        return await self.drive(step_plan(step, messages, self.settings, self.rng))
 
     async def drive(self, plan: Plan[_T]) -> _T:
         reply: Any = None

@@ -423,7 +423,7 @@ def judge_case(
             max_delay=retry_max_delay,
         ),
     )
-    run = _Run(kind, runner.settings, random.Random())
+    run = _Run(kind, runner.settings, runner.rng)
     return runner.drive(_judge_plan(run, case, prepared.opts))
 
 
@@ -458,7 +458,7 @@ async def ajudge_case(
         limiter=limiter,
         retry=retry or RetryPolicy(max_retries=max_retries),
     )
-    run = _Run(kind, runner.settings, random.Random())
+    run = _Run(kind, runner.settings, runner.rng)
     return await runner.drive(_judge_plan(run, case, prepared.opts))
 
 

@@ -41,7 +41,7 @@ from contextlib import (
     contextmanager,
 )
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import openai
 from django.conf import settings
@@ -54,12 +54,6 @@ _POLL_MIN = 0.002
 _POLL_MAX = 0.02
 # The longest pause one 429's Retry-After imposes on the connection.
 _MAX_PAUSE = 60.0
-
-
-class Limiter(Protocol):
-    def __call__(self) -> AbstractContextManager[Any]: ...
-
-    def aslot(self) -> AbstractAsyncContextManager[Any]: ...
 
 
 def judge_limiter(
@@ -421,11 +415,6 @@ class RedisLimiter(_Faces):
             args=[self.max_concurrency, pause],
         )
 
-    def in_flight(self) -> int:
-        """Calls holding a slot now, on every worker."""
-        self._client.zremrangebyscore(self.leases_key, "-inf", time.time())
-        return int(self._client.zcard(self.leases_key))
-
     def acquire(self) -> str:
         return str(self.take_one())
 
@@ -528,6 +517,3 @@ class FileLimiter(_Faces):
     def throttled(self, pause: float) -> None:
         if pause > self._paused_for():
             (self.dir / "pause").write_text(str(time.time() + pause))
-
-    def in_flight(self) -> int:
-        return len(self._held)

@@ -103,6 +103,8 @@ class _CacheBatcher:
         self._reads: dict[str, list[asyncio.Future[dict[str, Any] | None]]] = {}
         self._writes: list[tuple[str, dict[str, Any]]] = []
         self._read_timer: asyncio.TimerHandle | None = None
+        # The loop keeps only weak references to tasks: hold the lookups in flight.
+        self._read_tasks: set[asyncio.Task[None]] = set()
         self._write_task: asyncio.Task[None] | None = None
 
     def for_project(self, project_id: int) -> _ProjectCache:
@@ -119,7 +121,9 @@ class _CacheBatcher:
     def _start_reads(self) -> None:
         self._read_timer = None
         reads, self._reads = self._reads, {}
-        asyncio.create_task(self._read(reads))
+        task = asyncio.create_task(self._read(reads))
+        self._read_tasks.add(task)
+        task.add_done_callback(self._read_tasks.discard)
 
     async def _read(
         self, reads: dict[str, list[asyncio.Future[dict[str, Any] | None]]]
@@ -250,10 +254,8 @@ class _DbWorkers:
                 item = self.jobs.get(timeout=0.05)
             except queue.Empty:
                 continue
-            if item is None:  # a stop meant for an extra thread
-                self.jobs.put(None)
-                time.sleep(0.001)
-                continue
+            # Stops (None) are queued only after this loop has ended (stop()).
+            assert item is not None
             self._run(*item)
 
     def _serve_extra(self) -> None:
