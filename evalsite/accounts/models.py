@@ -4,17 +4,23 @@ import hashlib
 import secrets
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 
 class Role(models.TextChoices):
     OWNER = "owner", "Owner"
+    ADJUDICATOR = "adjudicator", "Adjudicator"
     REVIEWER = "reviewer", "Reviewer"
     VIEWER = "viewer", "Viewer"
 
 
 # Roles allowed to change review data (overrides, comments, assignments).
-REVIEW_ROLES = frozenset({Role.OWNER, Role.REVIEWER})
+REVIEW_ROLES = frozenset({Role.OWNER, Role.ADJUDICATOR, Role.REVIEWER})
+# Roles that decide results whose reviewers disagree.
+ADJUDICATE_ROLES = frozenset({Role.OWNER, Role.ADJUDICATOR})
+
+MAX_OVERLAP = 10
 
 
 class Project(models.Model):
@@ -35,6 +41,11 @@ class Project(models.Model):
         default=False,
         help_text="Reviewers may save a what-if rescore, which rewrites every "
         "result's final score for everyone.",
+    )
+    default_overlap = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_OVERLAP)],
+        help_text="How many reviewers answer each result in a new queue (1–10).",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -88,6 +99,10 @@ class Membership(models.Model):
         return self.role == Role.OWNER
 
     @property
+    def can_adjudicate(self) -> bool:
+        return self.role in ADJUDICATE_ROLES
+
+    @property
     def can_start_paid_runs(self) -> bool:
         """Start (or retry) runs whose judge costs money: owners, and reviewers when the
         owner allows it."""
@@ -135,3 +150,95 @@ class ApiToken(models.Model):
     @staticmethod
     def generate_raw() -> str:
         return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+class Invitation(models.Model):
+    """An owner's invitation to join a project with a role, redeemed once through a
+    link before it expires. Only the SHA-256 of the link's token is stored."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="invitations"
+    )
+    email = models.EmailField(blank=True)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.REVIEWER)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"invitation to {self.project} as {self.role}"
+
+
+class MembershipEvent(models.Model):
+    """Who changed whose access to a project: added, role changed, removed, invited,
+    invitation accepted or revoked. Written in the same transaction as the change."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="membership_events"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    subject = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    action = models.CharField(max_length=40)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_id}"
+
+
+class ReviewerPreferences(models.Model):
+    """How the review screens behave for one person, across projects."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        primary_key=True,
+        on_delete=models.CASCADE,
+        related_name="review_preferences",
+    )
+    # WCAG 2.1.4: single-character shortcuts can be turned off.
+    keyboard_shortcuts = models.BooleanField(
+        default=True, help_text="Single-key shortcuts (a, p, f, 1–9, u, j, k) on."
+    )
+    advance_after_answer = models.BooleanField(
+        default=True,
+        help_text="Accept, pass and fail move to the next item in a queue.",
+    )
+
+    def __str__(self) -> str:
+        return f"preferences of {self.user_id}"

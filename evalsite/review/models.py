@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from evalsite.accounts.models import Project
+from evalsite.accounts.models import MAX_OVERLAP, Project
 from evalsite.evals.models import Result, Run, RunScorer
 
 
@@ -132,6 +133,14 @@ class ReviewVersion(models.Model):
 # (e.g. "judge failed") would match a different set after overrides.
 
 
+class FinalRule(models.TextChoices):
+    """How a queue turns its reviewers' answers into a result's final verdict."""
+
+    SINGLE = "single", "The single review"
+    MAJORITY = "majority", "Majority (a tie goes to adjudication)"
+    UNANIMOUS = "unanimous", "Unanimous, or adjudicate"
+
+
 class ReviewQueue(models.Model):
     class Source(models.TextChoices):
         FILTERS = "filters", "From filters"
@@ -156,6 +165,14 @@ class ReviewQueue(models.Model):
     # {"pass_share": 0.1, "seed": 0, "population": {"fail": N_F, "pass": N_P},
     #  "sampled": {"fail": n, "pass": n}}; empty when the queue is not stratified.
     stratified = models.JSONField(default=dict, blank=True)
+    overlap = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_OVERLAP)],
+        help_text="How many reviewers answer each result (1–10).",
+    )
+    final_rule = models.CharField(
+        max_length=12, choices=FinalRule.choices, default=FinalRule.SINGLE
+    )
     size = models.PositiveIntegerField(default=0)
     truncated = models.BooleanField(
         default=False, help_text="More results matched than a queue holds."
@@ -194,12 +211,34 @@ class QueueEntry(models.Model):
         Result, on_delete=models.CASCADE, related_name="queue_entries"
     )
     position = models.PositiveIntegerField(help_text="1-based order in the queue.")
+
+    class State(models.TextChoices):
+        OPEN = "open", "Waiting for answers"
+        ADJUDICATE = "adjudicate", "Needs adjudication"
+        DECIDED = "decided", "Decided"
+
     stratum = models.CharField(
         max_length=4, choices=Stratum.choices, blank=True, default=""
     )
+    # Overlap queues only (overlap ≥ 2): the answers counted so far and what became of
+    # them; a single-review queue applies each answer at once and stays "open".
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    answers = models.PositiveSmallIntegerField(default=0)
+    # The answer that was applied as the final verdict ({"passed", "flips", "score"}),
+    # and how: "majority", "unanimous" or "adjudicated".
+    decision = models.JSONField(default=dict, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["queue_id", "position"]
+        indexes = [models.Index(fields=["queue", "state"])]
         constraints = [
             models.UniqueConstraint(
                 fields=["queue", "position"], name="unique_queue_position"
@@ -211,3 +250,123 @@ class QueueEntry(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.position} of queue {self.queue_id}"
+
+
+class Guideline(models.Model):
+    """Markdown instructions for reviewers, for a whole project (queue empty) or one
+    queue. Never edited in place: saving adds the next version, and each review keeps
+    the version it was made under."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="guidelines"
+    )
+    queue = models.ForeignKey(
+        ReviewQueue,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="guidelines",
+    )
+    version = models.PositiveIntegerField()
+    body = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "version"],
+                condition=models.Q(queue__isnull=True),
+                name="unique_project_guideline_version",
+            ),
+            models.UniqueConstraint(
+                fields=["queue", "version"],
+                condition=models.Q(queue__isnull=False),
+                name="unique_queue_guideline_version",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"guidelines v{self.version}"
+
+
+class Review(models.Model):
+    """One reviewer's own answer on a result in a queue (blind to the others until
+    they have answered), or an adjudicator's decision between such answers."""
+
+    class Kind(models.TextChoices):
+        ANSWER = "answer", "Answer"
+        ADJUDICATION = "adjudication", "Adjudication"
+
+    queue = models.ForeignKey(
+        ReviewQueue, on_delete=models.CASCADE, related_name="reviews"
+    )
+    result = models.ForeignKey(Result, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.ANSWER)
+    passed = models.BooleanField(null=True)
+    # {"verdicts.2.verdict": "no", ...}: the verdicts this reviewer set differently
+    # from the judge; a path not listed is the judge's value.
+    flips = models.JSONField(default=dict, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    # The guidelines shown when the answer was given (the queue's, else the project's).
+    guideline = models.ForeignKey(
+        Guideline, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Seconds from the item being shown to the answer, as the browser measured them
+    # (capped at an hour), or None when unknown (API answers).
+    seconds = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["queue_id", "result_id", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue", "result", "reviewer", "kind"],
+                name="unique_review_per_reviewer",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["queue", "result"]),
+            models.Index(fields=["result", "kind"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.reviewer_id} on {self.result_id}"
+
+
+class SavedFilter(models.Model):
+    """An explorer filter a user saved under a name, for one project."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="saved_filters"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    name = models.CharField(max_length=100)
+    # The explorer's query string (review.schemas.ResultQuery.to_querydict, urlencoded).
+    query = models.CharField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "user", "name"], name="unique_saved_filter_name"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
