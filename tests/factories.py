@@ -7,13 +7,21 @@ tests/review/builders.py and tests/exports/builders.py, made from these factorie
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from evalsite.accounts.models import Membership, Project, Role
+from evalsite.accounts.models import (
+    Invitation,
+    Membership,
+    MembershipEvent,
+    Project,
+    Role,
+    hash_token,
+)
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.crypto import secret_encrypt
 from evalsite.evals.models import (
@@ -243,3 +251,28 @@ class QueueEntryFactory(factory.django.DjangoModelFactory):
     queue = factory.SubFactory(ReviewQueueFactory)
     result = factory.SubFactory(ResultFactory, run=factory.SelfAttribute("..queue.run"))
     position = factory.Sequence(lambda n: n + 1)
+
+
+class InvitationFactory(factory.django.DjangoModelFactory):
+    """A pending invitation whose link's token is `token` (only its hash is stored, so
+    a test that opens the link passes the token it chose)."""
+
+    class Meta:
+        model = Invitation
+
+    class Params:
+        token = factory.Sequence(lambda n: f"invitation-token-{n}")
+
+    project = factory.SubFactory(ProjectFactory)
+    role = Role.REVIEWER
+    token_hash = factory.LazyAttribute(lambda o: hash_token(o.token))
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=7))
+
+
+class MembershipEventFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = MembershipEvent
+
+    project = factory.SubFactory(ProjectFactory)
+    action = "member_added"
+    after = factory.LazyFunction(lambda: {"role": Role.VIEWER})

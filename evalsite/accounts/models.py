@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -187,6 +189,40 @@ class Invitation(models.Model):
     def __str__(self) -> str:
         return f"invitation to {self.project} as {self.role}"
 
+    def status(self, now: datetime | None = None) -> InvitationStatus:
+        """Used, revoked, expired or pending, in that order: a link that was used
+        stays "used" after it would have expired."""
+        if self.accepted_at is not None:
+            return InvitationStatus.ACCEPTED
+        if self.revoked_at is not None:
+            return InvitationStatus.REVOKED
+        if self.expires_at <= (now or timezone.now()):
+            return InvitationStatus.EXPIRED
+        return InvitationStatus.PENDING
+
+    @staticmethod
+    def generate_raw() -> str:
+        return secrets.token_urlsafe(32)
+
+
+class InvitationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Used"
+    REVOKED = "revoked", "Revoked"
+    EXPIRED = "expired", "Expired"
+
+
+class MembershipAction(models.TextChoices):
+    """What a MembershipEvent records (its `action`)."""
+
+    ADDED = "member_added", "added"
+    ROLE_CHANGED = "role_changed", "changed the role of"
+    REMOVED = "member_removed", "removed"
+    INVITED = "invited", "created an invitation"
+    INVITATION_ACCEPTED = "invitation_accepted", "joined through an invitation"
+    INVITATION_REVOKED = "invitation_revoked", "revoked an invitation"
+    USER_CREATED = "user_created", "created the user"
+
 
 class MembershipEvent(models.Model):
     """Who changed whose access to a project: added, role changed, removed, invited,
@@ -220,6 +256,13 @@ class MembershipEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_id}"
+
+    @property
+    def action_label(self) -> str:
+        try:
+            return str(MembershipAction(self.action).label)
+        except ValueError:
+            return self.action
 
 
 class ReviewerPreferences(models.Model):

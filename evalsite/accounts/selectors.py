@@ -8,8 +8,16 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
+from django.utils import timezone
 
-from evalsite.accounts.models import Membership, Project, Role
+from evalsite.accounts.models import (
+    Invitation,
+    Membership,
+    MembershipEvent,
+    Project,
+    Role,
+    hash_token,
+)
 
 
 def project_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Project]:
@@ -47,6 +55,92 @@ def project_get_for_user(
     project = membership.project
     project.membership = membership
     return project
+
+
+def membership_get_for_user(
+    *,
+    user: User | AnonymousUser,
+    project_id: int,
+    pk: int,
+    manage: bool = False,
+) -> Membership:
+    """Membership `pk` of project `project_id` (anyone's, not only the caller's) if
+    `user` is a member of that project; 404 for outsiders and for another project's
+    membership, 403 when manage=True and the caller is not an owner."""
+    project = project_get_for_user(user=user, pk=project_id, manage=manage)
+    try:
+        membership = Membership.objects.select_related("user").get(
+            pk=pk, project=project
+        )
+    except Membership.DoesNotExist:
+        raise Http404("No such member.") from None
+    membership.project = project
+    return membership
+
+
+def membership_list(*, project: Project) -> QuerySet[Membership]:
+    return (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .order_by("user__username", "id")
+    )
+
+
+def invitation_get_for_user(
+    *,
+    user: User | AnonymousUser,
+    project_id: int,
+    pk: int,
+    manage: bool = False,
+) -> Invitation:
+    """Invitation `pk` of project `project_id` if `user` is a member of it; 404 for
+    outsiders and for another project's invitation, 403 when manage=True and the
+    caller is not an owner."""
+    project = project_get_for_user(user=user, pk=project_id, manage=manage)
+    try:
+        invitation = Invitation.objects.select_related("created_by", "accepted_by").get(
+            pk=pk, project=project
+        )
+    except Invitation.DoesNotExist:
+        raise Http404("No such invitation.") from None
+    invitation.project = project
+    return invitation
+
+
+def invitation_list_pending(*, project: Project) -> QuerySet[Invitation]:
+    """Invitations whose link still works, newest first."""
+    return Invitation.objects.filter(
+        project=project,
+        accepted_at__isnull=True,
+        revoked_at__isnull=True,
+        expires_at__gt=timezone.now(),
+    ).select_related("created_by")
+
+
+# A token is 43 characters (32 random bytes, base64url); anything much longer is not
+# one of ours and is not worth hashing.
+INVITATION_TOKEN_MAX_LENGTH = 64
+
+
+def invitation_find(*, token: str) -> Invitation | None:
+    """The invitation a link's token opens, whatever its state, or None. This is the
+    link page's lookup: the token is the credential, so no user is involved."""
+    if not token or len(token) > INVITATION_TOKEN_MAX_LENGTH:
+        return None
+    return (
+        Invitation.objects.select_related("project", "created_by")
+        .filter(token_hash=hash_token(token))
+        .first()
+    )
+
+
+def membership_event_list(*, project: Project) -> QuerySet[MembershipEvent]:
+    """The project's access log, newest first."""
+    return (
+        MembershipEvent.objects.filter(project=project)
+        .select_related("actor", "subject")
+        .order_by("-created_at", "-id")
+    )
 
 
 def require_role(

@@ -199,6 +199,7 @@ def test_the_admin_project_page_keeps_an_owner(admin_client, project, owner, vie
     data = {
         "name": project.name,
         "description": "",
+        "default_overlap": "1",
         "memberships-TOTAL_FORMS": str(len(rows)),
         "memberships-INITIAL_FORMS": str(len(rows)),
         "memberships-MIN_NUM_FORMS": "0",

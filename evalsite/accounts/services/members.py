@@ -1,0 +1,427 @@
+"""Who may do what in a project: members and roles, accounts an owner creates,
+invitations, and the access log (a MembershipEvent written in the transaction of
+every change it records)."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.http import Http404
+from django.utils import timezone
+
+from evalsite.accounts.models import (
+    Invitation,
+    InvitationStatus,
+    Membership,
+    MembershipAction,
+    MembershipEvent,
+    Project,
+    Role,
+    hash_token,
+)
+from evalsite.core.exceptions import ApplicationError, ConflictError
+
+
+def _lock_project(project: Project) -> None:
+    """Serialise membership changes of one project for the rest of the transaction, so
+    two owners demoting or removing each other at once cannot both pass the last-owner
+    check (each would still see the other as an owner)."""
+    rows = Project.objects.select_for_update().filter(pk=project.pk).order_by()
+    list(rows.values_list("pk"))
+
+
+def _other_owners_exist(*, project: Project, membership: Membership) -> bool:
+    return (
+        Membership.objects.filter(project=project, role=Role.OWNER)
+        .exclude(pk=membership.pk)
+        .exists()
+    )
+
+
+def membership_event_write(
+    *,
+    project: Project,
+    actor: User | None,
+    action: MembershipAction,
+    subject: User | None = None,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+) -> MembershipEvent:
+    """One row of the project's access log; callers write it inside the transaction
+    of the change it records, so the change and its record commit (or not) together."""
+    return MembershipEvent.objects.create(
+        project=project,
+        actor=actor,
+        subject=subject,
+        action=action,
+        before=before,
+        after=after,
+    )
+
+
+def _role_check(role: str) -> None:
+    if role not in Role.values:
+        raise ApplicationError(
+            f"Unknown role {role!r}.", field_errors={"role": "Unknown role."}
+        )
+
+
+@transaction.atomic
+def membership_set(
+    *, project: Project, user: User, role: str, actor: User | None = None
+) -> Membership:
+    """Add `user` to the project with `role`, or change their role, and record it.
+
+    Refuses to demote the project's last owner: every project keeps one. Setting the
+    role a member already has changes nothing and records nothing."""
+    _role_check(role)
+    _lock_project(project)
+    current = Membership.objects.filter(project=project, user=user).first()
+    if current is not None and current.role == role:
+        return current
+    if (
+        current is not None
+        and current.role == Role.OWNER
+        and role != Role.OWNER
+        and not _other_owners_exist(project=project, membership=current)
+    ):
+        raise ApplicationError(
+            "A project needs at least one owner: make someone else owner first.",
+            field_errors={"role": "The last owner must stay owner."},
+        )
+    membership, _ = Membership.objects.update_or_create(
+        project=project, user=user, defaults={"role": role}
+    )
+    membership_event_write(
+        project=project,
+        actor=actor,
+        subject=user,
+        action=MembershipAction.ADDED
+        if current is None
+        else MembershipAction.ROLE_CHANGED,
+        before=None if current is None else {"role": current.role},
+        after={"role": role},
+    )
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership, actor: User | None = None) -> None:
+    """Remove a member (never the last owner) and record it."""
+    _lock_project(membership.project)
+    # Re-read under the lock: the role may have changed since the caller loaded it.
+    role = (
+        Membership.objects.filter(pk=membership.pk)
+        .values_list("role", flat=True)
+        .first()
+    )
+    if role is None:
+        return  # already removed
+    if role == Role.OWNER and not _other_owners_exist(
+        project=membership.project, membership=membership
+    ):
+        raise ApplicationError("A project needs at least one owner.")
+    membership.delete()
+    membership_event_write(
+        project=membership.project,
+        actor=actor,
+        subject=membership.user,
+        action=MembershipAction.REMOVED,
+        before={"role": role},
+    )
+
+
+# ------------------------------------------------------------------ new users
+
+# Django's User.password holds the hash, not the password: this only bounds the work of
+# hashing whatever a form posts.
+PASSWORD_MAX_LENGTH = 256
+USERNAME_MAX_LENGTH = 150
+EMAIL_MAX_LENGTH = 254
+
+
+def _user_create(*, username: str, email: str, password: str) -> tuple[User, str]:
+    """Create an active user, every field checked. An empty `password` makes one up;
+    returns the user and that generated password ("" when one was given).
+
+    Steps: check the username (Django's validator, free regardless of case), the email,
+    the password (AUTH_PASSWORD_VALIDATORS); create the row, reporting a username taken
+    meanwhile as the same field error."""
+    username = username.strip()
+    email = email.strip()
+    errors: dict[str, str] = {}
+    if not username:
+        errors["username"] = "Required."
+    elif len(username) > USERNAME_MAX_LENGTH:
+        errors["username"] = f"At most {USERNAME_MAX_LENGTH} characters."
+    else:
+        try:
+            User.username_validator(username)
+        except ValidationError as exc:
+            errors["username"] = " ".join(exc.messages)
+        else:
+            if User.objects.filter(username__iexact=username).exists():
+                errors["username"] = "This username is taken."
+    if email:
+        try:
+            if len(email) > EMAIL_MAX_LENGTH:
+                raise ValidationError(f"At most {EMAIL_MAX_LENGTH} characters.")
+            validate_email(email)
+        except ValidationError as exc:
+            errors["email"] = " ".join(exc.messages)
+    generated = ""
+    if not password:
+        generated = password = secrets.token_urlsafe(12)
+    elif len(password) > PASSWORD_MAX_LENGTH:
+        errors["password"] = f"At most {PASSWORD_MAX_LENGTH} characters."
+    else:
+        try:
+            validate_password(password, user=User(username=username, email=email))
+        except ValidationError as exc:
+            errors["password"] = " ".join(exc.messages)
+    if errors:
+        raise ApplicationError(
+            "Check the new account's " + ", ".join(errors) + ".",
+            field_errors=errors,
+        )
+    try:
+        with transaction.atomic():  # a savepoint: the caller's transaction goes on
+            user = User.objects.create_user(
+                username=username, email=email, password=password
+            )
+    except IntegrityError:
+        raise ApplicationError(
+            "This username is taken.",
+            field_errors={"username": "This username is taken."},
+        ) from None
+    return user, generated
+
+
+@transaction.atomic
+def member_create(
+    *,
+    project: Project,
+    actor: User,
+    username: str,
+    role: str,
+    email: str = "",
+    password: str = "",
+) -> tuple[Membership, str]:
+    """Create a user and add them to the project with `role`, both recorded.
+
+    Returns the membership and the generated password when none was given (shown to
+    the owner once, never stored in clear), else ""."""
+    _role_check(role)
+    user, generated = _user_create(username=username, email=email, password=password)
+    membership_event_write(
+        project=project,
+        actor=actor,
+        subject=user,
+        action=MembershipAction.USER_CREATED,
+        after={"username": user.get_username(), "email": user.email},
+    )
+    membership = membership_set(project=project, user=user, role=role, actor=actor)
+    return membership, generated
+
+
+# ------------------------------------------------------------------ invitations
+
+INVITATION_DAYS_DEFAULT = 7
+INVITATION_DAYS_MAX = 30
+# Pending invitations a project may have at once: a bound on what one owner (or a
+# script with their token) can pile up.
+INVITATIONS_PENDING_MAX = 100
+
+
+class InvitationGoneError(ApplicationError):
+    """The link was used, revoked or has expired."""
+
+    status_code = 410
+
+
+INVITATION_GONE_MESSAGES = {
+    InvitationStatus.ACCEPTED: "This invitation has already been used.",
+    InvitationStatus.REVOKED: "This invitation was withdrawn by an owner of the project.",
+    InvitationStatus.EXPIRED: "This invitation has expired.",
+}
+
+
+def _invitation_summary(invitation: Invitation) -> dict[str, Any]:
+    return {
+        "invitation": invitation.pk,
+        "role": invitation.role,
+        "email": invitation.email,
+        "expires_at": invitation.expires_at.isoformat(),
+    }
+
+
+@transaction.atomic
+def invitation_create(
+    *,
+    project: Project,
+    actor: User,
+    role: str,
+    email: str = "",
+    days: int = INVITATION_DAYS_DEFAULT,
+) -> tuple[Invitation, str]:
+    """An invitation to `project` with `role`, valid for `days` (1–30), recorded.
+
+    Returns the row and the raw token of its link: shown once, only its SHA-256 is
+    stored (like API tokens)."""
+    _role_check(role)
+    if not 1 <= days <= INVITATION_DAYS_MAX:
+        raise ApplicationError(
+            f"An invitation lasts 1 to {INVITATION_DAYS_MAX} days.",
+            field_errors={"days": f"From 1 to {INVITATION_DAYS_MAX}."},
+        )
+    email = email.strip()
+    if email:
+        try:
+            if len(email) > EMAIL_MAX_LENGTH:
+                raise ValidationError(f"At most {EMAIL_MAX_LENGTH} characters.")
+            validate_email(email)
+        except ValidationError as exc:
+            message = " ".join(exc.messages)
+            raise ApplicationError(
+                f"email: {message}", field_errors={"email": message}
+            ) from None
+    _lock_project(project)  # the count below holds until commit
+    now = timezone.now()
+    pending = Invitation.objects.filter(
+        project=project,
+        accepted_at__isnull=True,
+        revoked_at__isnull=True,
+        expires_at__gt=now,
+    ).count()
+    if pending >= INVITATIONS_PENDING_MAX:
+        raise ConflictError(
+            f"This project has {pending} pending invitations; revoke some first."
+        )
+    raw = Invitation.generate_raw()
+    invitation = Invitation.objects.create(
+        project=project,
+        email=email,
+        role=role,
+        token_hash=hash_token(raw),
+        created_by=actor,
+        expires_at=now + timedelta(days=days),
+    )
+    membership_event_write(
+        project=project,
+        actor=actor,
+        action=MembershipAction.INVITED,
+        after=_invitation_summary(invitation),
+    )
+    return invitation, raw
+
+
+def _invitation_lock_pending(*, token: str) -> Invitation:
+    """The pending invitation of `token`, its row locked until commit so two visitors
+    cannot both use one link. Raises Http404 for an unknown token and
+    InvitationGoneError for a used, revoked or expired one."""
+    invitation = (
+        Invitation.objects.select_for_update()
+        .filter(token_hash=hash_token(token))
+        .first()
+    )
+    if invitation is None:
+        raise Http404("No such invitation.")
+    status = invitation.status()
+    if status != InvitationStatus.PENDING:
+        raise InvitationGoneError(INVITATION_GONE_MESSAGES[status])
+    return invitation
+
+
+def _invitation_use(*, invitation: Invitation, user: User) -> Membership:
+    # The project is the invitation's own: nothing the visitor sends can name another.
+    project = Project.objects.get(pk=invitation.project_id)
+    _lock_project(project)
+    current = Membership.objects.filter(project=project, user=user).first()
+    if current is not None:
+        # An invitation never changes a member's role (it could demote the last
+        # owner); that is the members list's job. The link stays usable.
+        raise ConflictError(
+            f"You are already a member of {project.name} "
+            f"({current.get_role_display().lower()})."
+        )
+    membership = Membership.objects.create(
+        project=project, user=user, role=invitation.role
+    )
+    invitation.accepted_at = timezone.now()
+    invitation.accepted_by = user
+    invitation.save(update_fields=["accepted_at", "accepted_by"])
+    membership_event_write(
+        project=project,
+        actor=user,
+        subject=user,
+        action=MembershipAction.INVITATION_ACCEPTED,
+        after={"role": invitation.role, "invitation": invitation.pk},
+    )
+    return membership
+
+
+@transaction.atomic
+def invitation_accept(*, token: str, user: User) -> Membership:
+    """A signed-in user joins the invitation's project with its role; recorded.
+
+    Refuses (and leaves the link usable) when the user is already a member."""
+    invitation = _invitation_lock_pending(token=token)
+    return _invitation_use(invitation=invitation, user=user)
+
+
+@transaction.atomic
+def invitation_signup(
+    *, token: str, username: str, password: str, email: str = ""
+) -> Membership:
+    """A visitor creates an account through an invitation and joins its project.
+
+    Steps: lock the pending invitation (a dead link creates no account); create the
+    user (the password is required here and checked by Django's validators); record
+    it; join as the invitation says."""
+    invitation = _invitation_lock_pending(token=token)
+    if not password:
+        raise ApplicationError(
+            "Choose a password.", field_errors={"password": "Required."}
+        )
+    user, _ = _user_create(username=username, email=email, password=password)
+    membership_event_write(
+        project=invitation.project,
+        actor=user,
+        subject=user,
+        action=MembershipAction.USER_CREATED,
+        after={
+            "username": user.get_username(),
+            "email": user.email,
+            "invitation": invitation.pk,
+        },
+    )
+    return _invitation_use(invitation=invitation, user=user)
+
+
+@transaction.atomic
+def invitation_revoke(*, invitation: Invitation, actor: User) -> Invitation:
+    """Withdraw an unused invitation (its link answers 410 from now on); recorded.
+    Revoking twice changes nothing; a used invitation cannot be revoked."""
+    locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
+    if locked.revoked_at is not None:
+        return locked
+    if locked.accepted_at is not None:
+        raise ConflictError(
+            "This invitation has already been used: remove the member instead."
+        )
+    locked.revoked_at = timezone.now()
+    locked.save(update_fields=["revoked_at"])
+    membership_event_write(
+        project=locked.project,
+        actor=actor,
+        action=MembershipAction.INVITATION_REVOKED,
+        before=_invitation_summary(locked),
+    )
+    return locked
