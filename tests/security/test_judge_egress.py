@@ -16,6 +16,7 @@ from django.urls import reverse
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import services
 from evalsite.evals.models import JudgeConnection, Result, Run
+from evalsite.evals.services.egress import judge_url_problem
 from tests.evals.conftest import support_rows
 from tests.factories import DatasetFactory
 from tests.security.listener import Listener
@@ -176,6 +177,7 @@ LOOPBACK_FORMS = [
     "http://2130706433:{port}/v1",  # decimal
     "http://0x7f000001:{port}/v1",  # hexadecimal
     "http://127.1:{port}/v1",  # short form
+    "http://0177.0.0.1:{port}/v1",  # octal
     "http://localhost:{port}/v1",
     "http://[::1]:{port}/v1",
     "http://[::ffff:127.0.0.1]:{port}/v1",  # IPv4-mapped IPv6
@@ -188,6 +190,14 @@ PRIVATE_URLS = [
     "http://100.64.0.1/v1",  # carrier-grade NAT
     "http://[fd00:ec2::254]/v1",  # AWS metadata over IPv6
     "http://0.0.0.0:{port}/v1",
+    # IPv6 forms carrying an IPv4 address: a NAT64 gateway (IPv6-only hosts) or a 6to4
+    # relay translates them to that address.
+    "http://[64:ff9b::a9fe:a9fe]/v1",  # NAT64 of the metadata address
+    "http://[64:ff9b::a00:1]/v1",  # NAT64 of 10.0.0.1
+    "http://[::127.0.0.1]:{port}/v1",  # IPv4-compatible (deprecated)
+    "http://[2002:7f00:1::1]:{port}/v1",  # 6to4 of 127.0.0.1
+    "http://[64:ff9b:1::a00:1]/v1",  # local-use NAT64
+    "http://[fec0::1]/v1",  # site-local (deprecated)
 ]
 
 
@@ -201,6 +211,20 @@ def test_judge_url_to_the_servers_own_network_is_refused(
         _judge(project, owner, url)
     assert "JUDGE_ALLOWED_PRIVATE_HOSTS" in raised.value.field_errors["base_url"]
     assert listener.requests == []
+
+
+@SHIPPED_POLICY
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://8.8.8.8/v1",
+        "http://[2606:4700:4700::1111]/v1",
+        "http://[64:ff9b::808:808]/v1",  # NAT64 of a public address
+        "http://[2002:808:808::1]/v1",  # 6to4 of a public address
+    ],
+)
+def test_public_addresses_are_allowed_in_any_form(url):
+    assert judge_url_problem(url) is None
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,10 @@ input aimed at the server itself. The rules:
   bearer token.
 - A judge URL carries no credentials, and may reach only public addresses, except the
   hosts an operator listed (``JUDGE_ALLOWED_PRIVATE_HOSTS``), the configured offline judge,
-  and loopback when ``DEBUG`` is on (``make run``'s offline judge). The address check runs
-  on every connection (``scoring.egress``), not only when the URL is saved.
+  and loopback when ``DEBUG`` is on (``make run``'s offline judge). An IPv6 address that
+  carries an IPv4 one (NAT64, 6to4, IPv4-compatible) is as public as the IPv4 address.
+  The address check runs on every connection (``scoring.egress``), not only when the URL
+  is saved.
 """
 
 from __future__ import annotations
@@ -74,7 +76,40 @@ def _offline_judge_entry() -> str | None:
     )
 
 
+# IPv6 forms that carry an IPv4 address a router may translate to: NAT64's well-known
+# prefix (RFC 6052: 64:ff9b::a9fe:a9fe is 169.254.169.254 on an IPv6-only host behind
+# NAT64), the deprecated IPv4-compatible form (::127.0.0.1) and 6to4 (2002::/16). Python
+# calls them global whatever they carry, so they are public only if that IPv4 address is.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+# Local-use NAT64 (RFC 8215) and the deprecated site-local range: never public.
+_LOCAL_V6 = (
+    ipaddress.IPv6Network("64:ff9b:1::/48"),
+    ipaddress.IPv6Network("fec0::/10"),
+)
+
+
+def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address in _NAT64 or address in _IPV4_COMPATIBLE:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address.sixtofour
+
+
+def _public(address: IPAddress) -> bool:
+    if not address.is_global or address.is_multicast:
+        return False
+    if any(address in network for network in _LOCAL_V6):
+        return False
+    inner = _embedded_ipv4(address)
+    return inner is None or _public(inner)
+
+
 def _kind(address: IPAddress) -> str:
+    inner = _embedded_ipv4(address)
+    if inner is not None and not _public(inner):
+        return f"an IPv6 form of {_kind(inner)}"
     if address.is_loopback:
         return "a loopback address"
     if address.is_link_local:
@@ -87,7 +122,7 @@ def _kind(address: IPAddress) -> str:
 def _address_allowed(
     host: str, port: int, address: IPAddress, extra: tuple[str, ...]
 ) -> bool:
-    if address.is_global and not address.is_multicast:
+    if _public(address):
         return True
     if settings.DEBUG and address.is_loopback:
         return True
@@ -105,8 +140,9 @@ def judge_address_guard(extra_allowed: tuple[str, ...] = ()) -> AddressGuard:
     def guard(host: str, port: int, addresses: list[IPAddress]) -> None:
         for address in addresses:
             if not _address_allowed(host, port, address, extra_allowed):
+                where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
                 raise EgressRefused(
-                    f"{host}:{port} resolves to {_kind(address)}, which judges may not "
+                    f"{where} resolves to {_kind(address)}, which judges may not "
                     f"reach. {HOST_HELP}"
                 )
 
