@@ -162,3 +162,37 @@ def agreement_kappa_pairs(
         low, high = _bootstrap(units, figure, resamples, seed)
         out[pair] = Agreement(figure(units), len(units), low, high)
     return out
+
+
+def binary_agreement_from_counts(
+    units: Mapping[tuple[int, int], int],
+) -> tuple[float | None, float | None, int]:
+    """Percent agreement and nominal Krippendorff's alpha of two-valued ratings from
+    a histogram of items: units[(yes, no)] = how many items got `yes` ratings of one
+    value and `no` of the other. Returns (percent, alpha, items).
+
+    The same figures as `percent_agreement` / `krippendorff_alpha` over the expanded
+    items, in time proportional to the number of distinct (yes, no) shapes: with up to
+    10 reviewers per item that is at most 66, however many items a queue holds, so a
+    review submission can report its queue's agreement from one grouped query.
+    """
+    agree_pairs = pairs = 0
+    disagreement = 0.0  # sum over items of yes * no / (m - 1)
+    yes_total = no_total = items = 0
+    for (yes, no), count in units.items():
+        m = yes + no
+        if m < 2 or count <= 0:
+            continue
+        items += count
+        pairs += count * m * (m - 1) // 2
+        agree_pairs += count * (yes * (yes - 1) + no * (no - 1)) // 2
+        disagreement += count * yes * no / (m - 1)
+        yes_total += count * yes
+        no_total += count * no
+    percent = agree_pairs / pairs if pairs else None
+    n = yes_total + no_total
+    if n <= 1 or yes_total == 0 or no_total == 0:
+        return percent, None, items
+    # alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k, where both sums
+    # count the (yes, no) and (no, yes) cells, so the factors of two cancel.
+    return percent, 1.0 - (n - 1) * disagreement / (yes_total * no_total), items

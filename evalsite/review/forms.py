@@ -301,6 +301,13 @@ class QueueCreateForm(forms.Form):
         label="Share of passing results (%)",
     )
     seed = forms.IntegerField(required=False, min_value=0, initial=0)
+    overlap = forms.IntegerField(
+        required=False, min_value=1, max_value=10, label="Reviewers per result"
+    )
+    final_rule = forms.ChoiceField(
+        required=False,
+        choices=[("", "—"), ("majority", "Majority"), ("unanimous", "Unanimous")],
+    )
 
 
 class CommentForm(forms.Form):

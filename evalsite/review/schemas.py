@@ -544,6 +544,18 @@ class QueueIn(Schema):
     assign_round_robin: bool = False
     blind: bool = False
     stratified: StratifiedIn | None = None
+    overlap: int | None = Field(
+        default=None,
+        ge=1,
+        le=10,
+        description="Reviewers who answer each result; default: the project's.",
+    )
+    final_rule: Literal["single", "majority", "unanimous"] | None = Field(
+        default=None,
+        description="How answers become the final verdict: 'single' (overlap 1), "
+        "'majority' or 'unanimous' (disagreement goes to adjudication; the default "
+        "for overlap 2 or more).",
+    )
 
 
 class EstimateOut(Schema):
@@ -564,6 +576,10 @@ class QueueOut(Schema):
     source: str
     filters: dict[str, Any]
     blind: bool
+    overlap: int
+    final_rule: str
+    decided: int
+    adjudicate: int
     stratified: dict[str, Any] | None
     size: int
     truncated: bool
@@ -573,3 +589,92 @@ class QueueOut(Schema):
     estimate: EstimateOut | None
     url: str
     created_at: datetime
+
+
+class AnswerIn(Schema):
+    """One reviewer's answer in an overlap queue (or an adjudicator's decision)."""
+
+    model_config = ConfigDict(extra="forbid")
+    passed: bool | None = None
+    flips: dict[str, Any] = Field(
+        default_factory=dict,
+        description='Verdicts set differently from the judge: {"verdicts.2.verdict": "no"}.',
+    )
+    score: float | None = None
+    note: str = Field(default="", max_length=5000)
+    seconds: float | None = Field(
+        default=None, ge=0, description="Time spent on the item, if measured."
+    )
+
+
+class ReviewOut(Schema):
+    id: int
+    kind: str
+    reviewer: str | None
+    passed: bool | None
+    flips: dict[str, Any]
+    score: float | None
+    note: str
+    guideline_version: int | None
+    seconds: float | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class EntryReviewsOut(Schema):
+    queue_id: int
+    position: int
+    result_id: int
+    state: str
+    answers: int
+    overlap: int
+    final_rule: str
+    decision: dict[str, Any]
+    visible: bool
+    reviews: list[ReviewOut]
+    queue_agreement: dict[str, Any]
+
+
+class AdjudicationEntryOut(Schema):
+    queue_id: int
+    queue_name: str
+    position: int
+    result_id: int
+    item_index: int
+    scorer: str
+    disagreements: list[str]
+    url: str
+
+
+class AgreementFigureOut(Schema):
+    value: float | None
+    items: int
+    ci_low: float | None
+    ci_high: float | None
+
+
+class KappaPairOut(AgreementFigureOut):
+    reviewers: list[str]
+
+
+class ReviewerStatsOut(Schema):
+    username: str
+    answered: int
+    median_seconds: float | None
+    with_final: float | None
+    with_final_items: int
+    with_judge: float | None
+    with_judge_items: int
+
+
+class HumanAgreementOut(Schema):
+    scope: str
+    scope_id: int
+    name: str
+    reviewers: int
+    percent_agreement: AgreementFigureOut
+    alpha_pass: AgreementFigureOut
+    alpha_verdicts: AgreementFigureOut
+    alpha_score: AgreementFigureOut
+    kappa_pairs: list[KappaPairOut]
+    per_reviewer: list[ReviewerStatsOut]

@@ -11,6 +11,7 @@ from evalsite.review.views import (
     overrides,
     queues,
     rescore,
+    reviews,
 )
 
 app_name = "review"
@@ -42,6 +43,19 @@ urlpatterns = [
     path(f"{P}runs/<int:run_id>/queues/", queues.queue_create, name="queue_create"),
     path(f"{P}runs/<int:run_id>/audit/", audit.run_audit, name="run_audit"),
     path(f"{P}queues/<int:queue_id>/", queues.queue_detail, name="queue"),
+    # Overlap answers and adjudication (before the queue keys' catch-all action).
+    path(
+        f"{P}queues/<int:queue_id>/<int:position>/answer/",
+        reviews.queue_answer,
+        name="queue_answer",
+    ),
+    path(
+        f"{P}queues/<int:queue_id>/<int:position>/adjudicate/",
+        reviews.adjudicate,
+        name="adjudicate",
+    ),
+    path(f"{P}adjudication/", reviews.adjudication_list, name="adjudication"),
+    path(f"{P}runs/<int:run_id>/agreement/", reviews.agreement, name="agreement"),
     path(
         f"{P}queues/<int:queue_id>/<int:position>/<slug:action>/",
         queues.queue_action,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 
 import krippendorff
 import pytest
@@ -13,6 +14,7 @@ from scoring.agreement import (
     agreement_alpha,
     agreement_kappa_pairs,
     agreement_percent,
+    binary_agreement_from_counts,
     cohens_kappa,
     krippendorff_alpha,
     percent_agreement,
@@ -133,3 +135,36 @@ def test_intervals_are_seeded_and_narrow_with_more_items() -> None:
     wide = first.ci_high - first.ci_low
     narrow = agreement_percent(large, seed=1)
     assert narrow.ci_high - narrow.ci_low < wide
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_binary_counts_match_the_expanded_figures(seed: int) -> None:
+    rng = random.Random(seed)
+    units = []
+    for _ in range(rng.randint(1, 60)):
+        m = rng.randint(1, 10)
+        units.append([rng.random() < rng.random() for _ in range(m)])
+    histogram: Counter[tuple[int, int]] = Counter(
+        (sum(u), len(u) - sum(u)) for u in units
+    )
+    percent, alpha, items = binary_agreement_from_counts(histogram)
+    pairable = [u for u in units if len(u) >= 2]
+    assert items == len(pairable)
+    expected_percent = percent_agreement(pairable)
+    expected_alpha = krippendorff_alpha(pairable, "nominal")
+    if expected_percent is None:
+        assert percent is None
+    else:
+        assert percent == pytest.approx(expected_percent)
+    if expected_alpha is None:
+        assert alpha is None
+    else:
+        assert alpha == pytest.approx(expected_alpha)
+
+
+def test_binary_counts_all_agree_or_single_raters() -> None:
+    assert binary_agreement_from_counts({(3, 0): 5}) == (1.0, None, 5)
+    assert binary_agreement_from_counts({(1, 0): 4, (0, 1): 2}) == (None, None, 0)
+    percent, alpha, items = binary_agreement_from_counts({(1, 1): 2, (2, 0): 2})
+    assert (percent, items) == (0.5, 4)
+    assert alpha == pytest.approx(1 - 7 * 2 / (6 * 2))

@@ -12,8 +12,18 @@ from evalsite.review.api import (
     overrides,
     queues,
     rescore,
+    reviews,
 )
 
 router = Router(tags=["review"])
-for _module in (overrides, aggregates, rescore, compare, explorer, comments, queues):
+for _module in (
+    overrides,
+    aggregates,
+    rescore,
+    compare,
+    explorer,
+    comments,
+    queues,
+    reviews,
+):
     router.add_router("", _module.router)

@@ -38,6 +38,10 @@ def _queue_out(queue: ReviewQueue) -> dict[str, Any]:
         "source": queue.source,
         "filters": queue.filters,
         "blind": queue.blind,
+        "overlap": queue.overlap,
+        "final_rule": queue.final_rule,
+        "decided": entries.filter(state=QueueEntry.State.DECIDED).count(),
+        "adjudicate": entries.filter(state=QueueEntry.State.ADJUDICATE).count(),
         "stratified": queue.stratified or None,
         "size": queue.size,
         "truncated": queue.truncated,
@@ -70,6 +74,8 @@ def queue_create_api(
         pass_share=payload.stratified.pass_share if payload.stratified else None,
         seed=payload.stratified.seed if payload.stratified else 0,
         assign_round_robin=payload.assign_round_robin,
+        overlap=payload.overlap,
+        final_rule=payload.final_rule,
     )
     return Status(201, _queue_out(queue))
 

@@ -16,11 +16,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from evalsite.accounts.models import Role
+from evalsite.accounts.models import MAX_OVERLAP, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, Run
 from evalsite.lib.text import text_check_storable
-from evalsite.review.models import Override, QueueEntry, ReviewQueue
+from evalsite.review.models import FinalRule, Override, QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import results_filter
 from evalsite.review.selectors.queues import flip_fields, stratified_sample_size
@@ -41,6 +41,37 @@ def _default_name(source: str, run: Run, count: int) -> str:
     return f"{label} · {run} · {count} results"
 
 
+def _clean_overlap(
+    run: Run, overlap: int | None, final_rule: str | None
+) -> tuple[int, str]:
+    """How many reviewers answer each result (default: the project's) and the rule
+    that makes their answers final: one reviewer means the single review; more need
+    majority or unanimous-or-adjudicate (default)."""
+    if overlap is None:
+        overlap = run.project.default_overlap
+    if isinstance(overlap, bool) or not 1 <= overlap <= MAX_OVERLAP:
+        raise ApplicationError(
+            f"Reviewers per result must be between 1 and {MAX_OVERLAP}.",
+            field_errors={"overlap": f"between 1 and {MAX_OVERLAP}"},
+        )
+    if overlap == 1:
+        if final_rule not in (None, "", FinalRule.SINGLE):
+            raise ApplicationError(
+                "With one reviewer per result the final verdict is the single review.",
+                field_errors={"final_rule": "must be 'single' when overlap is 1"},
+            )
+        return 1, FinalRule.SINGLE
+    if final_rule in (None, ""):
+        return overlap, FinalRule.UNANIMOUS
+    if final_rule not in (FinalRule.MAJORITY, FinalRule.UNANIMOUS):
+        raise ApplicationError(
+            "With several reviewers per result the rule is majority or "
+            "unanimous-or-adjudicate.",
+            field_errors={"final_rule": "must be 'majority' or 'unanimous'"},
+        )
+    return overlap, final_rule
+
+
 @transaction.atomic(durable=True)
 def queue_create(
     *,
@@ -53,6 +84,8 @@ def queue_create(
     pass_share: float | None = None,
     seed: int = 0,
     assign_round_robin: bool = False,
+    overlap: int | None = None,
+    final_rule: str | None = None,
 ) -> ReviewQueue:
     """Freeze the results matching `query` into an ordered queue.
 
@@ -65,6 +98,7 @@ def queue_create(
     3. Optionally assign the entries round-robin to the project's reviewers.
     """
     text_check_storable(name, field="name")
+    overlap, final_rule = _clean_overlap(run, overlap, final_rule)
     if source == SOURCE_FAILING:
         source = ReviewQueue.Source.FILTERS
         if query.passed is None:
@@ -123,6 +157,8 @@ def queue_create(
         source=source,
         filters=query.to_json(),
         blind=blind,
+        overlap=overlap,
+        final_rule=final_rule,
         stratified=stratified,
         size=len(ids),
         truncated=truncated,
@@ -144,6 +180,8 @@ def queue_create(
             "source": source,
             "filters": queue.filters,
             "blind": blind,
+            "overlap": overlap,
+            "final_rule": final_rule,
             "stratified": stratified or None,
             "size": len(ids),
         },

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -36,6 +37,15 @@ from evalsite.review.selectors.queues import (
     queue_next_unreviewed,
     queue_progress,
 )
+from evalsite.review.selectors.reviews import (
+    answers_visible,
+    describe_flips,
+    entry_answers,
+    overlap_next_for,
+    overlap_progress,
+    queue_pass_agreement,
+)
+from evalsite.review.services.reviews import review_record_single
 from evalsite.review.views.common import item_url, user_can_write
 from scoring import KINDS
 
@@ -77,6 +87,11 @@ def queue_create(
             pass_share=pass_share / 100 if pass_share is not None else None,
             seed=form.cleaned_data.get("seed") or 0,
             assign_round_robin=form.cleaned_data.get("assign_round_robin") or False,
+            overlap=form.cleaned_data.get("overlap"),
+            # One reviewer per result has one rule; the select only matters above 1.
+            final_rule=form.cleaned_data.get("final_rule")
+            if (form.cleaned_data.get("overlap") or 1) > 1
+            else None,
         )
     except ApplicationError as exc:
         messages.error(request, exc.message)
@@ -102,6 +117,12 @@ def _queue_card_context(
     result = entry.result if entry else None
     blind = queue.blind or queue.project.blind_review
     answered = bool(result and (result.human_passed is not None or result.reviewed))
+    overlap = overlap_context(request, queue, entry) if queue.overlap > 1 else None
+    if overlap is not None:
+        # Each reviewer answers blind to the judge (when the queue is blind) until
+        # their own answer is in; the result's own review fields say nothing here.
+        answered = overlap["visible"]
+        progress = {**progress, **overlap["progress"]}
     hidden = blind and not answered
     fields = []
     view = None
@@ -150,6 +171,7 @@ def _queue_card_context(
         "item_url": item_url(queue.project_id, result.pk) if result else None,
         "has_undo": bool(result and result.overridden),
         "error": error,
+        "overlap": overlap,
         "action_base": reverse(
             "review:queue_action", args=[queue.project_id, queue.pk, position, "x"]
         )[:-2],
@@ -163,7 +185,9 @@ def queue_detail(
 ) -> HttpResponse:
     queue = queue_get_for_user(user=request.user, pk=queue_id, project_id=project_id)
     raw = request.GET.get("pos")
-    if raw is None:
+    if raw is None and queue.overlap > 1:
+        position = overlap_next_for(queue=queue, user=request.user) or 1
+    elif raw is None:
         position = queue_next_unreviewed(queue=queue) or 1
     elif raw.isdigit() and 1 <= int(raw) <= max(queue.size, 1):
         position = int(raw)
@@ -202,9 +226,31 @@ def queue_action(
     )
     error = ""
     try:
+        if queue.overlap > 1:
+            raise ApplicationError(
+                "Each reviewer answers this queue on their own: use the answer form."
+            )
         _apply_action(request, result, action)
+        if action in ("accept", "pass", "fail"):
+            review_record_single(
+                queue=queue,
+                result=result,
+                user=request.user,
+                seconds=request.POST.get("seconds"),
+            )
     except ApplicationError as exc:
         error = exc.message
+    return queue_card_response(request, queue, position, error=error)
+
+
+def queue_card_response(
+    request: AuthenticatedHttpRequest,
+    queue: ReviewQueue,
+    position: int,
+    *,
+    error: str = "",
+) -> HttpResponse:
+    """After a write on the card: the card again (htmx) or a redirect to it."""
     if not wants_partial(request):
         if error:
             messages.error(request, error)
@@ -213,6 +259,46 @@ def queue_action(
     # htmx does not swap 4xx bodies by default; the card carries the error message
     # inside it, so it is sent with a 200 and the reviewer sees why nothing changed.
     return render(request, "review/queue.html#queue-card", context)
+
+
+def overlap_context(
+    request: HttpRequest, queue: ReviewQueue, entry: QueueEntry | None
+) -> dict[str, Any]:
+    """What the card of an overlap queue shows: the answers so far (only once you
+    have answered), your own answer, the entry's state and the queue's agreement."""
+    user = cast(User, request.user)
+    reviews = entry_answers(queue=queue, result_id=entry.result_id) if entry else []
+    visible = bool(entry and answers_visible(entry=entry, answers=reviews, user=user))
+    mine = next(
+        (r for r in reviews if r.reviewer_id == user.pk and r.kind == "answer"), None
+    )
+    if entry is not None:
+        for review in reviews:
+            review.changes = describe_flips(  # type: ignore[attr-defined]  # display only
+                kind=entry.result.run_scorer.kind,
+                analysis=entry.result.analysis,
+                flips=review.flips,
+            )
+    membership = queue.project.membership
+    return {
+        "state": entry.state if entry else None,
+        "entry": entry,
+        "reviews": reviews if visible else [],
+        "visible": visible,
+        "mine": mine,
+        "mine_flips": set((mine.flips if mine else {}).keys()),
+        "progress": overlap_progress(queue=queue, user=user),
+        "agreement": queue_pass_agreement(queue_id=queue.pk),
+        "can_adjudicate": membership.can_adjudicate,
+        "answer_url": reverse(
+            "review:queue_answer",
+            args=[queue.project_id, queue.pk, entry.position if entry else 1],
+        ),
+        "adjudicate_url": reverse(
+            "review:adjudicate",
+            args=[queue.project_id, queue.pk, entry.position if entry else 1],
+        ),
+    }
 
 
 def _apply_action(

@@ -1,0 +1,185 @@
+"""Review API: overlap answers, adjudication, and agreement between humans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from django.urls import reverse
+from ninja import Router, Status
+
+from evalsite.accounts.selectors import project_get_for_user
+from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.review.models import QueueEntry, Review, ReviewQueue
+from evalsite.review.schemas import (
+    AdjudicationEntryOut,
+    AnswerIn,
+    EntryReviewsOut,
+    HumanAgreementOut,
+)
+from evalsite.review.selectors.queues import queue_get_for_user
+from evalsite.review.selectors.reviews import (
+    adjudication_entries,
+    agreement_report,
+    answers_visible,
+    entry_answers,
+    queue_pass_agreement,
+)
+from evalsite.review.services.reviews import review_adjudicate, review_answer
+
+router = Router(tags=["review"])
+
+
+def _entry(queue: ReviewQueue, position: int) -> QueueEntry:
+    entry = QueueEntry.objects.filter(queue=queue, position=position).first()
+    if entry is None:
+        raise Http404("No such queue entry.")
+    return entry
+
+
+def review_out(review: Review) -> dict[str, Any]:
+    return {
+        "id": review.pk,
+        "kind": review.kind,
+        "reviewer": review.reviewer.get_username() if review.reviewer else None,
+        "passed": review.passed,
+        "flips": review.flips,
+        "score": review.score,
+        "note": review.note,
+        "guideline_version": review.guideline.version if review.guideline else None,
+        "seconds": review.seconds,
+        "created_at": review.created_at,
+        "updated_at": review.updated_at,
+    }
+
+
+def entry_reviews_out(
+    queue: ReviewQueue, entry: QueueEntry, user: Any
+) -> dict[str, Any]:
+    reviews = entry_answers(queue=queue, result_id=entry.result_id)
+    visible = answers_visible(entry=entry, answers=reviews, user=user)
+    shown = reviews if visible else [r for r in reviews if r.reviewer_id == user.pk]
+    return {
+        "queue_id": queue.pk,
+        "position": entry.position,
+        "result_id": entry.result_id,
+        "state": entry.state,
+        "answers": entry.answers,
+        "overlap": queue.overlap,
+        "final_rule": queue.final_rule,
+        # The decision names the final answer, which gives the others' away.
+        "decision": entry.decision if visible else {},
+        "visible": visible,
+        "reviews": [review_out(r) for r in shown],
+        "queue_agreement": queue_pass_agreement(queue_id=queue.pk),
+    }
+
+
+@router.get("/queues/{queue_id}/entries/{position}/reviews", response=EntryReviewsOut)
+def entry_reviews_api(
+    request: AuthenticatedHttpRequest, queue_id: int, position: int
+) -> dict[str, Any]:
+    """The answers on one queue entry. Blind: until you have answered (or the entry
+    is decided or waiting for adjudication) only your own answer is listed."""
+    queue = queue_get_for_user(user=request.user, pk=queue_id)
+    return entry_reviews_out(queue, _entry(queue, position), request.user)
+
+
+@router.post(
+    "/queues/{queue_id}/entries/{position}/reviews",
+    response={201: EntryReviewsOut},
+)
+def entry_answer_api(
+    request: AuthenticatedHttpRequest, queue_id: int, position: int, payload: AnswerIn
+) -> Status[dict[str, Any]]:
+    """Your answer on a result of an overlap queue (sending it again replaces it
+    while the entry still takes answers). The last answer needed applies the queue's
+    rule; the response carries the entry's state and the queue's agreement."""
+    queue = queue_get_for_user(user=request.user, pk=queue_id, write=True)
+    entry = _entry(queue, position)
+    result = result_get_for_user(user=request.user, pk=entry.result_id, write=True)
+    outcome = review_answer(
+        queue=queue,
+        result=result,
+        user=request.user,
+        passed=payload.passed,
+        flips=payload.flips,
+        score=payload.score,
+        note=payload.note,
+        seconds=payload.seconds,
+    )
+    return Status(201, entry_reviews_out(queue, outcome.entry, request.user))
+
+
+@router.post(
+    "/queues/{queue_id}/entries/{position}/adjudication", response=EntryReviewsOut
+)
+def entry_adjudicate_api(
+    request: AuthenticatedHttpRequest, queue_id: int, position: int, payload: AnswerIn
+) -> dict[str, Any]:
+    """An owner's or adjudicator's decision on a result whose reviewers disagreed."""
+    queue = queue_get_for_user(user=request.user, pk=queue_id, write=True)
+    entry = _entry(queue, position)
+    result = result_get_for_user(user=request.user, pk=entry.result_id, write=True)
+    entry = review_adjudicate(
+        queue=queue,
+        result=result,
+        user=request.user,
+        passed=payload.passed,
+        flips=payload.flips,
+        score=payload.score,
+        note=payload.note,
+    )
+    return entry_reviews_out(queue, entry, request.user)
+
+
+@router.get("/projects/{project_id}/adjudication", response=list[AdjudicationEntryOut])
+def adjudication_list_api(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> list[dict[str, Any]]:
+    """Results waiting for an adjudicator, across the project's queues (at most 500)."""
+    project = project_get_for_user(user=request.user, pk=project_id)
+    return [
+        {
+            "queue_id": e.queue_id,
+            "queue_name": e.queue.name,
+            "position": e.position,
+            "result_id": e.result_id,
+            "item_index": e.result.item.index,
+            "scorer": e.result.run_scorer.name,
+            "disagreements": list(e.decision.get("disagreements", [])),
+            "url": reverse(
+                "review:adjudicate", args=[project.pk, e.queue_id, e.position]
+            ),
+        }
+        for e in adjudication_entries(project_id=project.pk)[:500]
+    ]
+
+
+@router.get("/queues/{queue_id}/agreement", response=HumanAgreementOut)
+def queue_agreement_api(
+    request: AuthenticatedHttpRequest, queue_id: int
+) -> dict[str, Any]:
+    """Agreement between the queue's reviewers, each figure with its items and a 95 %
+    bootstrap interval, and per-reviewer figures."""
+    queue = queue_get_for_user(user=request.user, pk=queue_id)
+    report = agreement_report(queue=queue).as_dict()
+    return {"scope": "queue", "scope_id": queue.pk, "name": queue.name, **report}
+
+
+@router.get("/runs/{run_id}/agreement", response=list[HumanAgreementOut])
+def run_agreement_api(
+    request: AuthenticatedHttpRequest, run_id: int
+) -> list[dict[str, Any]]:
+    """Agreement between reviewers per scorer of a run, over every queue's answers."""
+    run = run_get_for_user(user=request.user, pk=run_id)
+    return [
+        {
+            "scope": "scorer",
+            "scope_id": rs.pk,
+            "name": rs.name,
+            **agreement_report(run_scorer=rs).as_dict(),
+        }
+        for rs in run.run_scorers.all()
+    ]

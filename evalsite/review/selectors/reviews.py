@@ -1,0 +1,332 @@
+"""Overlap review reads: who answered what (and who may see it), progress per
+reviewer, the adjudication queue, and agreement between humans."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.db.models import Count, IntegerField, Max, Q, QuerySet, Sum
+from django.db.models.functions import Cast
+
+from evalsite.evals.models import Result, RunScorer
+from evalsite.review.models import QueueEntry, Review, ReviewQueue
+from evalsite.review.selectors.item import value_label
+from evalsite.review.selectors.queues import flip_fields
+from scoring import KINDS
+from scoring.agreement import (
+    Agreement,
+    agreement_alpha,
+    agreement_kappa_pairs,
+    agreement_percent,
+    binary_agreement_from_counts,
+)
+
+# Bootstrap resamples behind each interval on the agreement page; 500 keeps a 5,000-
+# item queue's page under a second and the interval's ends stable to about ±0.01.
+RESAMPLES = 500
+
+
+def entry_answers(*, queue: ReviewQueue, result_id: int) -> list[Review]:
+    return list(
+        Review.objects.filter(queue=queue, result_id=result_id)
+        .select_related("reviewer", "guideline")
+        .order_by("kind", "created_at", "id")
+    )
+
+
+def answers_visible(
+    *, entry: QueueEntry, answers: Iterable[Review], user: User
+) -> bool:
+    """Blind overlap: a reviewer sees the others' answers only once they have answered
+    themselves, or once the result left the answering stage (decided or waiting for
+    an adjudicator)."""
+    if entry.state != QueueEntry.State.OPEN:
+        return True
+    return any(
+        r.reviewer_id == user.pk and r.kind == Review.Kind.ANSWER for r in answers
+    )
+
+
+def overlap_progress(*, queue: ReviewQueue, user: User) -> dict[str, int]:
+    counts = QueueEntry.objects.filter(queue=queue).aggregate(
+        total=Count("id"),
+        decided=Count("id", filter=Q(state=QueueEntry.State.DECIDED)),
+        adjudicate=Count("id", filter=Q(state=QueueEntry.State.ADJUDICATE)),
+    )
+    mine = Review.objects.filter(
+        queue=queue, reviewer=user, kind=Review.Kind.ANSWER
+    ).count()
+    return {**counts, "mine": mine}
+
+
+def overlap_next_for(*, queue: ReviewQueue, user: User, after: int = 0) -> int | None:
+    """Position of the next entry still taking answers that `user` has not answered
+    (after `after`, wrapping to the start)."""
+    answered = Review.objects.filter(
+        queue=queue, reviewer=user, kind=Review.Kind.ANSWER
+    ).values("result_id")
+    entries = QueueEntry.objects.filter(
+        queue=queue, state=QueueEntry.State.OPEN
+    ).exclude(result_id__in=answered)
+    later = entries.filter(position__gt=after).order_by("position")
+    position = later.values_list("position", flat=True).first()
+    if position is None:
+        position = (
+            entries.order_by("position").values_list("position", flat=True).first()
+        )
+    return position
+
+
+def adjudication_entries(*, project_id: int) -> QuerySet[QueueEntry]:
+    """Results whose reviewers disagreed, oldest queue first."""
+    return (
+        QueueEntry.objects.filter(
+            queue__project_id=project_id, state=QueueEntry.State.ADJUDICATE
+        )
+        .select_related("queue", "result__item", "result__run_scorer")
+        .order_by("queue_id", "position")
+    )
+
+
+def queue_pass_agreement(*, queue_id: int) -> dict[str, Any]:
+    """Pass/fail agreement of a queue's reviewers from one grouped query: percent,
+    Krippendorff's alpha (nominal) and the items behind them. Cheap enough to send
+    back with every answer (see scoring.agreement.binary_agreement_from_counts)."""
+    per_item = (
+        Review.objects.filter(
+            queue_id=queue_id, kind=Review.Kind.ANSWER, passed__isnull=False
+        )
+        .values("result_id")
+        .annotate(
+            yes=Sum(Cast("passed", IntegerField())),
+            m=Count("id"),
+        )
+        .filter(m__gte=2)
+    )
+    histogram: dict[tuple[int, int], int] = defaultdict(int)
+    for row in per_item.values_list("yes", "m"):
+        yes, m = int(row[0]), int(row[1])
+        histogram[(yes, m - yes)] += 1
+    percent, alpha, items = binary_agreement_from_counts(histogram)
+    return {"percent": percent, "alpha": alpha, "items": items}
+
+
+@dataclass
+class ReviewerStats:
+    username: str
+    answered: int = 0
+    median_seconds: float | None = None
+    with_final: float | None = None
+    with_final_items: int = 0
+    with_judge: float | None = None
+    with_judge_items: int = 0
+
+
+@dataclass
+class AgreementReport:
+    """Agreement between humans on one scope (a queue, or a run scorer across its
+    queues): each figure with the items behind it and a 95 % bootstrap interval."""
+
+    reviewers: int
+    percent: Agreement
+    alpha_pass: Agreement
+    alpha_verdicts: Agreement
+    alpha_score: Agreement
+    kappa_pairs: list[tuple[str, str, Agreement]] = field(default_factory=list)
+    per_reviewer: list[ReviewerStats] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        def fig(a: Agreement) -> dict[str, Any]:
+            return {
+                "value": a.value,
+                "items": a.items,
+                "ci_low": a.ci_low,
+                "ci_high": a.ci_high,
+            }
+
+        return {
+            "reviewers": self.reviewers,
+            "percent_agreement": fig(self.percent),
+            "alpha_pass": fig(self.alpha_pass),
+            "alpha_verdicts": fig(self.alpha_verdicts),
+            "alpha_score": fig(self.alpha_score),
+            "kappa_pairs": [
+                {"reviewers": [a, b], **fig(k)} for a, b, k in self.kappa_pairs
+            ],
+            "per_reviewer": [s.__dict__ for s in self.per_reviewer],
+        }
+
+
+def _answers(scope: Q) -> QuerySet[Review]:
+    return Review.objects.filter(scope, kind=Review.Kind.ANSWER, reviewer__isnull=False)
+
+
+def _scope_key(prefix: str, answers: QuerySet[Review]) -> str:
+    state = answers.aggregate(n=Count("id"), last=Max("updated_at"), top=Max("id"))
+    last = state["last"].isoformat() if state["last"] else "-"
+    return f"agreement:v1:{prefix}:{state['n']}:{state['top']}:{last}"
+
+
+def agreement_report(
+    *, queue: ReviewQueue | None = None, run_scorer: RunScorer | None = None
+) -> AgreementReport:
+    """Agreement over a queue's answers, or over every queue's answers on a run
+    scorer's results (a reviewer's latest answer per result). Cached until an answer
+    is added or changed."""
+    if (queue is None) == (run_scorer is None):
+        raise ValueError("give a queue or a run scorer")
+    if queue is not None:
+        scope = Q(queue=queue)
+        prefix = f"q{queue.pk}"
+    else:
+        assert run_scorer is not None
+        scope = Q(result__run_scorer=run_scorer)
+        prefix = f"rs{run_scorer.pk}"
+    answers = _answers(scope)
+    key = _scope_key(prefix, answers)
+    cached = cache.get(key)
+    if isinstance(cached, AgreementReport):
+        return cached
+    report = _agreement_report(answers)
+    cache.set(key, report, 3600)
+    return report
+
+
+def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
+    rows = list(
+        answers.select_related("reviewer")
+        .order_by("created_at", "id")
+        .values_list(
+            "result_id",
+            "reviewer__username",
+            "passed",
+            "flips",
+            "score",
+            "seconds",
+        )
+    )
+    # The latest answer of each reviewer on each result (a result can sit in two
+    # queues of the same run).
+    latest: dict[tuple[int, str], tuple[Any, ...]] = {}
+    for row in rows:
+        latest[(row[0], row[1])] = row
+    pass_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
+    score_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
+    flips_by: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    seconds_by: dict[str, list[float]] = defaultdict(list)
+    for (result_id, username), (_, _, passed, flips, score, seconds) in latest.items():
+        if passed is not None:
+            pass_ratings[result_id][username] = passed
+        if score is not None:
+            score_ratings[result_id][username] = float(score)
+        flips_by[result_id][username] = dict(flips or {})
+        if seconds is not None:
+            seconds_by[username].append(float(seconds))
+    multi = [rid for rid, by in flips_by.items() if len(by) >= 2]
+    verdict_ratings = _verdict_ratings(multi, flips_by)
+    results = {
+        r.pk: r
+        for r in Result.objects.filter(pk__in={rid for rid, _ in latest}).only(
+            "id", "judge_passed", "final_passed", "reviewed"
+        )
+    }
+    decided = set(
+        QueueEntry.objects.filter(
+            result_id__in=list(results), state=QueueEntry.State.DECIDED
+        ).values_list("result_id", flat=True)
+    )
+    reviewers = sorted({u for _, u in latest})
+    stats = []
+    for username in reviewers:
+        mine = [(rid, row[2]) for (rid, u), row in latest.items() if u == username]
+        final_pairs = [
+            (passed, results[rid].final_passed)
+            for rid, passed in mine
+            if passed is not None and rid in decided
+        ]
+        judge_pairs = [
+            (passed, results[rid].judge_passed)
+            for rid, passed in mine
+            if passed is not None and results[rid].judge_passed is not None
+        ]
+        times = seconds_by.get(username, [])
+        stats.append(
+            ReviewerStats(
+                username=username,
+                answered=len(mine),
+                median_seconds=statistics.median(times) if times else None,
+                with_final=_share(final_pairs),
+                with_final_items=len(final_pairs),
+                with_judge=_share(judge_pairs),
+                with_judge_items=len(judge_pairs),
+            )
+        )
+    kappa = agreement_kappa_pairs(pass_ratings, resamples=RESAMPLES)
+    return AgreementReport(
+        reviewers=len(reviewers),
+        percent=agreement_percent(pass_ratings, resamples=RESAMPLES),
+        alpha_pass=agreement_alpha(pass_ratings, "nominal", resamples=RESAMPLES),
+        alpha_verdicts=agreement_alpha(verdict_ratings, "nominal", resamples=RESAMPLES),
+        alpha_score=agreement_alpha(score_ratings, "interval", resamples=RESAMPLES),
+        kappa_pairs=[(str(a), str(b), k) for (a, b), k in sorted(kappa.items())],
+        per_reviewer=stats,
+    )
+
+
+def _share(pairs: list[tuple[Any, Any]]) -> float | None:
+    return sum(a == b for a, b in pairs) / len(pairs) if pairs else None
+
+
+def _verdict_ratings(
+    result_ids: list[int], flips_by: dict[int, dict[str, dict[str, Any]]]
+) -> dict[Hashable, dict[Hashable, Hashable | float]]:
+    """One unit per (result, verdict): each reviewer's value is the one they set, or
+    the judge's when they left it alone, so agreeing with the judge counts too."""
+    ratings: dict[Hashable, dict[Hashable, Hashable | float]] = {}
+    for result in (
+        Result.objects.filter(pk__in=result_ids)
+        .select_related("run_scorer")
+        .only("id", "analysis", "run_scorer__kind")
+    ):
+        fields = flip_fields(
+            kind=result.run_scorer.kind, analysis=result.analysis, limit=10_000
+        )
+        by_reviewer = flips_by[result.pk]
+        for f in fields:
+            unit: dict[Hashable, Hashable | float] = {}
+            for username, flips in by_reviewer.items():
+                value = flips.get(f.path, f.value)
+                unit[username] = _normal(value)
+            ratings[(result.pk, f.path)] = unit
+    return ratings
+
+
+def _normal(value: Any) -> Hashable:
+    if isinstance(value, str):
+        return value.strip().lower()
+    return value if isinstance(value, Hashable) else str(value)
+
+
+def describe_flips(
+    *, kind: str, analysis: dict[str, Any] | None, flips: dict[str, Any]
+) -> list[str]:
+    """A reviewer's changed verdicts in words, numbered like the card's keys:
+    "verdict 3: unsupported"."""
+    spec = KINDS.get(kind)
+    labels = next(iter(spec.value_labels.values()), {}) if spec else {}
+    numbers = {
+        f.path: f.number
+        for f in flip_fields(kind=kind, analysis=analysis, limit=10_000)
+    }
+    out = []
+    for path, value in sorted(flips.items(), key=lambda kv: numbers.get(kv[0], 0)):
+        number = numbers.get(path)
+        where = f"verdict {number}" if number else path
+        out.append(f"{where}: {value_label(labels, value)}")
+    return out

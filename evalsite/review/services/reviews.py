@@ -1,0 +1,562 @@
+"""Overlap review: each reviewer's own answer, the queue's rule that turns answers
+into a final verdict, and adjudication when the rule cannot decide.
+
+A queue with overlap 1 keeps the single-review keys (accept, pass, fail, flip, undo
+apply at once through the override services) and records each pass/fail answer here
+too, for the per-reviewer figures. A queue with overlap n ≥ 2 stores answers only;
+when the n-th arrives, its rule decides, and the decision is applied through the same
+override services as a reviewer's own change, so aggregates, exports and the API use
+the final verdict exactly as before (verdict overrides → compute_score).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from evalsite.accounts.models import ADJUDICATE_ROLES, Membership
+from evalsite.core.exceptions import (
+    ApplicationError,
+    ConflictError,
+    PermissionDeniedError,
+)
+from evalsite.evals.models import Result, RunScorer
+from evalsite.review.models import (
+    FinalRule,
+    Guideline,
+    Override,
+    QueueEntry,
+    Review,
+    ReviewQueue,
+)
+from evalsite.review.services.audit import audit_record
+from evalsite.review.services.overrides import _check_text as check_text
+from evalsite.review.services.overrides import (
+    _judge_value,
+    _override_create_locked,
+    _record_human_verdict,
+    _reviewing,
+    _score_value,
+    _scoring_options,
+    _where,
+)
+from scoring import AnalysisError, apply_override, get_path
+
+# Time on an item is measured by the browser; anything longer is a reviewer who left
+# the tab open, not time spent, so it is capped rather than trusted.
+MAX_SECONDS = 3600.0
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one reviewer said about a result: pass/fail, the verdicts they set
+    differently from the judge (path → value), and optionally a score."""
+
+    passed: bool | None
+    flips: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"passed": self.passed, "flips": self.flips, "score": self.score}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The rule's outcome: the answer to apply, or None when it goes to adjudication,
+    with the fields the reviewers disagreed on."""
+
+    answer: Answer | None
+    disagreements: tuple[str, ...] = ()
+
+
+def _majority(values: Sequence[Any], *, strict_all: bool) -> tuple[bool, Any]:
+    """(decided, value): with strict_all every value must be equal; otherwise one
+    value must be held by more than half."""
+    value, count = Counter(values).most_common(1)[0]
+    if strict_all:
+        return count == len(values), value
+    return count * 2 > len(values), value
+
+
+def decide_final(
+    answers: Sequence[Answer], *, rule: str, judge_values: dict[str, Any]
+) -> Decision:
+    """The final answer under `rule`, field by field.
+
+    A verdict a reviewer did not touch counts as the judge's value (`judge_values`,
+    path → value). Pass/fail and every verdict need a strict majority ("majority") or
+    all answers equal ("unanimous"); scores, being interval data, need more than half
+    of the answers to give one ("majority", then the median is final) or all to give
+    the same one, or none ("unanimous"). Otherwise nothing is decided and the result
+    goes to adjudication. "single" takes the one answer there is.
+    """
+    if not answers:
+        raise ValueError("decide_final needs at least one answer")
+    if rule == FinalRule.SINGLE:
+        if len(answers) != 1:
+            raise ValueError("the single-review rule takes exactly one answer")
+        return Decision(answers[0])
+    unanimous = rule == FinalRule.UNANIMOUS
+    disagreements = []
+    decided, passed = _majority([a.passed for a in answers], strict_all=unanimous)
+    if not decided:
+        disagreements.append("pass/fail")
+    flips = {}
+    paths = sorted({p for a in answers for p in a.flips})
+    for path in paths:
+        values = [a.flips.get(path, judge_values.get(path)) for a in answers]
+        decided, value = _majority(values, strict_all=unanimous)
+        if not decided:
+            disagreements.append(path)
+        elif value != judge_values.get(path):
+            flips[path] = value
+    scores = [a.score for a in answers if a.score is not None]
+    score = None
+    if unanimous:
+        if scores and (len(scores) != len(answers) or len(set(scores)) > 1):
+            disagreements.append("score")
+        elif scores:
+            score = scores[0]
+    elif len(scores) * 2 > len(answers):
+        score = float(statistics.median(scores))
+    if disagreements:
+        return Decision(None, tuple(disagreements))
+    return Decision(Answer(passed=passed, flips=flips, score=score))
+
+
+def guideline_in_force(*, queue: ReviewQueue) -> Guideline | None:
+    """The guidelines a reviewer of `queue` sees: the queue's newest version, else the
+    project's newest."""
+    return (
+        Guideline.objects.filter(queue=queue).order_by("-version").first()
+        or Guideline.objects.filter(project_id=queue.project_id, queue__isnull=True)
+        .order_by("-version")
+        .first()
+    )
+
+
+def _clean_answer(
+    *,
+    result: Result,
+    run_scorer: RunScorer,
+    passed: Any,
+    flips: Any,
+    score: Any,
+) -> Answer:
+    if passed is not None and not isinstance(passed, bool):
+        raise ApplicationError(
+            "Pass/fail must be true or false.",
+            field_errors={"passed": "must be true, false or null"},
+        )
+    if not isinstance(flips, dict):
+        raise ApplicationError(
+            "Verdicts must be an object of path → value.",
+            field_errors={"flips": "must be an object"},
+        )
+    if len(flips) > 200:
+        raise ApplicationError(
+            "Too many verdicts in one answer.", field_errors={"flips": "at most 200"}
+        )
+    analysis = result.analysis or {}
+    clean: dict[str, Any] = {}
+    for path, value in flips.items():
+        check_text(path=str(path))
+        try:
+            updated = apply_override(run_scorer.kind, analysis, str(path), value)
+        except AnalysisError as exc:
+            raise ApplicationError(
+                f"{path}: {exc}", field_errors={"flips": f"{path}: {exc}"}
+            ) from exc
+        new = get_path(updated, str(path))
+        if new != _judge_value(analysis, str(path)):
+            clean[str(path)] = new
+    clean_score = None
+    if score is not None:
+        try:
+            clean_score = _score_value(
+                score, scale=_scoring_options(run_scorer)["scale"]
+            )
+        except ApplicationError as exc:
+            raise ApplicationError(
+                exc.message, field_errors={"score": exc.message}
+            ) from exc
+    if passed is None and not clean and clean_score is None:
+        raise ApplicationError(
+            "Answer pass or fail (or set a verdict or a score).",
+            field_errors={"passed": "required"},
+        )
+    return Answer(passed=passed, flips=clean, score=clean_score)
+
+
+def _clean_seconds(seconds: Any) -> float | None:
+    if seconds is None or isinstance(seconds, bool):
+        return None
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return min(value, MAX_SECONDS)
+
+
+def _answer_of(review: Review) -> Answer:
+    return Answer(passed=review.passed, flips=dict(review.flips), score=review.score)
+
+
+def _answers_json(reviews: Sequence[Review]) -> list[dict[str, Any]]:
+    return [
+        {
+            "reviewer": r.reviewer.get_username() if r.reviewer else None,
+            **_answer_of(r).as_json(),
+        }
+        for r in reviews
+    ]
+
+
+def _judge_values(result: Result, answers: Sequence[Answer]) -> dict[str, Any]:
+    analysis = result.analysis or {}
+    return {p: _judge_value(analysis, p) for a in answers for p in a.flips}
+
+
+def _describe_answer(answer: Answer) -> str:
+    parts = []
+    if answer.passed is not None:
+        parts.append("pass" if answer.passed else "fail")
+    if answer.flips:
+        n = len(answer.flips)
+        parts.append(f"{n} verdict{'s' if n != 1 else ''} changed")
+    if answer.score is not None:
+        parts.append(f"score {answer.score:g}")
+    return ", ".join(parts) or "no change"
+
+
+def _lock_entry(queue: ReviewQueue, result: Result) -> QueueEntry:
+    entry = (
+        QueueEntry.objects.select_for_update()
+        .filter(queue=queue, result_id=result.pk)
+        .first()
+    )
+    if entry is None:
+        raise ApplicationError(
+            "This result is not in the queue.", field_errors={"result": "not queued"}
+        )
+    return entry
+
+
+def _apply_final(
+    *,
+    locked: Result,
+    run_scorer: RunScorer,
+    user: User,
+    answer: Answer,
+    note: str,
+) -> None:
+    """Make `answer` the result's final verdict through the override services (the
+    result is locked inside the caller's transaction)."""
+    current = locked.final_analysis or locked.analysis or {}
+    for path, value in sorted(answer.flips.items()):
+        if _judge_value(current, path) != value:
+            _override_create_locked(
+                result=locked,
+                run_scorer=run_scorer,
+                user=user,
+                kind=Override.Kind.VERDICT,
+                value=value,
+                path=path,
+                note=note,
+            )
+            current = locked.final_analysis or {}
+    if answer.score is not None and answer.score != locked.final_score:
+        _override_create_locked(
+            result=locked,
+            run_scorer=run_scorer,
+            user=user,
+            kind=Override.Kind.SCORE,
+            value=answer.score,
+            path="",
+            note=note,
+        )
+    passed = locked.final_passed if answer.passed is None else answer.passed
+    if passed != locked.final_passed:
+        _override_create_locked(
+            result=locked,
+            run_scorer=run_scorer,
+            user=user,
+            kind=Override.Kind.PASS,
+            value=bool(passed),
+            path="",
+            note=note,
+        )
+    else:
+        _record_human_verdict(
+            locked,
+            user,
+            passed=passed,
+            action="result.human_pass",
+            summary=f"{note}: {'pass' if passed else 'fail'} on {_where(locked)}",
+        )
+
+
+@dataclass(frozen=True)
+class AnswerOutcome:
+    review: Review
+    entry: QueueEntry
+    decided: bool
+    adjudicate: bool
+
+
+def review_answer(
+    *,
+    queue: ReviewQueue,
+    result: Result,
+    user: User,
+    passed: Any = None,
+    flips: Any = None,
+    score: Any = None,
+    note: str = "",
+    seconds: Any = None,
+) -> AnswerOutcome:
+    """Record (or replace) `user`'s answer on a result of an overlap queue; when it is
+    the n-th answer, apply the queue's rule: the decided answer becomes the final
+    verdict, or the result waits for an adjudicator."""
+    if queue.overlap < 2:
+        raise ApplicationError(
+            "This queue has one reviewer per result: use accept, pass, fail or the "
+            "verdict keys.",
+            field_errors={"queue": "overlap is 1"},
+        )
+    check_text(note=note)
+    note = (note or "").strip()
+    with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
+        if locked.status != Result.Status.OK:
+            raise ApplicationError(
+                f"Only scored results can be reviewed; this one is {locked.status}.",
+                field_errors={"result": f"status is {locked.status}"},
+            )
+        entry = _lock_entry(queue, locked)
+        if entry.state != QueueEntry.State.OPEN:
+            raise ConflictError(
+                "This result is already "
+                + (
+                    "decided."
+                    if entry.state == entry.State.DECIDED
+                    else "waiting for an adjudicator."
+                )
+            )
+        answer = _clean_answer(
+            result=locked,
+            run_scorer=run_scorer,
+            passed=passed,
+            flips=flips if flips is not None else {},
+            score=score,
+        )
+        review, created = Review.objects.update_or_create(
+            queue=queue,
+            result=locked,
+            reviewer=user,
+            kind=Review.Kind.ANSWER,
+            defaults={
+                "passed": answer.passed,
+                "flips": answer.flips,
+                "score": answer.score,
+                "note": note,
+                "guideline": guideline_in_force(queue=queue),
+                "seconds": _clean_seconds(seconds),
+            },
+        )
+        reviews = list(
+            Review.objects.filter(queue=queue, result=locked, kind=Review.Kind.ANSWER)
+            .select_related("reviewer")
+            .order_by("created_at", "id")
+        )
+        entry.answers = len(reviews)
+        audit_record(
+            project=queue.project,
+            actor=user,
+            action="review.answer" if created else "review.answer_change",
+            # What they answered stays out of the log (which every member reads) until
+            # the entry is decided or adjudicated: the answers are blind till then.
+            summary=(
+                f"{user.get_username()} answered on {_where(locked)} in queue "
+                f"“{queue.name}” ({entry.answers} of {queue.overlap})"
+            ),
+            after={"queue_id": queue.pk, "review_id": review.pk},
+            run=locked.run,
+            result=locked,
+        )
+        decided = adjudicate = False
+        if entry.answers >= queue.overlap:
+            answers = [_answer_of(r) for r in reviews]
+            decision = decide_final(
+                answers,
+                rule=queue.final_rule,
+                judge_values=_judge_values(locked, answers),
+            )
+            if decision.answer is not None:
+                how = (
+                    "unanimous"
+                    if queue.final_rule == FinalRule.UNANIMOUS
+                    else "majority"
+                )
+                _apply_final(
+                    locked=locked,
+                    run_scorer=run_scorer,
+                    user=user,
+                    answer=decision.answer,
+                    note=f"final verdict, {how} of {len(answers)} reviews",
+                )
+                _locked_decide(entry, decision.answer, how=queue.final_rule, user=None)
+                decided = True
+                audit_record(
+                    project=queue.project,
+                    actor=user,
+                    action="review.decide",
+                    summary=(
+                        f"final verdict on {_where(locked)} by {how} of "
+                        f"{len(answers)} reviews: {_describe_answer(decision.answer)}"
+                    ),
+                    before={"answers": _answers_json(reviews)},
+                    after={"queue_id": queue.pk, **decision.answer.as_json()},
+                    run=locked.run,
+                    result=locked,
+                )
+            else:
+                entry.state = QueueEntry.State.ADJUDICATE
+                entry.decision = {"disagreements": list(decision.disagreements)}
+                adjudicate = True
+                audit_record(
+                    project=queue.project,
+                    actor=user,
+                    action="review.to_adjudication",
+                    summary=(
+                        f"{len(answers)} reviewers disagree on "
+                        f"{', '.join(decision.disagreements)} of {_where(locked)}: "
+                        "sent to adjudication"
+                    ),
+                    before={"answers": _answers_json(reviews)},
+                    run=locked.run,
+                    result=locked,
+                )
+        entry.save(
+            update_fields=["answers", "state", "decision", "decided_by", "decided_at"]
+        )
+    result.refresh_from_db()
+    return AnswerOutcome(review, entry, decided, adjudicate)
+
+
+def _locked_decide(
+    entry: QueueEntry, answer: Answer, *, how: str, user: User | None
+) -> None:
+    entry.state = QueueEntry.State.DECIDED
+    entry.decision = {**answer.as_json(), "how": how}
+    entry.decided_by = user
+    entry.decided_at = timezone.now()
+
+
+def review_adjudicate(
+    *,
+    queue: ReviewQueue,
+    result: Result,
+    user: User,
+    passed: Any = None,
+    flips: Any = None,
+    score: Any = None,
+    note: str = "",
+) -> QueueEntry:
+    """An adjudicator's decision on a result whose reviewers disagreed: recorded as
+    their own review, applied as the final verdict, every answer kept in the audit."""
+    may_adjudicate = Membership.objects.filter(
+        project_id=queue.project_id, user=user, role__in=ADJUDICATE_ROLES
+    ).exists()
+    if not may_adjudicate:
+        raise PermissionDeniedError(
+            "Only owners and adjudicators decide disagreements."
+        )
+    check_text(note=note)
+    note = (note or "").strip()
+    with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
+        entry = _lock_entry(queue, locked)
+        if entry.state != QueueEntry.State.ADJUDICATE:
+            raise ConflictError(
+                "This result does not wait for adjudication"
+                + (" (already decided)." if entry.state == entry.State.DECIDED else ".")
+            )
+        answer = _clean_answer(
+            result=locked,
+            run_scorer=run_scorer,
+            passed=passed,
+            flips=flips if flips is not None else {},
+            score=score,
+        )
+        answers = list(
+            Review.objects.filter(
+                queue=queue, result=locked, kind=Review.Kind.ANSWER
+            ).select_related("reviewer")
+        )
+        Review.objects.update_or_create(
+            queue=queue,
+            result=locked,
+            reviewer=user,
+            kind=Review.Kind.ADJUDICATION,
+            defaults={
+                "passed": answer.passed,
+                "flips": answer.flips,
+                "score": answer.score,
+                "note": note,
+                "guideline": guideline_in_force(queue=queue),
+            },
+        )
+        _apply_final(
+            locked=locked,
+            run_scorer=run_scorer,
+            user=user,
+            answer=answer,
+            note=f"adjudicated by {user.get_username()}"
+            + (f" ({note})" if note else ""),
+        )
+        _locked_decide(entry, answer, how="adjudicated", user=user)
+        entry.save(update_fields=["state", "decision", "decided_by", "decided_at"])
+        audit_record(
+            project=queue.project,
+            actor=user,
+            action="review.adjudicate",
+            summary=(
+                f"{user.get_username()} adjudicated {_where(locked)}: "
+                f"{_describe_answer(answer)}"
+            ),
+            before={"answers": _answers_json(answers)},
+            after={"queue_id": queue.pk, **answer.as_json()},
+            run=locked.run,
+            result=locked,
+        )
+    result.refresh_from_db()
+    return entry
+
+
+def review_record_single(
+    *, queue: ReviewQueue, result: Result, user: User, seconds: Any = None
+) -> None:
+    """In a single-review queue, keep the reviewer's pass/fail as their answer too
+    (after the key was applied), for the per-reviewer figures."""
+    Review.objects.update_or_create(
+        queue=queue,
+        result=result,
+        reviewer=user,
+        kind=Review.Kind.ANSWER,
+        defaults={
+            "passed": result.human_passed,
+            "flips": {},
+            "score": None,
+            "guideline": guideline_in_force(queue=queue),
+            "seconds": _clean_seconds(seconds),
+        },
+    )
