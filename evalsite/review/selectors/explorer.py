@@ -7,15 +7,21 @@ results API, queue building and the exports all parse their parameters into one
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
 from django.db.models import F, QuerySet
 
+from evalsite.accounts.models import REVIEW_ROLES
+from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.selectors import items_matching
 from evalsite.evals.models import Result, Run
 from evalsite.lib.text import text_check_storable
+from evalsite.review.models import ReviewQueue
 
 if TYPE_CHECKING:
     # schemas builds ResultQuery on this module's SORTS; only the type comes back.
@@ -158,3 +164,110 @@ class PagedResults:
     def __getitem__(self, key: slice) -> list[Result]:
         start = key.start or 0
         return results_page(self.qs, offset=start, limit=(key.stop or start) - start)
+
+
+# Explicit ids per bulk request: a page holds at most 200 (the largest page size); the
+# API may name more, but past this many a client sends the filter instead.
+SELECTION_MAX_IDS = 1000
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a bulk action acts on: explicit result ids (checked rows) or every result
+    matching a query ("all N matching this filter"). Exactly one is set."""
+
+    ids: tuple[int, ...] | None = None
+    query: ResultQuery | None = None
+
+    def __post_init__(self) -> None:
+        if (self.ids is None) == (self.query is None):
+            raise ValueError("a selection has either ids or a query")
+
+    @property
+    def is_all_matching(self) -> bool:
+        return self.query is not None
+
+
+def results_selected(*, run: Run, ids: Iterable[int]) -> list[int]:
+    """The ids, sorted and without repeats, once every one is a result of `run`.
+
+    Client ids are never trusted: an id of another run or project, or of nothing,
+    refuses the whole request (ApplicationError on "ids") rather than acting on part of
+    it; the message names the ids, and says nothing about what they belong to.
+    """
+    wanted = sorted(set(ids))
+    if not wanted:
+        raise ApplicationError(
+            "Select at least one result.", field_errors={"ids": "No result selected."}
+        )
+    if len(wanted) > SELECTION_MAX_IDS:
+        raise ApplicationError(
+            f"At most {SELECTION_MAX_IDS} results can be named at once; select all "
+            "results matching a filter instead.",
+            field_errors={"ids": f"At most {SELECTION_MAX_IDS} ids."},
+        )
+    found = set(
+        Result.objects.filter(run=run, pk__in=wanted).values_list("pk", flat=True)
+    )
+    foreign = [pk for pk in wanted if pk not in found]
+    if foreign:
+        shown = ", ".join(str(pk) for pk in foreign[:10])
+        more = f" and {len(foreign) - 10} more" if len(foreign) > 10 else ""
+        message = (
+            f"{len(foreign)} of the selected results are not results of this run "
+            f"({shown}{more}); nothing was changed."
+        )
+        raise ApplicationError(message, field_errors={"ids": message})
+    return wanted
+
+
+def selection_batches(
+    *, run: Run, selection: Selection, user: User, size: int
+) -> Iterator[list[int]]:
+    """The selected result ids in ascending batches of at most `size`.
+
+    All-matching selections walk the filter by primary key (keyset paging: `pk > the
+    last id seen`), re-running the query per batch, so memory stays one batch whatever
+    the run's size, and rows the action itself takes out of the filter (accepting
+    "reviewed: no" results, say) neither shift later batches nor come back.
+    """
+    if selection.query is None:
+        ids = results_selected(run=run, ids=selection.ids or ())
+        for start in range(0, len(ids), size):
+            yield ids[start : start + size]
+        return
+    matching = results_filter(run=run, query=selection.query, user=user).order_by("pk")
+    last = 0
+    while True:
+        batch = list(matching.filter(pk__gt=last).values_list("pk", flat=True)[:size])
+        if not batch:
+            return
+        yield batch
+        last = batch[-1]
+
+
+# The newest queues offered in the bulk bar's "add to a queue" choice.
+BULK_QUEUE_CHOICES = 50
+
+
+def bulk_assignees(*, project_id: int) -> list[str]:
+    """Usernames the bulk bar can assign results to: the project's reviewers, owners
+    and adjudicators (viewers cannot be given work)."""
+    return list(
+        get_user_model()
+        .objects.filter(
+            memberships__project_id=project_id, memberships__role__in=REVIEW_ROLES
+        )
+        .order_by("username")
+        .values_list("username", flat=True)
+    )
+
+
+def bulk_queues(*, run: Run) -> list[ReviewQueue]:
+    """The run's queues that results can be appended to (not stratified samples),
+    newest first."""
+    return list(
+        ReviewQueue.objects.filter(run=run, stratified={})
+        .only("pk", "name", "size")
+        .order_by("-created_at", "-id")[:BULK_QUEUE_CHOICES]
+    )

@@ -8,6 +8,7 @@ decides *which* override a queue key means, and audits its own changes with
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -86,6 +87,7 @@ def queue_create(
     assign_round_robin: bool = False,
     overlap: int | None = None,
     final_rule: str | None = None,
+    result_ids: Collection[int] | None = None,
 ) -> ReviewQueue:
     """Freeze the results matching `query` into an ordered queue.
 
@@ -96,6 +98,9 @@ def queue_create(
        does not give the stratum away.
     2. Create the queue and its entries (positions 1..n), audit it.
     3. Optionally assign the entries round-robin to the project's reviewers.
+
+    `result_ids` (each checked to be the run's: explorer.results_selected) narrows a
+    FILTERS queue to those results: the explorer's "add the selected to a queue".
     """
     text_check_storable(name, field="name")
     overlap, final_rule = _clean_overlap(run, overlap, final_rule)
@@ -141,11 +146,10 @@ def queue_create(
             "sampled": {"fail": len(fail_ids), "pass": len(sampled_pass)},
         }
     else:
-        ids = list(
-            results_filter(run=run, query=query, user=user).values_list(
-                "id", flat=True
-            )[: QUEUE_MAX + 1]
-        )
+        matching = results_filter(run=run, query=query, user=user)
+        if result_ids is not None:
+            matching = matching.filter(pk__in=result_ids)
+        ids = list(matching.values_list("id", flat=True)[: QUEUE_MAX + 1])
         truncated = len(ids) > QUEUE_MAX
         ids = ids[:QUEUE_MAX]
     if not ids:
