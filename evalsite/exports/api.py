@@ -1,7 +1,8 @@
 """Export endpoints: GET /api/runs/{id}/export.csv|jsonl, /api/datasets/{id}/export.csv|jsonl.
 
 Streamed (constant memory). Any project member may export; outsiders get 404. A run
-export takes the same filters as GET /api/runs/{id}/results (scorer_id, passed, ...).
+export takes the same filters as GET /api/runs/{id}/results (scorer_id, passed, ...),
+and `ids` to export only those results (the explorer's bulk export).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from evalsite.exports.schemas import ExportQuery
 
 router = Router(tags=["export"])
 
-_ERRORS = {401: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+_ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 422: ErrorOut}
 
 
 def _openapi(media_type: str, what: str) -> dict[str, Any]:
@@ -43,10 +44,16 @@ def _run(
 ) -> StreamingHttpResponse:
     run = run_get_for_user(user=request.user, pk=run_id)
     stream = services.run_export_stream(
-        run=run, fmt=fmt, query=query, user=request.user, excel=query.excel
+        run=run,
+        fmt=fmt,
+        query=query,
+        user=request.user,
+        excel=query.excel,
+        ids=query.ids,
     )
+    filtered = query.is_filtered() or query.ids is not None
     filename = services.export_filename(
-        kind="run", pk=run.pk, fmt=fmt, filtered=query.is_filtered()
+        kind="run", pk=run.pk, fmt=fmt, filtered=filtered
     )
     return export_response(stream, fmt=fmt, filename=filename)
 

@@ -26,7 +26,7 @@ import csv
 import io
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
@@ -40,6 +40,7 @@ from evalsite.lib.csvsafe import safe_cell
 from evalsite.review.models import Override
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import results_filter
+from evalsite.review.selectors.explorer import results_selected
 
 Format = Literal["csv", "jsonl"]
 AnyUser = User | AnonymousUser
@@ -106,12 +107,22 @@ MEDIA_TYPES = {
 
 
 def run_export_queryset(
-    *, run: Run, query: ResultQuery | None = None, user: AnyUser | None = None
+    *,
+    run: Run,
+    query: ResultQuery | None = None,
+    user: AnyUser | None = None,
+    ids: Collection[int] | None = None,
 ) -> QuerySet[Result]:
-    """The results to export: the explorer's filter and sort (whole run when empty)."""
+    """The results to export: the explorer's filter and sort (whole run when empty),
+    restricted to `ids` when given (the explorer's bulk export of selected rows).
+
+    Every id must be a result of `run` (review's `results_selected` raises
+    ApplicationError otherwise): checked here, before the first byte is streamed."""
     qs = results_filter(
         run=run, query=query or ResultQuery(), user=user or AnonymousUser()
     )
+    if ids is not None:
+        qs = qs.filter(pk__in=results_selected(run=run, ids=ids))
     return qs.select_related(None)
 
 
@@ -328,13 +339,15 @@ def run_export_stream(
     query: ResultQuery | None = None,
     user: AnyUser | None = None,
     excel: bool = False,
+    ids: Collection[int] | None = None,
 ) -> Iterator[bytes]:
-    """The run's results (or the filtered subset) as CSV or JSONL bytes, in pieces.
+    """The run's results (or the filtered subset, or the `ids`) as CSV or JSONL bytes,
+    in pieces.
 
     The column set is fixed before the first row (metadata keys of the whole dataset),
     so filtered and whole-run exports of one run have the same columns.
     """
-    qs = run_export_queryset(run=run, query=query, user=user)
+    qs = run_export_queryset(run=run, query=query, user=user, ids=ids)
     if fmt == "jsonl":
         return _jsonl_stream(_result_records(qs, run))
     keys = dataset_metadata_keys(dataset=run.dataset)

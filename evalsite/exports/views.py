@@ -1,7 +1,8 @@
 """Export pages: the run's results (whole or the explorer's current filter) and datasets.
 
 Any member may export (viewers too); outsiders get 404. `?excel=1` adds a UTF-8 BOM to
-CSV; every other query parameter is the results explorer's filter.
+CSV; `ids` (repeated) exports only those results of the run (the explorer's bulk
+export); every other query parameter is the results explorer's filter.
 """
 
 from __future__ import annotations
@@ -9,18 +10,35 @@ from __future__ import annotations
 from django.http import HttpResponse, HttpResponseBase
 from django.views.decorators.http import require_GET
 
+from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets.selectors import dataset_get_for_user
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.http import export_response
-from evalsite.review.schemas import ResultQuery, ResultQueryError
+from evalsite.review.schemas import ResultQuery
 
 _TRUE = {"1", "true", "on", "yes"}
 
 
 def _excel(request: AuthenticatedHttpRequest) -> bool:
     return request.GET.get("excel", "").lower() in _TRUE
+
+
+def _ids(request: AuthenticatedHttpRequest) -> list[int] | None:
+    """The repeated `ids` parameter, or None when absent (ApplicationError if bad)."""
+    raw = request.GET.getlist("ids")
+    if not raw:
+        return None
+    try:
+        ids = [int(value) for value in raw]
+    except ValueError:
+        ids = []
+    if not ids or any(not 1 <= pk < 2**63 for pk in ids):
+        raise ApplicationError(
+            "ids: each must be a result id.", field_errors={"ids": "Not an id."}
+        )
+    return ids
 
 
 def _run_export(
@@ -34,13 +52,20 @@ def _run_export(
         query = ResultQuery.from_querydict(
             request.GET, run_scorers=run.run_scorers.all()
         )
-    except ResultQueryError as exc:
+        ids = _ids(request)
+        stream = services.run_export_stream(
+            run=run,
+            fmt=fmt,
+            query=query,
+            user=request.user,
+            excel=_excel(request),
+            ids=ids,
+        )
+    except ApplicationError as exc:  # a ResultQueryError, or ids not of this run
         return HttpResponse(exc.message, status=400, content_type="text/plain")
-    stream = services.run_export_stream(
-        run=run, fmt=fmt, query=query, user=request.user, excel=_excel(request)
-    )
+    filtered = query.is_filtered() or ids is not None
     filename = services.export_filename(
-        kind="run", pk=run.pk, fmt=fmt, filtered=query.is_filtered()
+        kind="run", pk=run.pk, fmt=fmt, filtered=filtered
     )
     return export_response(stream, fmt=fmt, filename=filename)
 

@@ -1,0 +1,109 @@
+"""Bulk export from the explorer: the run export restricted to selected ids (page and
+API), every id checked to be the run's before anything streams."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.urls import reverse
+
+from evalsite.evals.models import Result
+from tests.conftest import bearer, login
+from tests.review.builders import make_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run(project):
+    return make_run(project, n_items=4, kinds=("faithfulness", "hallucination"))
+
+
+@pytest.fixture
+def other_run(project):
+    return make_run(project, n_items=1)
+
+
+def _ids(run):
+    return list(
+        Result.objects.filter(run=run).order_by("pk").values_list("pk", flat=True)
+    )
+
+
+def _url(run, fmt="csv"):
+    return reverse(f"exports:run_{fmt}", args=[run.project_id, run.pk])
+
+
+def _csv_ids(response):
+    text = b"".join(response.streaming_content).decode()
+    return sorted(int(row["result_id"]) for row in csv.DictReader(io.StringIO(text)))
+
+
+def test_export_page_with_ids_streams_only_those_results(client, viewer, run):
+    picked = _ids(run)[1:4]
+    response = login(client, viewer).get(_url(run), {"ids": picked})
+    assert response.status_code == 200 and response.streaming
+    assert _csv_ids(response) == picked
+    assert f"run-{run.pk}-filtered.csv" in response["Content-Disposition"]
+
+
+def test_export_page_with_ids_and_a_filter_exports_their_intersection(
+    client, viewer, run
+):
+    faith = run.run_scorers.get(kind="faithfulness")
+    picked = _ids(run)
+    response = login(client, viewer).get(_url(run), {"ids": picked, "scorer": faith.pk})
+    expected = sorted(
+        Result.objects.filter(run=run, run_scorer=faith).values_list("pk", flat=True)
+    )
+    assert _csv_ids(response) == expected
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-3", str(2**63)])
+def test_export_page_refuses_a_malformed_id_with_400(client, viewer, run, bad):
+    response = login(client, viewer).get(_url(run), {"ids": [_ids(run)[0], bad]})
+    assert response.status_code == 400
+    assert b"ids" in response.content
+
+
+def test_export_page_refuses_ids_of_another_run_before_streaming(
+    client, viewer, run, other_run
+):
+    foreign = _ids(other_run)[0]
+    response = login(client, viewer).get(_url(run), {"ids": [_ids(run)[0], foreign]})
+    assert response.status_code == 400 and not response.streaming
+    assert f"not results of this run ({foreign})" in response.content.decode()
+
+
+def test_export_api_with_ids_streams_only_those(client, reviewer, run):
+    picked = _ids(run)[:2]
+    response = client.get(
+        f"/api/runs/{run.pk}/export.jsonl", {"ids": picked}, **bearer(reviewer)
+    )
+    assert response.status_code == 200
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert sorted(json.loads(line)["result_id"] for line in lines) == picked
+
+
+def test_export_api_refuses_ids_of_another_run_with_the_error_body(
+    client, reviewer, run, other_run
+):
+    response = client.get(
+        f"/api/runs/{run.pk}/export.csv",
+        {"ids": [_ids(other_run)[0]]},
+        **bearer(reviewer),
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert "not results of this run" in body["detail"]
+    assert body["errors"][0]["field"] == "ids"
+
+
+def test_export_api_outsider_gets_404_even_with_valid_ids(client, outsider, run):
+    response = client.get(
+        f"/api/runs/{run.pk}/export.csv", {"ids": _ids(run)[:1]}, **bearer(outsider)
+    )
+    assert response.status_code == 404
