@@ -165,6 +165,9 @@ def _login_rate(name: str, default: str) -> str:
 # client address over every account. Only failures count.
 LOGIN_RATE_PER_ACCOUNT = _login_rate("LOGIN_RATE_PER_ACCOUNT", "10/15m")
 LOGIN_RATE_PER_IP = _login_rate("LOGIN_RATE_PER_IP", "50/15m")
+# Invitation link requests per client address and window that could guess or spend a
+# link: every POST (accept, sign up) and every look-up of an unknown token.
+INVITE_RATE_PER_IP = _login_rate("INVITE_RATE_PER_IP", "30/10m")
 # Reverse proxies in front of the app that append the client's address to
 # X-Forwarded-For; 0 trusts REMOTE_ADDR only. With the wrong count, either the proxy's
 # address stands for every client or a client can choose its own address.

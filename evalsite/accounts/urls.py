@@ -17,6 +17,27 @@ urlpatterns = [
     ),
     path("projects/<int:project_id>/members/", views.member_set, name="member_set"),
     path(
+        "projects/<int:project_id>/members/new/",
+        views.member_create,
+        name="member_create",
+    ),
+    path(
+        "projects/<int:project_id>/members/<int:membership_id>/role/",
+        views.member_role,
+        name="member_role",
+    ),
+    path(
+        "projects/<int:project_id>/invitations/",
+        views.invitation_create,
+        name="invitation_create",
+    ),
+    path(
+        "projects/<int:project_id>/invitations/<int:invitation_id>/revoke/",
+        views.invitation_revoke,
+        name="invitation_revoke",
+    ),
+    path("invite/<str:token>/", views.invite, name="invite"),
+    path(
         "projects/<int:project_id>/members/<int:membership_id>/remove/",
         views.member_remove,
         name="member_remove",

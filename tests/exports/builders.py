@@ -12,8 +12,10 @@ from tests.factories import (
     AuditEventFactory,
     CommentFactory,
     DatasetFactory,
+    InvitationFactory,
     JudgeCallFactory,
     JudgeConnectionFactory,
+    MembershipEventFactory,
     OverrideFactory,
     QueueEntryFactory,
     ResultFactory,
@@ -139,6 +141,10 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
     )
     entry = QueueEntryFactory(queue=queue, result=result, position=1)
     token, raw = api_token_create(user=owner, name="world")
+    invitation = InvitationFactory(project=project, created_by=owner)
+    membership_event = MembershipEventFactory(
+        project=project, actor=owner, subject=owner, after={"role": "owner"}
+    )
     return {
         "project": project,
         "judge": judge,
@@ -157,6 +163,8 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         "entry": entry,
         "token": token,
         "raw_token": raw,
+        "invitation": invitation,
+        "membership_event": membership_event,
         "membership": project.memberships.get(user=owner),
         "reviewer_membership": project.memberships.exclude(user=owner)
         .order_by("id")

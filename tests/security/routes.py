@@ -93,6 +93,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "queue_id": world["queue"],
         "token_id": world["token"],
         "membership_id": world["reviewer_membership"],
+        "invitation_id": world["invitation"],
         "comment_id": world["comment"],
         "call_id": world["call"],
     }

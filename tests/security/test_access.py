@@ -23,8 +23,9 @@ from tests.security.routes import WRITE_METHODS, fill, operations, pages
 pytestmark = pytest.mark.django_db
 
 # Pages whose ids cannot come from the world: the upload token lives in the session of
-# whoever uploaded, so even the owner gets 404 for a made-up one.
-OWNER_404_OK = {"datasets:map"}
+# whoever uploaded, so even the owner gets 404 for a made-up one; an invitation link's
+# token is stored hashed only, so a made-up one is unknown to everyone alike.
+OWNER_404_OK = {"datasets:map", "accounts:invite"}
 
 # Operations that are not about one project's objects.
 UNSCOPED_OPS = {("GET", "/projects"), ("POST", "/projects")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.accounts.models import Invitation, MembershipEvent
 from evalsite.evals.models import Result
 from evalsite.review.models import Comment
 from tests.conftest import login
@@ -49,6 +50,11 @@ def poison(world: dict) -> None:
     world["run_scorer"].save()
     world["run"].name = f"run {SCRIPT}"
     world["run"].save()
+    # Owners type invitation emails; the access log shows them and people's names.
+    Invitation.objects.filter(pk=world["invitation"].pk).update(email=f"{IMG}@x.org")
+    MembershipEvent.objects.filter(pk=world["membership_event"].pk).update(
+        after={"role": SCRIPT, "email": ATTR, "invitation": IMG}
+    )
 
 
 @pytest.fixture
@@ -74,7 +80,7 @@ def test_no_page_renders_a_payload_raw(client, poisoned, owner):
         if "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html:
             shown_escaped.add(page.name)
     # The walk really saw the payloads (escaped) on the pages that show this text.
-    assert {"review:item"} <= shown_escaped, shown_escaped
+    assert {"review:item", "accounts:settings"} <= shown_escaped, shown_escaped
 
 
 def test_htmx_partials_render_payloads_escaped(client, poisoned, owner):
