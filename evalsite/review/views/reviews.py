@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -14,7 +14,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
-from evalsite.lib.htmx import partial, vary_on_htmx, wants_partial
+from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
 from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.selectors.item import analysis_view
 from evalsite.review.selectors.queues import flip_fields, queue_get_for_user
@@ -197,16 +197,13 @@ def adjudicate(
         else:
             messages.success(request, "Decided: the final verdict is set.")
             following = adjudication_entries(project_id=project_id).first()
-            if following is not None and not wants_partial(request):
+            url = reverse("review:adjudication", args=[project_id])
+            if following is not None:
                 url = reverse(
                     "review:adjudicate",
                     args=[project_id, following.queue_id, following.position],
                 )
-                return HttpResponseRedirect(url)
-            if not wants_partial(request):
-                return HttpResponseRedirect(
-                    reverse("review:adjudication", args=[project_id])
-                )
+            return redirect_htmx(request, url)
     context = _adjudicate_context(queue, entry, request.user, error)
     template = partial(request, "review/adjudicate.html", "adjudicate-card")
     return render(request, template, context)
