@@ -1,9 +1,18 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from ninja import Schema
 from pydantic import ConfigDict, Field
+
+from evalsite.accounts.models import (
+    Invitation,
+    InvitationStatus,
+    MembershipEvent,
+    Role,
+)
+from evalsite.accounts.services import INVITATION_DAYS_DEFAULT, INVITATION_DAYS_MAX
 
 
 class ProjectIn(Schema):
@@ -33,3 +42,66 @@ class MemberOut(Schema):
     id: int
     username: str
     role: str
+
+
+class MemberRoleIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    role: Role
+
+
+class InvitationIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    role: Role
+    email: str = Field("", max_length=254)
+    days: int = Field(INVITATION_DAYS_DEFAULT, ge=1, le=INVITATION_DAYS_MAX)
+
+
+class InvitationOut(Schema):
+    id: int
+    role: str
+    email: str
+    status: InvitationStatus
+    created_by: str | None
+    created_at: datetime
+    expires_at: datetime
+    accepted_by: str | None
+    accepted_at: datetime | None
+    revoked_at: datetime | None
+
+    @staticmethod
+    def resolve_status(obj: Invitation) -> str:
+        return obj.status()
+
+    @staticmethod
+    def resolve_created_by(obj: Invitation) -> str | None:
+        return obj.created_by.get_username() if obj.created_by else None
+
+    @staticmethod
+    def resolve_accepted_by(obj: Invitation) -> str | None:
+        return obj.accepted_by.get_username() if obj.accepted_by else None
+
+
+class InvitationCreatedOut(Schema):
+    """A new invitation with its link: the only time the token is shown."""
+
+    invitation: InvitationOut
+    token: str
+    url: str
+
+
+class MembershipEventOut(Schema):
+    id: int
+    action: str
+    actor: str | None
+    subject: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_actor(obj: MembershipEvent) -> str | None:
+        return obj.actor.get_username() if obj.actor else None
+
+    @staticmethod
+    def resolve_subject(obj: MembershipEvent) -> str | None:
+        return obj.subject.get_username() if obj.subject else None

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from evalsite.accounts.models import (
     Invitation,
+    InvitationStatus,
     Membership,
     MembershipEvent,
     Project,
@@ -107,14 +108,35 @@ def invitation_get_for_user(
     return invitation
 
 
+def invitation_list(
+    *, project: Project, status: InvitationStatus | None = None
+) -> QuerySet[Invitation]:
+    """The project's invitations, newest first; only those in `status` if given (the
+    same order of precedence as Invitation.status: used, revoked, expired, pending)."""
+    invitations = Invitation.objects.filter(project=project).select_related(
+        "created_by", "accepted_by"
+    )
+    now = timezone.now()
+    if status == InvitationStatus.ACCEPTED:
+        invitations = invitations.filter(accepted_at__isnull=False)
+    elif status == InvitationStatus.REVOKED:
+        invitations = invitations.filter(
+            accepted_at__isnull=True, revoked_at__isnull=False
+        )
+    elif status == InvitationStatus.EXPIRED:
+        invitations = invitations.filter(
+            accepted_at__isnull=True, revoked_at__isnull=True, expires_at__lte=now
+        )
+    elif status == InvitationStatus.PENDING:
+        invitations = invitations.filter(
+            accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now
+        )
+    return invitations.order_by("-created_at", "-id")
+
+
 def invitation_list_pending(*, project: Project) -> QuerySet[Invitation]:
     """Invitations whose link still works, newest first."""
-    return Invitation.objects.filter(
-        project=project,
-        accepted_at__isnull=True,
-        revoked_at__isnull=True,
-        expires_at__gt=timezone.now(),
-    ).select_related("created_by")
+    return invitation_list(project=project, status=InvitationStatus.PENDING)
 
 
 # A token is 43 characters (32 random bytes, base64url); anything much longer is not

@@ -111,6 +111,10 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
             "username": "rita",
             "role": "viewer",
         },
+        ("PATCH", "/projects/{project_id}/members/{membership_id}"): {"role": "viewer"},
+        ("DELETE", "/projects/{project_id}/members/{membership_id}"): None,
+        ("POST", "/projects/{project_id}/invitations"): {"role": "owner", "days": 7},
+        ("POST", "/projects/{project_id}/invitations/{invitation_id}/revoke"): None,
         ("POST", "/projects/{project_id}/datasets"): "multipart",
         ("POST", "/projects/{project_id}/judges"): {
             "name": "another",
