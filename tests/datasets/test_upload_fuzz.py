@@ -1,4 +1,5 @@
-"""Fuzz every dataset format through `dataset_create`, the service the views and the API call.
+"""Fuzz every dataset format through `dataset_create`, the service the views and the API
+call, and through the upload pages and the API themselves.
 
 Whatever the bytes, an upload either imports its rows or is refused with the app's own
 error (ApplicationError, with a message), and a refused file leaves no dataset version and
@@ -13,6 +14,7 @@ import json
 import tracemalloc
 
 import pytest
+from django.urls import reverse
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -239,3 +241,73 @@ def test_refused_file_takes_bounded_memory(project, owner, settings, name, data)
     assert dataset is None
     # The ingest benchmark's bound is 300 MB of growth; a refusal stays far below it.
     assert peak < 40 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
+
+
+# The same files through HTTP, as a browser and an API client send them: the page's two
+# steps (upload, then the mapping page and its form) and the API's one. Whatever the
+# file, the answer is never a server error, and a refused file leaves nothing behind.
+HTTP_FUZZ = hsettings(FUZZ, max_examples=40)
+
+
+@HTTP_FUZZ
+@given(
+    upload_file=hostile_file(),
+    file_format=st.sampled_from(["", "csv", "jsonl", "json"]),
+    prefix=st.sampled_from(["", "a\x00b", "\u202ee\u0301", ".."]),
+)
+def test_any_file_through_the_pages_is_never_a_server_error(
+    client, project, owner, settings, tmp_path, upload_file, file_format, prefix
+):
+    settings.VAR_DIR = tmp_path
+    client.force_login(owner)
+    name, data = upload_file
+    before = (Dataset.objects.count(), Item.objects.count())
+    step1 = client.post(
+        reverse("datasets:upload", args=[project.pk]),
+        {
+            "file": upload(prefix + name, data),
+            "name": "",
+            "file_format": file_format,
+        },
+    )
+    assert step1.status_code in (302, 400), step1.content[:300]
+    if step1.status_code == 302:
+        mapping_page = step1["Location"]
+        step2 = client.get(mapping_page)
+        assert step2.status_code in (200, 302), step2.content[:300]
+        if step2.status_code == 200:
+            mapped = client.post(
+                mapping_page,
+                {
+                    "name": "fuzz",
+                    "input": "input",
+                    "output": "output",
+                    "context": "",
+                    "reference": "",
+                    "context_format": "json",
+                    "context_delimiter": "",
+                },
+            )
+            assert mapped.status_code in (302, 400), mapped.content[:300]
+            if mapped.status_code == 302:
+                return
+    assert (Dataset.objects.count(), Item.objects.count()) == before
+
+
+@HTTP_FUZZ
+@given(upload_file=hostile_file(), explicit=st.booleans())
+def test_any_file_through_the_api_is_never_a_server_error(
+    client, project, owner, bearer, upload_file, explicit
+):
+    name, data = upload_file
+    body: dict[str, object] = {"file": upload(name, data), "name": "fuzz"}
+    if explicit:
+        body["mapping"] = json.dumps({"input": "input", "output": "output"})
+    before = (Dataset.objects.count(), Item.objects.count())
+    response = client.post(
+        f"/api/projects/{project.pk}/datasets", body, **bearer(owner)
+    )
+    assert response.status_code in (201, 400), response.content[:300]
+    if response.status_code == 400:
+        assert set(response.json()) == {"detail", "errors"}
+        assert (Dataset.objects.count(), Item.objects.count()) == before
