@@ -122,7 +122,12 @@ def test_every_response_says_how_long_the_app_took(client, path):
     assert name == "app" and 0 < float(duration) < 60_000
 
 
+# The settings issue 14 (trust boundaries) added.
 NEW_SETTINGS = (
+    "JUDGE_KEY_ENV_ALLOWED",
+    "JUDGE_ALLOWED_PRIVATE_HOSTS",
+    "DATASET_MAX_NESTING",
+    "DATASET_MAX_CELL_CHARS",
     "LOGIN_RATE_PER_ACCOUNT",
     "LOGIN_RATE_PER_IP",
     "TRUSTED_PROXY_COUNT",
