@@ -5,10 +5,19 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from evalsite.accounts.models import ApiToken, Membership, Project, Role
+from evalsite.accounts.models import (
+    ApiToken,
+    Invitation,
+    Membership,
+    MembershipEvent,
+    Project,
+    Role,
+)
+from evalsite.accounts.services import membership_changes_record, membership_snapshot
 
 LAST_OWNER_MESSAGE = (
     "A project needs at least one owner: make someone else owner first."
@@ -47,11 +56,26 @@ class MembershipInline(admin.TabularInline[Membership, Project]):
     raw_id_fields = ["user"]
 
 
+def _staff(request: HttpRequest) -> Any:
+    return request.user if request.user.is_authenticated else None
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin[Project]):
     list_display = ["name", "created_at", "blind_review"]
     search_fields = ["name"]
     inlines = [MembershipInline]
+
+    def save_related(
+        self, request: HttpRequest, form: Any, formsets: Any, change: bool
+    ) -> None:
+        # The inline edits memberships without the services: record what changed.
+        with transaction.atomic():
+            pk = form.instance.pk
+            before = membership_snapshot(project_ids=[pk]) if change else {pk: {}}
+            super().save_related(request, form, formsets, change)
+            after = membership_snapshot(project_ids=[pk])
+            membership_changes_record(actor=_staff(request), before=before, after=after)
 
 
 class MembershipAdminForm(forms.ModelForm[Membership]):
@@ -90,12 +114,39 @@ class MembershipAdmin(admin.ModelAdmin[Membership]):
             return False
         return super().has_delete_permission(request, obj)
 
+    # Each change below is recorded in the access log, as the services do.
+
+    def save_model(
+        self, request: HttpRequest, obj: Membership, form: Any, change: bool
+    ) -> None:
+        with transaction.atomic():
+            moved_from = Membership.objects.filter(pk=obj.pk).values_list(
+                "project_id", flat=True
+            )
+            projects = {obj.project_id, *moved_from}
+            before = membership_snapshot(project_ids=projects)
+            super().save_model(request, obj, form, change)
+            after = membership_snapshot(project_ids=projects)
+            membership_changes_record(actor=_staff(request), before=before, after=after)
+
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        with transaction.atomic():
+            before = membership_snapshot(project_ids=[obj.project_id])
+            super().delete_model(request, obj)
+            after = membership_snapshot(project_ids=[obj.project_id])
+            membership_changes_record(actor=_staff(request), before=before, after=after)
+
     def delete_queryset(
         self, request: HttpRequest, queryset: QuerySet[Membership]
     ) -> None:
         if _leaves_a_project_ownerless(list(queryset.values_list("pk", flat=True))):
             raise PermissionDenied(LAST_OWNER_MESSAGE)
-        super().delete_queryset(request, queryset)
+        with transaction.atomic():
+            projects = set(queryset.values_list("project_id", flat=True))
+            before = membership_snapshot(project_ids=projects)
+            super().delete_queryset(request, queryset)
+            after = membership_snapshot(project_ids=projects)
+            membership_changes_record(actor=_staff(request), before=before, after=after)
 
 
 def _leaves_a_project_ownerless(pks: list[int]) -> bool:
@@ -122,3 +173,48 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         "revoked_at",
     ]
     readonly_fields = ["prefix", "token_hash", "created_at", "last_used_at"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin[Invitation]):
+    """Read-only: invitations are made and revoked on the project's settings page or
+    the API (so that each is recorded); the token itself is never stored."""
+
+    list_display = ["project", "role", "email", "created_at", "expires_at"]
+    list_filter = ["role"]
+    readonly_fields = [f.name for f in Invitation._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: Invitation | None = None
+    ) -> bool:
+        return False
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: Invitation | None = None
+    ) -> bool:
+        return False
+
+
+@admin.register(MembershipEvent)
+class MembershipEventAdmin(admin.ModelAdmin[MembershipEvent]):
+    """The access log, read-only: nobody edits history."""
+
+    list_display = ["created_at", "project", "actor", "action", "subject"]
+    list_filter = ["action"]
+    readonly_fields = [f.name for f in MembershipEvent._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: MembershipEvent | None = None
+    ) -> bool:
+        return False
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: MembershipEvent | None = None
+    ) -> bool:
+        return False

@@ -228,3 +228,87 @@ def test_the_admin_project_page_keeps_an_owner(admin_client, project, owner, vie
     del data[f"memberships-{owner_index}-DELETE"]
     assert admin_client.post(url, data).status_code == 302
     assert _role(project, viewer) == Role.VIEWER
+
+
+def _log(project) -> list[tuple[str, str, dict | None, dict | None]]:
+    from evalsite.accounts.models import MembershipEvent
+
+    return [
+        (e.action, e.subject.username, e.before, e.after)
+        for e in MembershipEvent.objects.filter(project=project).order_by("id")
+    ]
+
+
+def test_admin_membership_changes_are_in_the_access_log(
+    admin_client, admin_user, project, owner, reviewer, viewer
+):
+    from evalsite.accounts.models import MembershipEvent
+
+    row = Membership.objects.get(user=reviewer)
+    change = f"/admin/accounts/membership/{row.pk}/change/"
+    data = {"project": project.pk, "user": reviewer.pk, "role": "adjudicator"}
+    assert admin_client.post(change, data).status_code == 302
+    other = Project.objects.create(name="Elsewhere")
+    data = {"project": other.pk, "user": reviewer.pk, "role": "viewer"}
+    assert admin_client.post(change, data).status_code == 302
+    delete = (
+        f"/admin/accounts/membership/{Membership.objects.get(user=viewer).pk}/delete/"
+    )
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 302
+    assert _log(project) == [
+        ("role_changed", "rita", {"role": "reviewer"}, {"role": "adjudicator"}),
+        ("member_removed", "rita", {"role": "adjudicator"}, None),
+        ("member_removed", "victor", {"role": "viewer"}, None),
+    ]
+    assert _log(other) == [("member_added", "rita", None, {"role": "viewer"})]
+    assert set(MembershipEvent.objects.values_list("actor", flat=True)) == {
+        admin_user.pk
+    }
+
+
+def test_admin_project_page_changes_are_in_the_access_log(
+    admin_client, project, owner, viewer
+):
+    rows = list(Membership.objects.filter(project=project).order_by("pk"))
+    data = {
+        "name": project.name,
+        "description": "",
+        "default_overlap": "1",
+        "memberships-TOTAL_FORMS": str(len(rows)),
+        "memberships-INITIAL_FORMS": str(len(rows)),
+        "memberships-MIN_NUM_FORMS": "0",
+        "memberships-MAX_NUM_FORMS": "1000",
+    }
+    for i, m in enumerate(rows):
+        data |= {
+            f"memberships-{i}-id": str(m.pk),
+            f"memberships-{i}-project": str(project.pk),
+            f"memberships-{i}-user": str(m.user_id),
+            f"memberships-{i}-role": m.role if m.user_id == owner.pk else "reviewer",
+        }
+    url = f"/admin/accounts/project/{project.pk}/change/"
+    assert admin_client.post(url, data).status_code == 302
+    assert _log(project) == [
+        ("role_changed", "victor", {"role": "viewer"}, {"role": "reviewer"})
+    ]
+    assert admin_client.post(url, data).status_code == 302  # nothing changed
+    assert len(_log(project)) == 1
+
+
+def test_the_access_log_cannot_be_edited_in_the_admin(admin_client, project, owner):
+    from tests.factories import InvitationFactory, MembershipEventFactory
+
+    event = MembershipEventFactory(project=project)
+    invitation = InvitationFactory(project=project)
+    for model, pk in (("membershipevent", event.pk), ("invitation", invitation.pk)):
+        assert admin_client.get(f"/admin/accounts/{model}/").status_code == 200
+        assert (
+            admin_client.get(f"/admin/accounts/{model}/{pk}/change/").status_code == 200
+        )
+        assert admin_client.get(f"/admin/accounts/{model}/add/").status_code == 403
+        assert (
+            admin_client.post(
+                f"/admin/accounts/{model}/{pk}/delete/", {"post": "yes"}
+            ).status_code
+            == 403
+        )

@@ -15,9 +15,11 @@ from evalsite.accounts.services.members import (
     invitation_revoke,
     invitation_signup,
     member_create,
+    membership_changes_record,
     membership_event_write,
     membership_remove,
     membership_set,
+    membership_snapshot,
 )
 from evalsite.accounts.services.projects import (
     on_project_created,
@@ -45,9 +47,11 @@ __all__ = [
     "invitation_revoke",
     "invitation_signup",
     "member_create",
+    "membership_changes_record",
     "membership_event_write",
     "membership_remove",
     "membership_set",
+    "membership_snapshot",
     "on_project_created",
     "project_create",
     "project_update",

@@ -5,6 +5,7 @@ every change it records)."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -136,6 +137,50 @@ def membership_remove(*, membership: Membership, actor: User | None = None) -> N
         action=MembershipAction.REMOVED,
         before={"role": role},
     )
+
+
+# Who has which role, per project: {project_id: {user_id: role}}.
+MembershipSnapshot = dict[int, dict[int, str]]
+
+
+def membership_snapshot(*, project_ids: Iterable[int]) -> MembershipSnapshot:
+    """The roles in these projects now, for `membership_changes_record` after an edit
+    that did not go through these services (the Django admin's forms)."""
+    ids = {pk for pk in project_ids if pk is not None}
+    snapshot: MembershipSnapshot = {pk: {} for pk in ids}
+    rows = Membership.objects.filter(project_id__in=ids).values_list(
+        "project_id", "user_id", "role"
+    )
+    for project_id, user_id, role in rows:
+        snapshot[project_id][user_id] = role
+    return snapshot
+
+
+def membership_changes_record(
+    *, actor: User | None, before: MembershipSnapshot, after: MembershipSnapshot
+) -> None:
+    """Record every difference between two snapshots as added, role changed or
+    removed, so the access log stays complete whichever way memberships change."""
+    for project_id in sorted(before.keys() | after.keys()):
+        old, new = before.get(project_id, {}), after.get(project_id, {})
+        for user_id in sorted(old.keys() | new.keys()):
+            was, now = old.get(user_id), new.get(user_id)
+            if was == now:
+                continue
+            if was is None:
+                action = MembershipAction.ADDED
+            elif now is None:
+                action = MembershipAction.REMOVED
+            else:
+                action = MembershipAction.ROLE_CHANGED
+            MembershipEvent.objects.create(
+                project_id=project_id,
+                actor=actor,
+                subject_id=user_id,
+                action=action,
+                before=None if was is None else {"role": was},
+                after=None if now is None else {"role": now},
+            )
 
 
 # ------------------------------------------------------------------ new users
