@@ -66,6 +66,14 @@ def test_judge_key_env_of_an_allowed_name_is_sent(
     assert listener.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
 
 
+def test_an_empty_allow_list_refuses_every_name_and_says_so(project, owner, listener):
+    with override_settings(JUDGE_KEY_ENV_ALLOWED=[]):
+        with pytest.raises(ApplicationError) as raised:
+            _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
+    message = raised.value.field_errors["api_key_env"]
+    assert "allows no variable names" in message and "enter the key" in message
+
+
 def test_judge_key_env_set_behind_the_services_back_is_refused_at_use(
     project, owner, listener, dataset_with_run, monkeypatch, settings
 ):

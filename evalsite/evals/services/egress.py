@@ -36,6 +36,8 @@ def judge_key_env_allowed(name: str) -> bool:
 
 
 def judge_key_env_help() -> str:
+    if not settings.JUDGE_KEY_ENV_ALLOWED:
+        return "This server allows no variable names (JUDGE_KEY_ENV_ALLOWED); enter the key itself."
     return "Allowed names: " + ", ".join(settings.JUDGE_KEY_ENV_ALLOWED) + "."
 
 
