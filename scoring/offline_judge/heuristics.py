@@ -705,13 +705,13 @@ def _reason_text(kind: str, score_text: str, analysis: Mapping[str, Any]) -> str
         by_level: dict[str, list[str]] = {}
         for e in evaluations:
             by_level.setdefault(str(e.get("relevance")), []).append(
-                str(e.get("context_index"))
+                _chunk(e.get("context_index"))
             )
         parts = [
             f"{level} for chunk(s) {', '.join(ix)}" for level, ix in by_level.items()
         ]
         unused = [
-            str(e.get("context_index"))
+            _chunk(e.get("context_index"))
             for e in evaluations
             if e.get("relevance") == "high" and not e.get("used")
         ]

@@ -209,7 +209,7 @@ def test_every_change_writes_one_audit_event(project, reviewer):
     assert (
         created.before["final_score"] == 3.33 and created.after["final_score"] == 6.67
     )
-    assert "verdicts.1.verdict no → yes" in created.summary
+    assert "verdict 2: contradicted → supported" in created.summary
     assert "context says so" in created.summary
 
 

@@ -22,6 +22,7 @@ from evalsite.evals.models import Result, RunScorer
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import AuditEvent, Override, ReviewVersion
 from evalsite.review.selectors.aggregates import review_groups_advance, review_row
+from evalsite.review.selectors.labels import override_change
 from evalsite.review.services.audit import audit_record
 from scoring import (
     AnalysisError,
@@ -385,14 +386,6 @@ def _check_text(**fields: str | None) -> None:
             text_check_storable(text, field=name)
 
 
-def _describe(value: Any, kind: str, path: str) -> str:
-    if kind == Override.Kind.PASS:
-        return "pass" if value else "fail"
-    if kind == Override.Kind.SCORE:
-        return "–" if value is None else f"{value:g}"
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def _override_create_locked(
     *,
     result: Result,
@@ -427,14 +420,15 @@ def _override_create_locked(
     if kind == Override.Kind.PASS:
         result.human_passed = new
     _save_result(result, *_REVIEW_FIELDS)
-    what = path or kind
+    change = override_change(
+        kind=run_scorer.kind, override_kind=kind, path=path, old=old, new=new
+    )
     audit_record(
         project=result.run.project,
         actor=user,
         action="override.create",
         summary=(
-            f"{user.get_username()} set {what} {_describe(old, kind, path)} → "
-            f"{_describe(new, kind, path)} on {_where(result)}"
+            f"{user.get_username()} set {change} on {_where(result)}"
             + (f" ({note})" if note else "")
         ),
         before={**before, "value": old},
@@ -529,15 +523,18 @@ def override_revert(
             if latest_pass is not None:
                 locked.human_passed = latest_pass.new_value
         _save_result(locked, *_REVIEW_FIELDS)
-        what = current.path or current.kind
+        change = override_change(
+            kind=run_scorer.kind,
+            override_kind=current.kind,
+            path=current.path,
+            old=current.old_value,
+            new=current.new_value,
+        )
         audit_record(
             project=locked.run.project,
             actor=user,
             action="override.revert",
-            summary=(
-                f"{user.get_username()} undid {what} → "
-                f"{_describe(current.new_value, current.kind, current.path)} on {_where(locked)}"
-            ),
+            summary=f"{user.get_username()} undid {change} on {_where(locked)}",
             before={**before, "value": current.new_value, "override_id": current.pk},
             after={**_snapshot(locked), "value": current.old_value},
             run=locked.run,

@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from evalsite.accounts.models import MAX_OVERLAP, Role
@@ -39,7 +40,7 @@ SOURCE_FAILING = "failing"
 
 def _default_name(source: str, run: Run, count: int) -> str:
     label = dict(ReviewQueue.Source.choices).get(source, "Queue")
-    return f"{label} · {run} · {count} results"
+    return f"{label} · {run} · {count} result{pluralize(count)}"
 
 
 def _clean_overlap(
@@ -178,7 +179,7 @@ def queue_create(
         project=run.project,
         actor=user,
         action="queue.create",
-        summary=f"created queue “{queue.name}” ({len(ids)} results)",
+        summary=f"created queue “{queue.name}” ({len(ids)} result{pluralize(len(ids))})",
         after={
             "queue_id": queue.pk,
             "source": source,

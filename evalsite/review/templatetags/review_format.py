@@ -8,6 +8,9 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from evalsite.review.models import Override
+from evalsite.review.selectors import labels
+
 register = template.Library()
 
 
@@ -37,6 +40,24 @@ def value_label(value: Any, labels: dict[str, str] | None) -> str:
     """A KINDS value_labels lookup (booleans keyed "true"/"false")."""
     key = str(value).lower() if isinstance(value, bool) else str(value)
     return (labels or {}).get(key, key)
+
+
+@register.filter
+def path_label(path: str) -> str:
+    """ "verdicts.2.verdict" → "verdict 3" (selectors.labels)."""
+    return labels.path_label(path or "")
+
+
+@register.simple_tag
+def override_labels(override: Override, kind: str) -> dict[str, str]:
+    """An override's what / before / after in the scorer kind's words:
+    {"what": "verdict 3", "old": "supported", "new": "contradicted"}."""
+    common = {"kind": kind, "override_kind": override.kind, "path": override.path}
+    return {
+        "what": labels.override_what(override_kind=override.kind, path=override.path),
+        "old": labels.override_value(**common, value=override.old_value),
+        "new": labels.override_value(**common, value=override.new_value),
+    }
 
 
 @register.simple_tag
