@@ -38,6 +38,7 @@ from evalsite.review.models import (
     Override,
     QueueEntry,
     ReviewQueue,
+    SavedFilter,
 )
 from scoring import KINDS, validate_options
 
@@ -276,3 +277,13 @@ class MembershipEventFactory(factory.django.DjangoModelFactory):
     project = factory.SubFactory(ProjectFactory)
     action = "member_added"
     after = factory.LazyFunction(lambda: {"role": Role.VIEWER})
+
+
+class SavedFilterFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = SavedFilter
+
+    project = factory.SubFactory(ProjectFactory)
+    user = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"filter {n}")
+    query = "final=fail"

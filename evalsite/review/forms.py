@@ -200,7 +200,7 @@ YES_NO_CHOICES = [("", "any"), ("yes", "yes"), ("no", "no")]
 STATUS_CHOICES = [("", "any"), *[(s.value, s.label) for s in Result.Status]]
 
 
-PAGE_SIZES = [25, 50, 100]
+PAGE_SIZES = [25, 50, 100, 200]
 
 
 class ExplorerFilterForm(forms.Form):
@@ -308,6 +308,88 @@ class QueueCreateForm(forms.Form):
         required=False,
         choices=[("", "—"), ("majority", "Majority"), ("unanimous", "Unanimous")],
     )
+
+
+SELECTION_SCOPES = [
+    ("selected", "The selected results"),
+    ("all", "Every result matching this filter"),
+]
+
+BULK_ACTIONS = [
+    ("accept", "Accept"),
+    ("assign", "Assign"),
+    ("queue", "Add to a queue"),
+    ("export_csv", "Export CSV"),
+    ("export_excel", "Export CSV (Excel)"),
+    ("export_jsonl", "Export JSONL"),
+]
+
+# The assignee choice that means "nobody" (a username never starts with "-").
+UNASSIGN = "-"
+
+
+class ResultIdsField(forms.Field):
+    """Repeated `ids` parameters as a list of positive ids (not yet checked to be the
+    run's: the bulk services do that)."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[int]:
+        ids = []
+        for raw in value or []:
+            try:
+                pk = int(str(raw).strip())
+            except ValueError:
+                raise forms.ValidationError(f"{raw!r} is not a result id.") from None
+            if not 1 <= pk < 2**63:
+                raise forms.ValidationError(f"{raw!r} is not a result id.")
+            ids.append(pk)
+        return ids
+
+
+class BulkActionForm(forms.Form):
+    """The explorer's bulk action bar. The filter it acts on ("all matching") is sent
+    along as hidden fields and parsed by ResultQuery.from_querydict, like the queue
+    form's."""
+
+    action = forms.ChoiceField(choices=BULK_ACTIONS)
+    scope = forms.ChoiceField(choices=SELECTION_SCOPES, initial="selected")
+    ids = ResultIdsField(required=False)
+    assign_to = forms.CharField(required=False, max_length=150)
+    queue = forms.TypedChoiceField(
+        required=False, coerce=int, empty_value=None, label="Queue"
+    )
+    queue_name = forms.CharField(required=False, max_length=200, label="New queue name")
+    blind = forms.BooleanField(required=False, label="Blind review")
+    page = forms.IntegerField(required=False, min_value=1)
+    per_page = forms.TypedChoiceField(
+        required=False,
+        coerce=int,
+        empty_value=PAGE_SIZES[1],  # type: ignore[arg-type]  # stubs say str; Django passes any value through
+        choices=[(n, n) for n in PAGE_SIZES],
+    )
+
+    def __init__(
+        self, data: Any = None, *, queue_ids: list[int] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(data, **kwargs)
+        cast(forms.ChoiceField, self.fields["queue"]).choices = [
+            ("", "a new queue")
+        ] + [(pk, pk) for pk in queue_ids or []]
+
+    def clean(self) -> dict[str, Any]:
+        data: dict[str, Any] = super().clean()  # type: ignore[assignment]  # BaseForm.clean returns cleaned_data, never None
+        if data.get("scope") == "selected" and "ids" in data and not data["ids"]:
+            self.add_error("ids", "Select at least one result.")
+        if data.get("action") == "assign" and not data.get("assign_to"):
+            self.add_error("assign_to", "Choose whom to assign them to.")
+        return data
+
+
+class SavedFilterForm(forms.Form):
+    """Save the explorer's current filter (sent along as hidden fields) under a name."""
+
+    name = forms.CharField(max_length=100, strip=True, label="Name")
 
 
 class CommentForm(forms.Form):

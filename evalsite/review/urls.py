@@ -40,6 +40,26 @@ urlpatterns = [
     path(f"{P}compare/", compare.compare, name="compare"),
     # Results explorer, review queues, assigned work, comments, audit log.
     path(f"{P}runs/<int:run_id>/results/", explorer.explorer, name="explorer"),
+    path(
+        f"{P}runs/<int:run_id>/results/bulk/",
+        explorer.bulk_action,
+        name="explorer_bulk",
+    ),
+    path(
+        f"{P}runs/<int:run_id>/results/filters/",
+        explorer.saved_filter_create,
+        name="saved_filter_create",
+    ),
+    path(
+        f"{P}runs/<int:run_id>/results/filters/<int:saved_filter_id>/",
+        explorer.saved_filter_apply,
+        name="saved_filter_apply",
+    ),
+    path(
+        f"{P}runs/<int:run_id>/results/filters/<int:saved_filter_id>/delete/",
+        explorer.saved_filter_delete,
+        name="saved_filter_delete",
+    ),
     path(f"{P}runs/<int:run_id>/queues/", queues.queue_create, name="queue_create"),
     path(f"{P}runs/<int:run_id>/audit/", audit.run_audit, name="run_audit"),
     path(f"{P}queues/<int:queue_id>/", queues.queue_detail, name="queue"),

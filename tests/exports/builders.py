@@ -22,6 +22,7 @@ from tests.factories import (
     ReviewQueueFactory,
     RunFactory,
     RunScorerFactory,
+    SavedFilterFactory,
     ScorerConfigFactory,
 )
 
@@ -141,6 +142,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
     )
     entry = QueueEntryFactory(queue=queue, result=result, position=1)
     token, raw = api_token_create(user=owner, name="world")
+    saved_filter = SavedFilterFactory(project=project, user=owner)
     invitation = InvitationFactory(project=project, created_by=owner)
     membership_event = MembershipEventFactory(
         project=project, actor=owner, subject=owner, after={"role": "owner"}
@@ -163,6 +165,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         "entry": entry,
         "token": token,
         "raw_token": raw,
+        "saved_filter": saved_filter,
         "invitation": invitation,
         "membership_event": membership_event,
         "membership": project.memberships.get(user=owner),

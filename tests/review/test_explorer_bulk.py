@@ -22,7 +22,6 @@ from evalsite.review.services.bulk import (
     SKIP_IN_QUEUE,
     SKIP_NOT_SCORED,
     SKIP_REVIEWED,
-    SKIP_SAME_ASSIGNEE,
     assignee_get,
     results_accept,
     results_assign,
@@ -242,7 +241,9 @@ def test_bulk_assign_sets_the_assignee_audits_and_skips_those_already_so(
         selection=Selection(ids=(first, second, third)),
         assignee=rita,
     )
-    assert outcome.done == 2 and dict(outcome.skipped) == {SKIP_SAME_ASSIGNEE: 1}
+    assert outcome.done == 2 and dict(outcome.skipped) == {
+        "already assigned to rita": 1
+    }
     assert outcome.summary().startswith("Assigned 2 results; skipped 1")
     assert set(_ids(run, assignee=reviewer)) == {first, second, third}
     event = AuditEvent.objects.get(result_id=second, action="result.assign")
@@ -254,6 +255,10 @@ def test_bulk_assign_sets_the_assignee_audits_and_skips_those_already_so(
         run=run, user=owner, selection=Selection(query=ResultQuery()), assignee=None
     )
     assert unassigned.done == 3 and unassigned.action == "unassign"
+    rest = len(_ids(run)) - 3
+    assert unassigned.summary() == (
+        f"Unassigned 3 results; skipped {rest} ({rest} already unassigned)."
+    )
     assert not Result.objects.filter(assignee__isnull=False).exists()
 
 

@@ -96,6 +96,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "invitation_id": world["invitation"],
         "comment_id": world["comment"],
         "call_id": world["call"],
+        "saved_filter_id": world["saved_filter"],
     }
     if name in objects:
         return objects[name].pk

@@ -44,7 +44,7 @@ BULK_BATCH = 500
 # Why a selected result was left alone, as the summary words it.
 SKIP_NOT_SCORED = "not scored (errored, pending or cancelled)"
 SKIP_REVIEWED = "already reviewed"
-SKIP_SAME_ASSIGNEE = "already assigned so"
+SKIP_UNASSIGNED = "already unassigned"
 SKIP_IN_QUEUE = "already in the queue"
 SKIP_QUEUE_FULL = f"over the queue limit of {QUEUE_MAX}"
 
@@ -220,7 +220,7 @@ def results_assign(
 ) -> BulkOutcome:
     """Assign the selected results to `assignee` (None: unassign), audited per result
     like the queue's round-robin ("result.assign", before and after assignee).
-    Results already assigned so are skipped. `assignee` must come from
+    Results that already have that assignee are skipped. `assignee` must come from
     `assignee_get` (a reviewer of the project)."""
     _require_reviewer(run=run, user=user)
     outcome = BulkOutcome(action="assign" if assignee is not None else "unassign")
@@ -248,7 +248,12 @@ def _assign_batch(
     )
     changed = [row for row in rows if row[1] != target_id]
     if len(changed) < len(rows):
-        outcome.skipped[SKIP_SAME_ASSIGNEE] += len(rows) - len(changed)
+        reason = (
+            f"already assigned to {assignee.get_username()}"
+            if assignee is not None
+            else SKIP_UNASSIGNED
+        )
+        outcome.skipped[reason] += len(rows) - len(changed)
     if not changed:
         return
     # Bumps the version like the round-robin does, so a stale form cannot undo it.
