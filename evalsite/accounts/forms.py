@@ -20,7 +20,7 @@ class ProjectForm(forms.Form):
 
 class MemberForm(forms.Form):
     username = forms.CharField(max_length=150)
-    role = forms.ChoiceField(choices=Role.choices)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.REVIEWER)
 
 
 class MemberRoleForm(forms.Form):
