@@ -482,6 +482,18 @@ def test_a_dispatched_run_checks_the_address_on_every_connection(
     assert listener.requests == []
 
 
+def test_no_key_in_the_logs_of_a_failing_dispatched_run(
+    project, owner, listener, dataset_with_run, caplog
+):
+    listener.reply = (200, {"Content-Type": "text/html"}, b"<html>nope</html>")
+    judge = _judge(project, owner, listener.url, api_key=KEY)
+    with caplog.at_level(logging.DEBUG):
+        result = _dispatch(dataset_with_run(judge))
+    assert result.status == Result.Status.ERROR
+    assert listener.seen(KEY)
+    assert KEY not in caplog.text and KEY not in result.error
+
+
 def test_a_dispatched_run_refuses_a_key_env_outside_the_allowed_names(
     project, owner, listener, dataset_with_run, settings
 ):
