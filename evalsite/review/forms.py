@@ -11,6 +11,7 @@ from evalsite.evals.models import Result, RunScorer
 from evalsite.review.schemas import ResultQuery, ResultQueryError
 from evalsite.review.selectors.explorer import DEFAULT_SORT, Q_MAX_LENGTH, SORT_LABELS
 from evalsite.review.services.comments import COMMENT_MAX_LENGTH
+from evalsite.review.services.guidelines import GUIDELINE_MAX_LENGTH
 from evalsite.review.services.rescore import RESCORABLE_OPTIONS
 from scoring import KINDS
 
@@ -404,3 +405,25 @@ class CommentForm(forms.Form):
 class AuditFilterForm(forms.Form):
     action = forms.CharField(required=False, max_length=40)
     page = forms.IntegerField(required=False, min_value=1)
+
+
+class GuidelineForm(forms.Form):
+    """Edit one scope's guidelines; `version` is the version the editor started from."""
+
+    body = forms.CharField(
+        required=False,
+        strip=False,
+        max_length=GUIDELINE_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 16}),
+        label="Guidelines (markdown)",
+    )
+    version = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+
+
+class PreferencesForm(forms.Form):
+    keyboard_shortcuts = forms.BooleanField(
+        required=False, label="Single-key shortcuts (a, p, f, 1–9, u, j, k, c, ?)"
+    )
+    advance_after_answer = forms.BooleanField(
+        required=False, label="Accept, pass and fail move to the next item"
+    )

@@ -7,8 +7,11 @@ from evalsite.review.views import (
     comments,
     compare,
     explorer,
+    flow,
+    guidelines,
     item,
     overrides,
+    preferences,
     queues,
     rescore,
     reviews,
@@ -84,4 +87,13 @@ urlpatterns = [
     path(f"{P}queue/", queues.assigned, name="assigned"),
     path(f"{P}results/<int:result_id>/comments/", comments.comments, name="comments"),
     path(f"{P}results/<int:result_id>/audit/", audit.result_audit, name="result_audit"),
+    # Guidelines (issue 17 part 4) and the reviewer's own preferences (part 6).
+    path(f"{P}guidelines/", guidelines.project_guidelines, name="project_guidelines"),
+    path(
+        f"{P}queues/<int:queue_id>/guidelines/",
+        guidelines.queue_guidelines,
+        name="queue_guidelines",
+    ),
+    path("preferences/", preferences.preferences, name="preferences"),
+    path(f"{P}results/<int:result_id>/diff/", flow.result_diff, name="result_diff"),
 ]

@@ -26,3 +26,13 @@ document.addEventListener("htmx:afterRequest", (event) => {
   form.querySelector(".comment-errors")?.replaceChildren();
   document.querySelector(`${form.dataset.commentList} .no-comments`)?.remove();
 });
+
+// Ctrl+Enter (Cmd+Enter on a Mac) in a comment box sends the comment, on every page
+// and whatever the single-key shortcut preference: it is not a single-key shortcut.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey)) return;
+  const box = event.target.closest && event.target.closest("form[data-comment-form] textarea");
+  if (!box || !box.form) return;
+  event.preventDefault();
+  if (box.value.trim()) box.form.requestSubmit();
+});

@@ -21,6 +21,7 @@ SKIP_NAMES = {
     "accounts:dashboard",
     "accounts:project_create",
     "accounts:tokens",
+    "review:preferences",  # the signed-in user's own settings
 }
 
 _PARAM = re.compile(r"<(?:(?P<conv>\w+):)?(?P<name>\w+)>|\{(?P<api>\w+)\}")

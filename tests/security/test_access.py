@@ -148,6 +148,10 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         },
         ("POST", "/results/{result_id}/comments"): {"body": "hello"},
         ("POST", "/runs/{run_id}/queues"): {"name": "q"},
+        ("PUT", "/projects/{project_id}/guidelines"): {"body": "Be strict."},
+        ("PUT", "/projects/{project_id}/queues/{queue_id}/guidelines"): {
+            "body": "Be strict."
+        },
         ("POST", "/queues/{queue_id}/entries/{position}/reviews"): {"passed": True},
         ("POST", "/queues/{queue_id}/entries/{position}/adjudication"): {
             "passed": True

@@ -9,6 +9,7 @@ from evalsite.review.api import (
     comments,
     compare,
     explorer,
+    guidelines,
     overrides,
     queues,
     rescore,
@@ -27,3 +28,4 @@ for _module in (
     reviews,
 ):
     router.add_router("", _module.router)
+router.add_router("", guidelines.router)

@@ -15,6 +15,7 @@ from evalsite.evals.selectors import result_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import services
 from evalsite.review.forms import CommentForm
+from evalsite.review.selectors.audit import audit_list_for_result
 from evalsite.review.selectors.comments import comment_list
 from evalsite.review.views.common import item_url, user_can_write
 
@@ -75,6 +76,18 @@ def comments(
     except ApplicationError as exc:
         return HttpResponse(exc.message, status=exc.status_code)
     if wants_partial(request):
+        if request.POST.get("history") == "1":
+            # The item page: its History list comes back too, swapped out of band.
+            return render(
+                request,
+                "review/_comment_response.html",
+                {
+                    "comment": comment,
+                    "events": audit_list_for_result(result=result)[:50],
+                    "oob": True,
+                },
+                status=201,
+            )
         return render(
             request, "review/_comments.html#comment", {"comment": comment}, status=201
         )

@@ -22,6 +22,7 @@ from evalsite.review import selectors
 from evalsite.review.forms import CommentForm
 from evalsite.review.models import Override
 from evalsite.review.views.common import user_can_write
+from evalsite.review.views.flow import reference_context
 from scoring import KINDS, KindSpec
 
 
@@ -135,7 +136,8 @@ def item(
         comments=result.comments.select_related("user"),
         comment_form=CommentForm(),
         can_write=user_can_write(project),
-        events=result.audit_events.select_related("actor")[:50],
+        events=selectors.audit_list_for_result(result=result)[:50],
+        **reference_context(result),
     )
     return render(request, "review/item.html", context)
 
@@ -166,5 +168,9 @@ def run_item(
             "siblings": [],
             "single": False,
             "aggregates": selectors.run_aggregates(run_id=run.pk),
+            **reference_context(
+                results[0],
+                kinds=[r.run_scorer.kind for r in results],
+            ),
         },
     )

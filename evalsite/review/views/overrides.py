@@ -31,6 +31,9 @@ def _panel_response(
     agg = selectors.run_aggregates(
         run_id=result.run_id, run_scorer_id=result.run_scorer_id
     )
+    # The single-result page sends history=1 (its panel's hx-vals): its History list
+    # comes back in the same response, swapped out of band.
+    history = request.POST.get("history") == "1"
     return render(
         request,
         "review/_override_response.html",
@@ -40,6 +43,10 @@ def _panel_response(
             "run": result.run,
             "agg": agg[0] if agg else None,
             "oob": True,
+            "single": history,
+            "events": selectors.audit_list_for_result(result=result)[:50]
+            if history
+            else None,
         },
     )
 

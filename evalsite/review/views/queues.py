@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -47,6 +48,7 @@ from evalsite.review.selectors.reviews import (
 )
 from evalsite.review.services.reviews import review_record_single
 from evalsite.review.views.common import item_url, user_can_write
+from evalsite.review.views.flow import flow_context
 from scoring import KINDS
 
 ASSIGNED_PAGE_SIZE = 50
@@ -99,7 +101,10 @@ def queue_create(
         query = urlencode(result_query.to_querydict())
         url = f"{back}?{query}" if query else back
         return redirect_htmx(request, url)
-    messages.success(request, f"Queue “{queue.name}” created ({queue.size} results).")
+    messages.success(
+        request,
+        f"Queue “{queue.name}” created ({queue.size} result{pluralize(queue.size)}).",
+    )
     url = reverse("review:queue", args=[project_id, queue.pk])
     return redirect_htmx(request, url)
 
@@ -172,6 +177,7 @@ def _queue_card_context(
         "has_undo": bool(result and result.overridden),
         "error": error,
         "overlap": overlap,
+        **flow_context(request, queue, result),
         "action_base": reverse(
             "review:queue_action", args=[queue.project_id, queue.pk, position, "x"]
         )[:-2],

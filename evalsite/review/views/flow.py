@@ -1,0 +1,128 @@
+"""A queue that flows (issue 17 parts 4 and 6): the guidelines beside every item, the
+reviewer's preferences for keys and advancing, the reference open for the scorers that
+compare with it, and a word diff of the output against it.
+
+`flow_context` adds this to the queue card's context; the item page uses
+`reference_context` and `result_diff`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_GET
+
+from evalsite.accounts.models import ReviewerPreferences
+from evalsite.evals.models import Result
+from evalsite.evals.selectors import result_get_for_user
+from evalsite.review.models import Guideline, ReviewQueue
+from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
+from evalsite.review.selectors.guidelines import guideline_current, guideline_html
+from evalsite.review.selectors.preferences import reviewer_preferences
+
+# Scorer kinds whose score compares the output with the item's reference (the text
+# kinds fall back to the input without one): their reviewers see it open.
+REFERENCE_KINDS = frozenset(
+    {
+        "factuality",
+        "context_precision",
+        "content_similarity",
+        "textual_difference",
+        "keyword_coverage",
+        "completeness",
+    }
+)
+
+
+class QueueFlow:
+    """What the queue page shows around the card. Read lazily: the card's htmx
+    swaps never touch the guidelines or the preferences, which live outside it."""
+
+    def __init__(self, queue: ReviewQueue, user: User | AnonymousUser) -> None:
+        self.queue = queue
+        self.user = user
+        self.guidelines_url = reverse(
+            "review:queue_guidelines", args=[queue.project_id, queue.pk]
+        )
+        self.project_guidelines_url = reverse(
+            "review:project_guidelines", args=[queue.project_id]
+        )
+
+    @cached_property
+    def guideline(self) -> Guideline | None:
+        """The guidelines in force for this queue (its own, else the project's)."""
+        return guideline_current(
+            project_id=self.queue.project_id, queue_id=self.queue.pk
+        )
+
+    @cached_property
+    def guideline_html(self) -> SafeString | str:
+        return guideline_html(self.guideline) if self.guideline else ""
+
+    @cached_property
+    def project_guideline(self) -> Guideline | None:
+        """The project's guidelines too, for the ? panel, when the queue has its own."""
+        if self.guideline is None or self.guideline.queue_id is None:
+            return None
+        return guideline_current(project_id=self.queue.project_id)
+
+    @cached_property
+    def project_guideline_html(self) -> SafeString | str:
+        return guideline_html(self.project_guideline) if self.project_guideline else ""
+
+    @cached_property
+    def can_edit_guidelines(self) -> bool:
+        return bool(self.queue.project.membership.can_adjudicate)
+
+    @cached_property
+    def preferences(self) -> ReviewerPreferences:
+        return reviewer_preferences(self.user)
+
+
+def reference_context(
+    result: Result | None, *, kinds: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The reference's state for a result's item: open when its scorer (or any of
+    `kinds`, for a page of several scorers) compares with it, and where its word
+    diff loads from."""
+    if result is None or not result.item.reference:
+        return {"reference_open": False, "diff_url": None}
+    kinds = {result.run_scorer.kind, *kinds}
+    return {
+        "reference_open": bool(kinds & REFERENCE_KINDS),
+        "diff_url": reverse(
+            "review:result_diff", args=[result.run.project_id, result.pk]
+        ),
+    }
+
+
+def flow_context(
+    request: HttpRequest, queue: ReviewQueue, result: Result | None
+) -> dict[str, Any]:
+    """The queue card's share of issue 17 parts 4 and 6 (see the module docstring)."""
+    return {"flow": QueueFlow(queue, request.user), **reference_context(result)}
+
+
+@require_GET
+def result_diff(request: HttpRequest, project_id: int, result_id: int) -> HttpResponse:
+    """The word diff of a result's output against its reference (a fragment that the
+    queue card and the item page load when its panel opens)."""
+    result = result_get_for_user(user=request.user, pk=result_id, project_id=project_id)
+    item = result.item
+    diff = word_diff_cached(item.reference or "", item.output or "")
+    return render(
+        request,
+        "review/_word_diff.html",
+        {
+            "diff": diff,
+            "limit": WORD_DIFF_MAX_WORDS,
+            "has_reference": bool(item.reference),
+        },
+    )
