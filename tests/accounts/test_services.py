@@ -3,10 +3,12 @@ revocation, project binding) and the access log each change writes."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.http import Http404
 
 from evalsite.accounts.models import (
@@ -358,3 +360,37 @@ def test_every_action_has_a_label():
     for action in MembershipAction:
         event = MembershipEvent(action=action)
         assert event.action_label and event.action_label != action.value
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite locks the whole database"
+)
+@pytest.mark.django_db(transaction=True)
+def test_two_visitors_racing_for_one_link_make_one_member():
+    """The invitation row is locked while it is spent: of two sign-ups at once, one
+    joins and the other is told the link was used (and gets no account)."""
+    owner = UserFactory(username="olivia")
+    project = project_create(user=owner, name="Race")
+    _, raw = invitation_create(project=project, actor=owner, role=Role.REVIEWER)
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def sign_up(username: str) -> None:
+        try:
+            barrier.wait()
+            invitation_signup(token=raw, username=username, password=GOOD_PASSWORD)
+            outcomes.append("joined")
+        except InvitationGoneError:
+            outcomes.append("gone")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=sign_up, args=(n,)) for n in ("ann", "bob")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["gone", "joined"]
+    assert Membership.objects.filter(project=project, role=Role.REVIEWER).count() == 1
+    assert User.objects.filter(username__in=["ann", "bob"]).count() == 1
+    assert _events(project)[-1][0] == "invitation_accepted"
