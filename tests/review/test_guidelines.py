@@ -412,3 +412,9 @@ def test_api_guidelines_errors(
     stale = _put(client, _api(project), owner, {"body": "v2", "expected_version": 0})
     assert stale.status_code == 409 and set(stale.json()) == {"detail", "errors"}
     assert Guideline.objects.count() == 1
+
+
+def test_my_queue_page_links_the_project_guidelines(client, project, reviewer):
+    login(client, reviewer)
+    html = client.get(reverse("review:assigned", args=[project.pk])).content.decode()
+    assert _project_url(project) in html and reverse("review:preferences") in html
