@@ -528,6 +528,60 @@ class QueueFiltersIn(ResultQuery):
     model_config = ConfigDict(extra="forbid")
 
 
+class SelectionIn(Schema):
+    """What a bulk action acts on: `ids` (at most 1,000 results of the run) or
+    `filters` (every result matching them; {} is the whole run), not both."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: list[ObjectId] | None = Field(default=None, min_length=1, max_length=1000)
+    filters: QueueFiltersIn | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> SelectionIn:
+        if (self.ids is None) == (self.filters is None):
+            raise ValueError("send either ids or filters")
+        return self
+
+
+class BulkAssignIn(SelectionIn):
+    assignee: str | None = Field(
+        description="A reviewer's username, or null to unassign.", max_length=150
+    )
+
+
+class BulkQueueIn(SelectionIn):
+    queue_id: ObjectId | None = Field(
+        default=None, description="Append to this queue of the run (else a new one)."
+    )
+    name: str = Field(default="", max_length=200)
+    blind: bool = False
+
+
+class BulkOut(Schema):
+    action: str
+    done: int
+    skipped: int
+    skipped_reasons: dict[str, int]
+    message: str
+    queue_id: int | None = None
+    queue_url: str | None = None
+
+
+class SavedFilterIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=100)
+    filters: QueueFiltersIn = Field(default_factory=QueueFiltersIn)
+
+
+class SavedFilterOut(Schema):
+    id: int
+    project_id: int
+    name: str
+    query: str = Field(description="The explorer's query string.")
+    filters: dict[str, Any]
+    created_at: datetime
+
+
 class StratifiedIn(Schema):
     model_config = ConfigDict(extra="forbid")
     pass_share: float = Field(

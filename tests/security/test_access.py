@@ -148,6 +148,14 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         },
         ("POST", "/results/{result_id}/comments"): {"body": "hello"},
         ("POST", "/runs/{run_id}/queues"): {"name": "q"},
+        ("POST", "/runs/{run_id}/results/accept"): {"ids": [world["result"].pk]},
+        ("POST", "/runs/{run_id}/results/assign"): {
+            "ids": [world["result"].pk],
+            "assignee": None,
+        },
+        ("POST", "/runs/{run_id}/results/queue"): {"ids": [world["result"].pk]},
+        ("POST", "/projects/{project_id}/saved-filters"): {"name": "mine"},
+        ("DELETE", "/saved-filters/{saved_filter_id}"): None,
         ("PUT", "/projects/{project_id}/guidelines"): {"body": "Be strict."},
         ("PUT", "/projects/{project_id}/queues/{queue_id}/guidelines"): {
             "body": "Be strict."
