@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Literal
+from typing import Literal, cast
 
 # ratings[item][reviewer] = value; an item rated by fewer than two reviewers has no
 # pair and counts for nothing.
@@ -96,8 +96,9 @@ def _alpha_w(units: Weighted, level: Level) -> float | None:
     if level == "interval":
         # sum over value pairs of n_a n_b (a - b)^2 = 2 (n * sum n_a a^2 - (sum n_a a)^2):
         # linear in the distinct values, which scores make as many as the items.
-        s1 = sum(t * float(a) for a, t in totals.items())  # type: ignore[arg-type]
-        s2 = sum(t * float(a) ** 2 for a, t in totals.items())  # type: ignore[arg-type]
+        weights = [(float(cast(float, a)), t) for a, t in totals.items()]
+        s1 = sum(t * a for a, t in weights)
+        s2 = sum(t * a * a for a, t in weights)
         expected = 2 * (n * s2 - s1 * s1) / (n - 1)
         if expected <= 1e-12 * max(1.0, n * s2):
             return None  # every value the same (up to rounding)

@@ -289,7 +289,8 @@ negation, or an incompatible fact).
 mentioned, or only partly). Speculation about things the context does not state is \
 "unsure".
 Return exactly one verdict per claim, in the order of the claims, copying the claim text. \
-The reason is one sentence naming the context chunk (by index) that decided it."""
+The reason is one sentence naming the context chunk that decided it as "chunk N", \
+where N is its index plus one."""
 
 HALLUCINATION_VERDICTS = """\
 Decide for each numbered <claim> whether it is a hallucination with respect to the \
@@ -300,7 +301,8 @@ not support it (including speculation about facts the context does not contain).
 - "no": the claim is supported by the context. Reasonable approximations of numbers and \
 dates (e.g. "about 2 million" for 2.1 million, "early 1990s" for 1991) count as supported.
 Return exactly one verdict per claim, in the order of the claims, copying the claim text. \
-The reason is one sentence naming the context chunk (by index) that decided it."""
+The reason is one sentence naming the context chunk that decided it as "chunk N", \
+where N is its index plus one."""
 
 CONTEXT_RELEVANCE = """\
 Rate every <context> chunk for the query in <input> and the response in <output>.
@@ -314,7 +316,7 @@ false otherwise.
 missing_context: short descriptions of information the query needs that no chunk \
 provides; an empty list when nothing is missing.
 Return exactly one evaluation per chunk, with its context_index, in index order. The \
-reason is one sentence."""
+reason is one sentence; name chunks as "chunk N", where N is the index plus one."""
 
 CONTEXT_PRECISION = """\
 For every <context> chunk decide whether it was useful for arriving at the target answer \
@@ -324,7 +326,7 @@ Verdicts:
 - "yes": the chunk contains information that the target answer uses or needs.
 - "no": the chunk did not contribute to the target answer.
 Return exactly one verdict per chunk, with its context_index, in index order. The reason \
-is one sentence."""
+is one sentence; name chunks as "chunk N", where N is the index plus one."""
 
 STATEMENT_EXTRACTION = """\
 Split the text in <output> into statements: each statement is one self-contained \
@@ -420,8 +422,8 @@ MEANING = {
 REASON_ITEMS = {
     "faithfulness": "claims (supported, contradicted or unverifiable)",
     "hallucination": "claims (hallucinated or supported)",
-    "context_relevance": "context chunks (by index) and missing information",
-    "context_precision": "context chunks (by index)",
+    "context_relevance": "context chunks (as chunk N, the index plus one) and missing information",
+    "context_precision": "context chunks (as chunk N, the index plus one)",
     "answer_relevancy": "statements",
     "bias": "opinions",
     "toxicity": "statements",

@@ -15,6 +15,7 @@ from evalsite.accounts.models import (
     Membership,
     MembershipEvent,
     Project,
+    ReviewerPreferences,
     Role,
 )
 from evalsite.accounts.services import membership_changes_record, membership_snapshot
@@ -218,3 +219,8 @@ class MembershipEventAdmin(admin.ModelAdmin[MembershipEvent]):
         self, request: HttpRequest, obj: MembershipEvent | None = None
     ) -> bool:
         return False
+
+
+@admin.register(ReviewerPreferences)
+class ReviewerPreferencesAdmin(admin.ModelAdmin[ReviewerPreferences]):
+    list_display = ["user", "keyboard_shortcuts", "advance_after_answer"]

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
-from evalsite.accounts.models import Project
+from evalsite.accounts.models import Membership, Project, Role
 from evalsite.datasets.services import dataset_create_from_path
 from evalsite.evals.models import Result, Run, ScorerConfig
 from evalsite.evals.services import (
@@ -26,7 +26,10 @@ from evalsite.evals.services import (
     run_start,
     scorer_create,
 )
-from evalsite.review.services import override_create, result_accept
+from evalsite.review.models import FinalRule, QueueEntry
+from evalsite.review.schemas import ResultQuery
+from evalsite.review.services import override_create, queue_create, result_accept
+from evalsite.review.services.reviews import review_answer
 from scoring.offline_judge import start_server
 
 DEMO_DATA = (
@@ -130,6 +133,8 @@ def demo_load(
     )
     reviewed = _demo_reviews(run=run, user=user)
     _say(stdout, f"demo reviews: {reviewed} faithfulness results reviewed by 'demo'")
+    queues = _demo_team_review(run=run, user=user)
+    _say(stdout, f"demo team review: {queues}")
 
 
 def _demo_reviews(*, run: Run, user: User) -> int:
@@ -159,6 +164,70 @@ def _demo_reviews(*, run: Run, user: User) -> int:
         else:
             result_accept(result=result, user=user)
     return len(results)
+
+
+def _demo_team_review(*, run: Run, user: User) -> str:
+    """Two colleagues (alex and sam, who cannot log in) so the team pages have
+    something to show: a hallucination queue they both answered, blind, with two
+    disagreements waiting for adjudication; and an answer-relevancy queue alex has
+    answered, where the demo user's own blind answers complete each result."""
+    colleagues = []
+    for name in ("alex", "sam"):
+        colleague = User.objects.filter(username=name).first()
+        if colleague is None:
+            colleague = User.objects.create_user(username=name, password=None)
+        Membership.objects.get_or_create(
+            project=run.project, user=colleague, defaults={"role": Role.REVIEWER}
+        )
+        colleagues.append(colleague)
+    alex, sam = colleagues
+
+    def first(kind: str, n: int) -> list[int]:
+        return list(
+            Result.objects.filter(
+                run=run, run_scorer__kind=kind, status=Result.Status.OK
+            )
+            .order_by("item__index")
+            .values_list("pk", flat=True)[:n]
+        )
+
+    both = queue_create(
+        run=run,
+        user=user,
+        query=ResultQuery(sort="item"),
+        result_ids=first("hallucination", 10),
+        name="Team review: hallucination, 2 reviewers",
+        overlap=2,
+        final_rule=FinalRule.UNANIMOUS,
+        blind=True,
+    )
+    for entry in QueueEntry.objects.filter(queue=both).select_related("result"):
+        judged = bool(entry.result.judge_passed)
+        review_answer(queue=both, result=entry.result, user=alex, passed=judged)
+        # sam reads items 3 and 7 differently: those two go to adjudication.
+        sam_says = (not judged) if entry.position in (3, 7) else judged
+        review_answer(queue=both, result=entry.result, user=sam, passed=sam_says)
+    yours = queue_create(
+        run=run,
+        user=user,
+        query=ResultQuery(sort="item"),
+        result_ids=first("answer_relevancy", 6),
+        name="Your turn: answer relevancy, 2 reviewers",
+        overlap=2,
+        final_rule=FinalRule.MAJORITY,
+        blind=True,
+    )
+    for entry in QueueEntry.objects.filter(queue=yours).select_related("result"):
+        review_answer(
+            queue=yours,
+            result=entry.result,
+            user=alex,
+            passed=bool(entry.result.judge_passed),
+        )
+    return (
+        f"queue “{both.name}” answered by alex and sam (2 for adjudication), "
+        f"queue “{yours.name}” waiting for your answers"
+    )
 
 
 def _score(result_id: int, base_url: str) -> str:

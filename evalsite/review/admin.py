@@ -5,10 +5,13 @@ from django.contrib import admin
 from evalsite.review.models import (
     AuditEvent,
     Comment,
+    Guideline,
     Override,
     QueueEntry,
+    Review,
     ReviewQueue,
     ReviewVersion,
+    SavedFilter,
 )
 
 
@@ -41,13 +44,22 @@ class AuditEventAdmin(admin.ModelAdmin[AuditEvent]):
 
 @admin.register(ReviewQueue)
 class ReviewQueueAdmin(admin.ModelAdmin[ReviewQueue]):
-    list_display = ["name", "run", "blind", "created_by", "created_at"]
+    list_display = [
+        "name",
+        "run",
+        "blind",
+        "overlap",
+        "final_rule",
+        "created_by",
+        "created_at",
+    ]
     raw_id_fields = ["run"]
 
 
 @admin.register(QueueEntry)
 class QueueEntryAdmin(admin.ModelAdmin[QueueEntry]):
-    list_display = ["queue", "position", "result"]
+    list_display = ["queue", "position", "result", "state", "answers"]
+    list_filter = ["state"]
     raw_id_fields = ["queue", "result"]
 
 
@@ -56,3 +68,37 @@ class ReviewVersionAdmin(admin.ModelAdmin[ReviewVersion]):
     list_display = ["run_scorer", "version"]
     # Bumped by the review services only: a hand edit would desync the cached counts.
     readonly_fields = ["run_scorer", "version"]
+
+
+@admin.register(Review)
+class ReviewAdmin(admin.ModelAdmin[Review]):
+    list_display = ["queue", "result", "reviewer", "kind", "passed", "created_at"]
+    list_filter = ["kind"]
+    raw_id_fields = ["queue", "result"]
+    # Answers are written by the review services, which apply the queue's rule; an
+    # edit here would leave a decided result out of step with its answers.
+    readonly_fields = [
+        "queue",
+        "result",
+        "reviewer",
+        "kind",
+        "passed",
+        "flips",
+        "score",
+        "note",
+        "guideline",
+        "seconds",
+    ]
+
+
+@admin.register(Guideline)
+class GuidelineAdmin(admin.ModelAdmin[Guideline]):
+    list_display = ["project", "queue", "version", "created_by", "created_at"]
+    raw_id_fields = ["queue"]
+    # Versions are never edited in place: reviews record the one they were made under.
+    readonly_fields = ["project", "queue", "version", "body", "created_by"]
+
+
+@admin.register(SavedFilter)
+class SavedFilterAdmin(admin.ModelAdmin[SavedFilter]):
+    list_display = ["name", "user", "project", "created_at"]

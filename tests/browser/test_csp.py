@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from evalsite.accounts.models import Membership
+from evalsite.accounts.models import Membership, Role
+from evalsite.accounts.services import invitation_create
 from evalsite.evals.models import ScorerConfig
 from evalsite.review.models import Comment
 from tests.browser.conftest import login
@@ -71,6 +72,9 @@ def test_every_page_loads_under_the_policy_without_a_violation(
     login(page, live_server, owner.get_username(), "pw")
     urls = ["/", "/account/tokens/", "/api/docs", "/admin/", "/admin/accounts/project/"]
     urls += [fill(p.route, world) for p in pages() if p.name not in SKIP]
+    # The invitation page with a link that works (the walk's made-up token is a 404).
+    _, token = invitation_create(project=project, actor=owner, role=Role.REVIEWER)
+    urls = [u.replace("/invite/0123456789abcdef/", f"/invite/{token}/") for u in urls]
     visited = 0
     for url in urls:
         response = page.request.get(live_server.url + url)

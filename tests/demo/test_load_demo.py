@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections import Counter
 from io import StringIO
 from statistics import mean
 
@@ -8,7 +9,7 @@ from django.core.management import call_command
 
 from evalsite.accounts.models import Project
 from evalsite.evals.models import Result, Run
-from evalsite.review.models import Override
+from evalsite.review.models import Override, ReviewQueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,3 +47,12 @@ def test_load_demo_builds_a_finished_reviewed_run_once():
 
     assert faithfulness_mean("faithful") >= 0.8
     assert faithfulness_mean("contradiction") <= 0.3
+
+    # Team review: one queue both colleagues answered (two results to adjudicate),
+    # one where the demo user's blind answers are still to come.
+    team = ReviewQueue.objects.get(project=project, name__startswith="Team review")
+    states = Counter(team.entries.values_list("state", flat=True))
+    assert states == {"decided": 8, "adjudicate": 2}
+    yours = ReviewQueue.objects.get(project=project, name__startswith="Your turn")
+    assert yours.overlap == 2
+    assert set(yours.entries.values_list("state", "answers")) == {("open", 1)}

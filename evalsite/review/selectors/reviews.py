@@ -16,9 +16,8 @@ from django.db.models import Count, Max, Q, QuerySet
 
 from evalsite.evals.models import Result, RunScorer
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
-from evalsite.review.selectors.item import value_label
+from evalsite.review.selectors.labels import path_label, path_value_label
 from evalsite.review.selectors.queues import flip_fields
-from scoring import KINDS
 from scoring.agreement import (
     Agreement,
     agreement_alpha,
@@ -317,17 +316,14 @@ def _normal(value: Any) -> Hashable:
 def describe_flips(
     *, kind: str, analysis: dict[str, Any] | None, flips: dict[str, Any]
 ) -> list[str]:
-    """A reviewer's changed verdicts in words, numbered like the card's keys:
+    """A reviewer's changed verdicts in words, numbered from 1 like the card's keys:
     "verdict 3: unsupported"."""
-    spec = KINDS.get(kind)
-    labels = next(iter(spec.value_labels.values()), {}) if spec else {}
-    numbers = {
-        f.path: f.number
-        for f in flip_fields(kind=kind, analysis=analysis, limit=10_000)
-    }
-    out = []
-    for path, value in sorted(flips.items(), key=lambda kv: numbers.get(kv[0], 0)):
-        number = numbers.get(path)
-        where = f"verdict {number}" if number else path
-        out.append(f"{where}: {value_label(labels, value)}")
-    return out
+    return [
+        f"{path_label(path)}: {path_value_label(kind, path, value)}"
+        for path, value in sorted(flips.items(), key=lambda kv: _path_order(kv[0]))
+    ]
+
+
+def _path_order(path: str) -> tuple[int, str]:
+    parts = path.split(".")
+    return (int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else -1, path)
