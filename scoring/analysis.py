@@ -235,12 +235,28 @@ _LONE_LETTER = re.compile(r"^(?:\(([A-E])\)|([A-E])\)?)[.:,]?$", re.IGNORECASE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
 
 
+def _first_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object inside ``text`` (a judge may write a sentence before it)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
 def parse_factuality_reply(text: str) -> dict[str, Any]:
     """Parse a factuality judge reply into ``{"category", "reason"}``.
 
     Accepted (SCORERS.md): a JSON object with ``category`` (trimmed,
     upper-cased, A-E) and ``reason`` (a Markdown code fence around it is
-    tolerated); otherwise a reply whose first non-blank token is a lone letter
+    tolerated, and so is text before it, as promptfoo reads it); otherwise a reply
+    whose first non-blank token is a lone letter
     A-E, optionally in parentheses and optionally followed by ``.``, ``:`` or
     ``,`` (``(C) because…``, ``C``, ``c) same``, ``B. more detail``). Anything
     else (``F``, ``{"category": "(A)"}``, prose) raises ``AnalysisError``: a
@@ -260,6 +276,9 @@ def parse_factuality_reply(text: str) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise AnalysisError("factuality reply must be a JSON object", path="")
         return validate_analysis("factuality", data)
+    embedded = _first_json_object(stripped)
+    if embedded is not None and "category" in embedded:
+        return validate_analysis("factuality", embedded)
     parts = stripped.split(maxsplit=1)
     match = _LONE_LETTER.match(parts[0]) if parts else None
     if match is None:

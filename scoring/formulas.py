@@ -86,9 +86,12 @@ def score_context_relevance(analysis: dict[str, Any], options: dict[str, Any]) -
     if not evaluations:
         return round_half_up((0 if missing_items else 1) * scale)
     penalties = options["penalties"]
-    base = sum(RELEVANCE_WEIGHTS[e["relevance"]] for e in evaluations) / len(
-        evaluations
-    )
+    # Added left to right, like Mastra's reduce: Python 3.12's sum() compensates float
+    # rounding and would differ in the last digits (4.73 vs 4.72 at scale 7).
+    total = 0.0
+    for evaluation in evaluations:
+        total += RELEVANCE_WEIGHTS[evaluation["relevance"]]
+    base = total / len(evaluations)
     unused_high = sum(
         1 for e in evaluations if e["relevance"] == "high" and not e["used"]
     )
@@ -117,14 +120,23 @@ def score_context_precision(analysis: dict[str, Any], options: dict[str, Any]) -
 
 
 def score_answer_relevancy(analysis: dict[str, Any], options: dict[str, Any]) -> float:
-    """(yes + uncertainty_weight x unsure) / N x scale; no verdicts -> 0."""
+    """(yes + uncertainty_weight x unsure) / N x scale; no verdicts -> 0.
+
+    The count is accumulated verdict by verdict (+1 for yes, +weight for unsure), as
+    Mastra does: adding weight x unsure at once rounds differently (5 yes + 3 unsure,
+    weight 0.3, scale 10: 7.38 verdict by verdict, 7.37 at once).
+    """
     verdicts = analysis["verdicts"]
     if not verdicts:
         return 0.0
-    yes = sum(1 for v in verdicts if v["verdict"] == "yes")
-    unsure = sum(1 for v in verdicts if v["verdict"] == "unsure")
-    ratio = (yes + options["uncertainty_weight"] * unsure) / len(verdicts)
-    return round_half_up(ratio * options["scale"])
+    weight = options["uncertainty_weight"]
+    count = 0.0
+    for verdict in verdicts:
+        if verdict["verdict"] == "yes":
+            count += 1
+        elif verdict["verdict"] == "unsure":
+            count += weight
+    return round_half_up(count / len(verdicts) * options["scale"])
 
 
 def score_factuality(analysis: dict[str, Any], options: dict[str, Any]) -> float:

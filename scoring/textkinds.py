@@ -4,13 +4,19 @@
 the unscaled ratio in [0, 1]; ``compute_score`` scales it (not rounded).
 
 Choices (see the README, "Where our numbers differ"):
-- keyword_coverage uses the English list of the ``stop-words`` package
-  (``stop_words.get_stop_words("english")``, 1,333 words in version 2025.11.4);
+- keyword_coverage splits words as keyword-extractor does, but removes the English list
+  of the ``stop-words`` package (``stop_words.get_stop_words("english")``, 1,333 words in
+  version 2025.11.4);
 - completeness approximates compromise's nouns/verbs/terms with a simple
   tokeniser, accent stripping and a light rule-based verb lemmatiser;
-- tone_consistency uses AFINN-165 (``AFINN-en-165.txt`` shipped by the
-  ``afinn`` package), single-word entries, with the negators of the JS
-  ``sentiment`` package plus the other common n't contractions.
+- tone_consistency tokenises as the JS ``sentiment`` package does and uses AFINN-165
+  (``AFINN-en-165.txt`` shipped by the ``afinn`` package), single-word entries, with
+  sentiment's negators plus the other common n't contractions, curly apostrophes read
+  as straight ones.
+
+Whitespace is JavaScript's (``JS_WHITESPACE``), not Python's: the reference
+scorers are JavaScript, and the two sets differ (U+FEFF is whitespace only in JS, U+001C
+to U+001F and U+0085 only in Python).
 """
 
 from __future__ import annotations
@@ -31,14 +37,32 @@ from scoring.options import check_kind, validate_options
 from scoring.types import Case
 
 __all__ = [
+    "JS_WHITESPACE",
     "NEGATORS",
     "analyze_text",
     "completeness_elements",
+    "coverage",
+    "dice_ratio",
     "keywords",
+    "lcs_ratio",
     "lemma",
     "sentiment_comparative",
     "stopwords",
+    "tone_ratio",
 ]
+
+# JavaScript's \s: WhiteSpace and LineTerminator of ECMA-262 (Unicode Zs included).
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_JS_SPACE = f"[{JS_WHITESPACE}]"
+_JS_SPACES = re.compile(f"{_JS_SPACE}+")
+_JS_TRIM = re.compile(f"^{_JS_SPACE}+|{_JS_SPACE}+$")
+
+
+def _js_trim(text: str) -> str:
+    return _JS_TRIM.sub("", text)
+
 
 # --------------------------------------------------------------------------- case
 
@@ -72,60 +96,70 @@ def _reference_text(case: Case) -> tuple[str, str]:
 
 # ------------------------------------------------------------ content_similarity
 
-_WHITESPACE = re.compile(r"\s+")
+
+def dice_ratio(a: str, b: str, *, ignore_case: bool = True) -> tuple[float, int]:
+    """Sørensen-Dice on character bigrams (a multiset), whitespace removed: ``(ratio,
+    common bigrams)``. Equal texts give 1; a text shorter than 2 characters gives 0."""
+    a = _JS_SPACES.sub("", a)
+    b = _JS_SPACES.sub("", b)
+    if ignore_case:
+        a, b = a.lower(), b.lower()
+    if a == b:
+        return 1.0, max(len(a) - 1, 0)
+    if len(a) < 2 or len(b) < 2:
+        return 0.0, 0
+    bigrams_a = Counter(a[i : i + 2] for i in range(len(a) - 1))
+    bigrams_b = Counter(b[i : i + 2] for i in range(len(b) - 1))
+    common = sum((bigrams_a & bigrams_b).values())
+    return 2 * common / (len(a) + len(b) - 2), common
 
 
 def _content_similarity(case: Case, options: dict[str, Any]) -> dict[str, Any]:
     output = _text_field(case, "output", required=True) or ""
     reference, source = _reference_text(case)
-    a = _WHITESPACE.sub("", output)
-    b = _WHITESPACE.sub("", reference)
-    if options["ignore_case"]:
-        a, b = a.lower(), b.lower()
-    details: dict[str, Any] = {"compared_with": source}
-    if a == b:
-        return {"ratio": 1.0, **details, "common_bigrams": max(len(a) - 1, 0)}
-    if len(a) < 2 or len(b) < 2:
-        return {"ratio": 0.0, **details, "common_bigrams": 0}
-    bigrams_a = Counter(a[i : i + 2] for i in range(len(a) - 1))
-    bigrams_b = Counter(b[i : i + 2] for i in range(len(b) - 1))
-    common = sum((bigrams_a & bigrams_b).values())
-    ratio = 2 * common / (len(a) + len(b) - 2)
-    return {
-        "ratio": ratio,
-        **details,
-        "common_bigrams": common,
-        "output_bigrams": len(a) - 1,
-        "reference_bigrams": len(b) - 1,
-    }
+    ratio, common = dice_ratio(output, reference, ignore_case=options["ignore_case"])
+    return {"ratio": ratio, "compared_with": source, "common_bigrams": common}
 
 
 # ------------------------------------------------------------ textual_difference
 
 
+def lcs_ratio(a: str, b: str) -> tuple[float, int]:
+    """``(2 x LCS / (len(a) + len(b)), LCS length)``; equal -> 1, one empty -> 0.
+
+    The division is the reference's (``2 * lcs / total``), so the last digits agree;
+    rapidfuzz's Indel distance gives the LCS length fast.
+    """
+    lcs = (len(a) + len(b) - Indel.distance(a, b)) // 2
+    if a == b:
+        return 1.0, lcs
+    if not a or not b:
+        return 0.0, 0
+    return 2 * lcs / (len(a) + len(b)), lcs
+
+
 def _textual_difference(case: Case, options: dict[str, Any]) -> dict[str, Any]:
     output = _text_field(case, "output", required=True) or ""
     reference, source = _reference_text(case)
-    if output == reference:
-        ratio = 1.0
-    elif not output or not reference:
-        ratio = 0.0
-    else:
-        # Indel normalized similarity = 2 x LCS / (len(a) + len(b)).
-        ratio = Indel.normalized_similarity(output, reference)
-    changes = Indel.distance(output, reference)
+    ratio, lcs = lcs_ratio(output, reference)
     return {
         "ratio": ratio,
         "compared_with": source,
-        "lcs_length": (len(output) + len(reference) - changes) // 2,
-        "changes": changes,
+        "lcs_length": lcs,
+        "changes": len(output) + len(reference) - 2 * lcs,
     }
 
 
 # -------------------------------------------------------------- keyword_coverage
 
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+_HTML_TAG = re.compile(r"<[^>]+>")
+_URL = re.compile(r"https?://")
+# keyword-extractor strips these from each word: . , ; ! ? ( ) : " and curly quotes
+# anywhere, a straight apostrophe only at either end.
+_WORD_PUNCTUATION = re.compile(r"[.,;!?():\"\u201c\u201d\u2018\u2019]|^'|'$")
+_LONE_SYMBOL = re.compile(r"[_@&#]")
+_ASCII_DIGITS = re.compile(r"[0-9]+")
 
 
 @functools.cache
@@ -134,14 +168,27 @@ def stopwords() -> frozenset[str]:
     return frozenset(word.translate(_APOSTROPHES) for word in get_stop_words("english"))
 
 
-def keywords(text: str) -> list[str]:
-    """Lower-cased words minus stopwords, punctuation and pure numbers, unique, in order."""
-    stop = stopwords()
+def keywords(text: str, stop: frozenset[str] | None = None) -> list[str]:
+    """The text's keywords, unique, in order, split as keyword-extractor splits them.
+
+    HTML tags are removed; words are runs between whitespace characters; a word holding
+    ``http://`` or ``https://`` is kept as it is, others lose ``. , ; ! ? ( ) : "`` and
+    curly quotes, and a straight apostrophe at either end; a lone ``_ @ & #`` and
+    words of ASCII digits only are dropped; words are lower-cased (URLs keep their case)
+    and stopwords (``stop``, by default ``stopwords()``) removed.
+    """
+    stop = stopwords() if stop is None else stop
     seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower().translate(_APOSTROPHES)):
-        if word in stop or word.isdigit():
+    for raw in re.split(_JS_SPACE, _js_trim(_HTML_TAG.sub("", text))):
+        url = _URL.search(raw) is not None
+        word = raw if url else _WORD_PUNCTUATION.sub("", raw)
+        if len(word) == 1:
+            word = _LONE_SYMBOL.sub("", word)
+        if _ASCII_DIGITS.fullmatch(word):
             continue
-        seen.setdefault(word, None)
+        if not word or word.lower() in stop:
+            continue
+        seen.setdefault(word if url else word.lower(), None)
     return list(seen)
 
 
@@ -313,23 +360,32 @@ def _covered(element: str, candidates: list[str], exact: set[str]) -> bool:
     return False
 
 
+def coverage(wanted: list[str], found: list[str]) -> tuple[float, list[str]]:
+    """Share of ``wanted`` covered by ``found`` (exactly, or for words longer than 3
+    letters by containment above 60 %), and the missing elements. Nothing wanted: 1 if
+    nothing was found either, else 0 (Mastra's rule)."""
+    if not wanted:
+        return (1.0 if not found else 0.0), []
+    exact = set(found)
+    missing = [element for element in wanted if not _covered(element, found, exact)]
+    return (len(wanted) - len(missing)) / len(wanted), missing
+
+
 def _completeness(case: Case, options: dict[str, Any]) -> dict[str, Any]:
     output = _text_field(case, "output", required=True) or ""
     reference, source = _reference_text(case)
     wanted = completeness_elements(reference)
     found = completeness_elements(output)
+    ratio, missing = coverage(wanted, found)
     if not wanted:
-        ratio = 1.0 if not found else 0.0
         return {
             "ratio": ratio,
             "compared_with": source,
             "total_elements": 0,
             "missing": [],
         }
-    exact = set(found)
-    missing = [element for element in wanted if not _covered(element, found, exact)]
     return {
-        "ratio": (len(wanted) - len(missing)) / len(wanted),
+        "ratio": ratio,
         "compared_with": source,
         "total_elements": len(wanted),
         "covered_elements": len(wanted) - len(missing),
@@ -383,6 +439,7 @@ NEGATORS: frozenset[str] = frozenset(
 )
 
 _SENTIMENT_PUNCTUATION = re.compile(r"[.,/#!?$%^&*;:{}=_`\"~()]")
+_SENTIMENT_SPACES = re.compile(f"{_JS_SPACE}{{2,}}")
 _SENTENCE = re.compile(r"[^.!?]+[.!?]+")
 
 
@@ -398,26 +455,48 @@ def _afinn() -> dict[str, int]:
     return lexicon
 
 
-def sentiment_comparative(text: str) -> float:
-    """AFINN-165 sum / number of tokens, negators flipping the next word (like JS ``sentiment``)."""
-    cleaned = _SENTIMENT_PUNCTUATION.sub(" ", text.lower().translate(_APOSTROPHES))
-    tokens = cleaned.split() or [""]
-    lexicon = _afinn()
+def _sentiment_tokens(text: str, fold_apostrophes: bool) -> list[str]:
+    """The JS ``sentiment`` package's tokens: lower-cased, newlines and punctuation made
+    spaces, runs of two or more whitespace characters made one space, trimmed, then
+    split on single spaces (so a lone tab does not separate words)."""
+    if fold_apostrophes:
+        text = text.translate(_APOSTROPHES)
+    cleaned = _SENTIMENT_PUNCTUATION.sub(" ", text.lower().replace("\n", " "))
+    return _js_trim(_SENTIMENT_SPACES.sub(" ", cleaned)).split(" ")
+
+
+def sentiment_comparative(
+    text: str,
+    *,
+    lexicon: dict[str, int] | None = None,
+    negators: frozenset[str] | None = None,
+    fold_apostrophes: bool = True,
+) -> float:
+    """Lexicon score sum / number of tokens, a negator directly before a word flipping its
+    score (like JS ``sentiment``). By default AFINN-165, ``NEGATORS`` and curly
+    apostrophes read as straight ones; the keywords let the conformance suite swap in
+    the reference's own lexicon and negators."""
+    tokens = _sentiment_tokens(text, fold_apostrophes)
+    lexicon = _afinn() if lexicon is None else lexicon
+    negators = NEGATORS if negators is None else negators
     total = 0
     for index, token in enumerate(tokens):
         value = lexicon.get(token, 0)
-        if value and index > 0 and tokens[index - 1] in NEGATORS:
+        if value and index > 0 and tokens[index - 1] in negators:
             value = -value
         total += value
     return total / len(tokens)
 
 
-def _tone_consistency(case: Case, options: dict[str, Any]) -> dict[str, Any]:
-    output = _text_field(case, "output", required=True) or ""
-    reference_tone = options.get("reference_tone")
-    if reference_tone is not None:
-        response = sentiment_comparative(output)
-        reference = sentiment_comparative(reference_tone)
+def tone_ratio(
+    output: str, reference_tone: str | None, **sentiment: Any
+) -> dict[str, Any]:
+    """The tone analysis: with a non-empty ``reference_tone``, 1 - |difference of the
+    comparatives| (at least 0); otherwise 1 - the population variance of the output's
+    sentence comparatives (at least 0). Sums run left to right, as in the reference."""
+    if reference_tone:
+        response = sentiment_comparative(output, **sentiment)
+        reference = sentiment_comparative(reference_tone, **sentiment)
         difference = abs(response - reference)
         return {
             "ratio": max(0.0, 1 - difference),
@@ -427,9 +506,15 @@ def _tone_consistency(case: Case, options: dict[str, Any]) -> dict[str, Any]:
             "difference": difference,
         }
     sentences = _SENTENCE.findall(output) or [output]
-    values = [sentiment_comparative(sentence) for sentence in sentences]
-    mean = sum(values) / len(values)
-    variance = sum((value - mean) ** 2 for value in values) / len(values)
+    values = [sentiment_comparative(sentence, **sentiment) for sentence in sentences]
+    total = 0.0
+    for value in values:
+        total += value
+    mean = total / len(values)
+    squares = 0.0
+    for value in values:
+        squares += (value - mean) * (value - mean)
+    variance = squares / len(values)
     return {
         "ratio": max(0.0, 1 - variance),
         "mode": "stability",
@@ -437,6 +522,12 @@ def _tone_consistency(case: Case, options: dict[str, Any]) -> dict[str, Any]:
         "mean_sentiment": mean,
         "variance": variance,
     }
+
+
+def _tone_consistency(case: Case, options: dict[str, Any]) -> dict[str, Any]:
+    output = _text_field(case, "output", required=True) or ""
+    # An empty reference tone means none (Mastra: `if (referenceTone)`).
+    return tone_ratio(output, options.get("reference_tone") or None)
 
 
 # ------------------------------------------------------------------------ public

@@ -220,6 +220,8 @@ def test_code_fenced_json_is_accepted(client, judge) -> None:
         ("c) same", "C", "same"),
         ("  (a)", "A", ""),
         ("E. differs in style only", "E", "differs in style only"),
+        # JSON after a sentence, as promptfoo reads it (issue 18)
+        ('Verdict: {"category": "d", "reason": "dates differ"}', "D", "dates differ"),
     ],
 )
 def test_factuality_reply_forms(client, judge, reply, category, reason) -> None:

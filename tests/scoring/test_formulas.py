@@ -237,6 +237,20 @@ def test_context_relevance_no_evaluations():
     assert compute_score("context_relevance", missing, {"scale": 5}) == 0.0
 
 
+def test_context_relevance_sums_left_to_right():
+    # Mastra's reduce: ((0.3 + 0.7) + 0.7) + 1.0 = 2.7 -> 4.73 at scale 7; Python
+    # 3.12's compensated sum() gives 2.6999999999999997 -> 4.72.
+    analysis = {
+        "evaluations": [
+            ev("low", True, 0),
+            ev("medium", True, 1),
+            ev("medium", True, 2),
+            ev("high", True, 3),
+        ]
+    }
+    assert compute_score("context_relevance", analysis, {"scale": 7}) == 4.73
+
+
 def test_context_relevance_all_none():
     analysis = {"evaluations": [ev("none", False), ev("none", True)]}
     assert compute_score("context_relevance", analysis) == 0.0
@@ -291,6 +305,18 @@ def test_answer_relevancy():
     assert compute_score("answer_relevancy", {"verdicts": []}) == 0.0
     all_unsure = {"verdicts": verdicts("unsure", "unsure", key="statement")}
     assert compute_score("answer_relevancy", all_unsure) == 0.3
+
+
+def test_answer_relevancy_adds_the_weight_verdict_by_verdict():
+    # Mastra's count: +1 per yes, +weight per unsure, in verdict order. 5 yes then 3
+    # unsure make 5.8999999999999995 (7.37 at scale 10); 3 unsure first make 5.9 (7.38).
+    options = {"uncertainty_weight": 0.3, "scale": 10}
+    yes_first = {"verdicts": verdicts(*["yes"] * 5, *["unsure"] * 3, key="statement")}
+    unsure_first = {
+        "verdicts": verdicts(*["unsure"] * 3, *["yes"] * 5, key="statement")
+    }
+    assert compute_score("answer_relevancy", yes_first, options) == 7.37
+    assert compute_score("answer_relevancy", unsure_first, options) == 7.38
 
 
 # --- bias / toxicity ---------------------------------------------------------------------

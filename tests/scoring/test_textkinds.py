@@ -8,6 +8,7 @@ from scoring import CaseError, analyze_text, compute_score
 from scoring.textkinds import (
     NEGATORS,
     completeness_elements,
+    coverage,
     keywords,
     lemma,
     sentiment_comparative,
@@ -273,3 +274,64 @@ def test_case_errors_name_the_field(kind, case, field):
 def test_analyze_text_refuses_llm_kinds():
     with pytest.raises(ValueError, match="judge"):
         analyze_text("faithfulness", {"output": "x", "context": ["y"]})
+
+
+# --- the JavaScript reference's own rules (issue 18, checked by make conformance) ----
+
+
+def test_whitespace_is_javascripts():
+    # U+FEFF is whitespace in JavaScript (removed), U+001C only in Python (kept).
+    assert ratio("content_similarity", "ab\ufeffcd", "abcd") == 1.0
+    assert ratio("content_similarity", "ab\x1ccd", "abcd") < 1.0
+    assert ratio("content_similarity", "ab\u00a0c\td", "abcd") == 1.0
+
+
+def test_textual_difference_last_digits_are_the_references():
+    # 2 x LCS / total, divided once as in Mastra; rapidfuzz's normalized similarity
+    # (1 - distance / total) gives 0.33333333333333337 here.
+    assert ratio("textual_difference", "cabab", "bbcbaababbcacbbcacabaaacc") == 10 / 30
+
+
+def test_keywords_are_split_as_keyword_extractor_splits_them():
+    text = (
+        "The state-of-the-art <b>engine</b> (see https://Example.com/A?b=1), "
+        "'quoted' “smart” 2024 1st # well-known!"
+    )
+    assert keywords(text) == [
+        "state-of-the-art",
+        "engine",
+        "https://Example.com/A?b=1),",  # a URL word is kept as it is, case and all
+        "quoted",
+        "smart",
+        "1st",
+        "well-known",
+    ]
+    assert keywords("U.S.A. and/or C++") == ["usa", "and/or", "c++"]
+    assert keywords("don’t") == keywords("dont")  # curly apostrophes are removed
+
+
+def test_tone_tokens_are_the_sentiment_packages():
+    # Runs of two or more spaces collapse, a lone tab does not separate words.
+    assert sentiment_comparative("good\tbad") == 0.0  # one token, not in the lexicon
+    assert sentiment_comparative("good  \t bad") == 0.0  # +3 - 3 over 2 tokens
+    assert sentiment_comparative("good \n") == 3.0  # trimmed: one token
+    assert sentiment_comparative("don’t like", fold_apostrophes=False) == 1.0
+
+
+def test_empty_reference_tone_means_none():
+    case = {"output": "I love this. I hate that."}
+    empty = analyze_text("tone_consistency", case, {"reference_tone": ""})
+    assert empty["mode"] == "stability"
+    assert empty == analyze_text("tone_consistency", case)
+    blank = analyze_text("tone_consistency", case, {"reference_tone": "  "})
+    assert blank["mode"] == "reference_tone"  # "  " is a text, as in Mastra
+
+
+def test_coverage_on_given_elements():
+    # walking ~ walkin (6/7 > 60 %); three letters or fewer: exact only.
+    assert coverage(["walking", "dog", "cat"], ["walkin", "dog", "cats"]) == (
+        2 / 3,
+        ["cat"],
+    )
+    assert coverage([], []) == (1.0, [])
+    assert coverage([], ["x"]) == (0.0, [])
