@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
-from evalsite.accounts.models import Role
+from evalsite.accounts.models import MAX_OVERLAP, Role
 from evalsite.accounts.services import (
     INVITATION_DAYS_DEFAULT,
     INVITATION_DAYS_MAX,
@@ -94,3 +94,6 @@ class ProjectSettingsForm(forms.Form):
     blind_review = forms.BooleanField(required=False)
     reviewers_can_start_runs = forms.BooleanField(required=False)
     reviewers_can_save_rescore = forms.BooleanField(required=False)
+    default_overlap = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_OVERLAP, initial=1
+    )

@@ -172,6 +172,7 @@ def _project_settings_form(project: Project) -> ProjectSettingsForm:
             "blind_review": project.blind_review,
             "reviewers_can_start_runs": project.reviewers_can_start_runs,
             "reviewers_can_save_rescore": project.reviewers_can_save_rescore,
+            "default_overlap": project.default_overlap,
         }
     )
 

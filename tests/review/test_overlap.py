@@ -443,3 +443,16 @@ def test_adjudication_pages(client, run, reviewer, second, adjudicator):
     agreement = client.get(reverse("review:agreement", args=[queue.project_id, run.pk]))
     assert agreement.status_code == 200
     assert "Krippendorff" in agreement.content.decode()
+
+
+def test_owner_sets_the_project_default_overlap_in_settings(client, project, owner):
+    login(client, owner)
+    url = reverse("accounts:settings", args=[project.pk])
+    body = {"name": project.name, "description": "", "default_overlap": "3"}
+    assert client.post(url, body).status_code == 302
+    project.refresh_from_db()
+    assert project.default_overlap == 3
+    bad = client.post(url, {**body, "default_overlap": "11"})
+    assert "less than or equal to 10" in bad.content.decode()
+    project.refresh_from_db()
+    assert project.default_overlap == 3

@@ -7,7 +7,13 @@ from collections.abc import Callable
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from evalsite.accounts.models import Membership, MembershipAction, Project, Role
+from evalsite.accounts.models import (
+    MAX_OVERLAP,
+    Membership,
+    MembershipAction,
+    Project,
+    Role,
+)
 from evalsite.accounts.services.members import membership_event_write
 from evalsite.core.exceptions import ApplicationError
 from evalsite.lib.text import text_check_storable
@@ -68,9 +74,10 @@ def project_update(
     blind_review: bool,
     reviewers_can_start_runs: bool | None = None,
     reviewers_can_save_rescore: bool | None = None,
+    default_overlap: int | None = None,
 ) -> Project:
-    """Change the project's settings; the two reviewer permissions change only when
-    given."""
+    """Change the project's settings; the two reviewer permissions and the reviewers
+    per result of new queues change only when given."""
     if not name.strip():
         raise ApplicationError(
             "A project needs a name.", field_errors={"name": "Required."}
@@ -92,5 +99,13 @@ def project_update(
     if reviewers_can_save_rescore is not None:
         project.reviewers_can_save_rescore = reviewers_can_save_rescore
         fields.append("reviewers_can_save_rescore")
+    if default_overlap is not None:
+        if isinstance(default_overlap, bool) or not 1 <= default_overlap <= MAX_OVERLAP:
+            raise ApplicationError(
+                f"Reviewers per result must be between 1 and {MAX_OVERLAP}.",
+                field_errors={"default_overlap": f"between 1 and {MAX_OVERLAP}"},
+            )
+        project.default_overlap = default_overlap
+        fields.append("default_overlap")
     project.save(update_fields=fields)
     return project
