@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export EVALSITE_PORT := $(PORT)
 
-.PHONY: run test install install-dev browser lint bench clean
+.PHONY: run test install install-dev browser lint bench conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,7 @@ lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy  # evalsite and scoring, strict: [tool.mypy] in pyproject.toml
+	$(BIN)/mypy  # evalsite, scoring and conformance, strict: [tool.mypy] in pyproject.toml
 
 # The browser tests drive Debian's chromium: install it where we may (root with apt),
 # otherwise say plainly that those tests will be skipped.
@@ -61,6 +61,22 @@ test: lint browser
 
 bench: install-dev
 	$(BIN)/python -m bench
+
+# The differential suite (README, "Where our numbers differ"): the released
+# @mastra/evals 1.10.2 and promptfoo 0.123.1, with Node 22 itself (the npm registry's
+# `node` package), installed from conformance/node/package-lock.json by the system npm,
+# against `scoring` on the same cases. CONFORMANCE_ARGS=--reuse-reference checks ours
+# on another Python (VENV=... PYTHON=...) against the reference results already saved.
+NODE_DIR := conformance/node
+CONFORMANCE_ARGS ?=
+
+$(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "make conformance needs npm (any Node version) to install Node 22 and the packages"; exit 1; }
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+conformance: install-dev $(NODE_DIR)/node_modules/.installed
+	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 
 clean:
 	rm -rf $(VENV) var tests/artifacts

@@ -1,0 +1,731 @@
+"""Generated cases for the differential suite: seeded, so every run checks the same ones.
+
+A case is one item (input, output, context, reference), our options, the matching
+arguments for the reference scorer (``theirs``, one line for conformance/node/runner.mjs),
+the judge's scripted answers for LLM kinds, and the rows of the README's "Where our
+numbers differ" tables it may reproduce (``rows``). A case without rows must give the
+same number on both sides.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from scoring.options import validate_options
+from scoring.textkinds import NEGATORS
+
+__all__ = ["KINDS_COMPARED", "Case", "generate"]
+
+
+@dataclass
+class Case:
+    id: str
+    kind: str
+    item: dict[str, Any]
+    options: dict[str, Any]
+    theirs: dict[str, Any]
+    script: dict[str, Any] | None = None
+    rows: list[str] = field(default_factory=list)
+
+    def runner_line(self) -> dict[str, Any]:
+        return {"id": self.id, **self.theirs}
+
+
+# ----------------------------------------------------------------------------- words
+
+_PLAIN = [
+    "the",
+    "river",
+    "city",
+    "market",
+    "report",
+    "team",
+    "budget",
+    "school",
+    "garden",
+    "project",
+    "engine",
+    "window",
+    "doctor",
+    "patient",
+    "summer",
+    "winter",
+    "coffee",
+    "museum",
+    "bridge",
+    "village",
+    "history",
+    "science",
+    "answer",
+    "question",
+    "result",
+    "table",
+    "system",
+    "computer",
+    "information",
+    "network",
+    "language",
+    "student",
+    "teacher",
+    "company",
+    "product",
+    "customer",
+    "service",
+    "weather",
+    "forest",
+    "mountain",
+    "ocean",
+    "planet",
+    "energy",
+    "policy",
+]
+_VERBS = [
+    "run",
+    "running",
+    "ran",
+    "walks",
+    "walked",
+    "studies",
+    "studied",
+    "make",
+    "made",
+    "building",
+    "built",
+    "writes",
+    "wrote",
+    "written",
+    "agreed",
+    "stopped",
+    "sees",
+    "saw",
+    "is",
+    "are",
+    "was",
+    "were",
+    "has",
+    "had",
+    "do",
+    "does",
+    "did",
+    "go",
+    "went",
+    "gone",
+    "shows",
+    "shown",
+]
+_SENTIMENT = [
+    "good",
+    "great",
+    "love",
+    "happy",
+    "excellent",
+    "wonderful",
+    "bad",
+    "terrible",
+    "hate",
+    "sad",
+    "awful",
+    "poor",
+    "nice",
+    "best",
+    "worst",
+    "fine",
+    "like",
+    "dislike",
+    "angry",
+    "calm",
+    "amazing",
+    "boring",
+]
+_STOP = [
+    "a",
+    "an",
+    "of",
+    "and",
+    "to",
+    "in",
+    "on",
+    "for",
+    "with",
+    "is",
+    "it",
+    "this",
+    "that",
+    "be",
+    "by",
+    "as",
+    "at",
+    "from",
+    "or",
+    "but",
+]
+_ODD = [
+    "well-known",
+    "state-of-the-art",
+    "e.g.",
+    "and/or",
+    "C++",
+    "naïve",
+    "café",
+    "résumé",
+    "Zürich",
+    "'quoted'",
+    '"said"',
+    "(aside)",
+    "x_y",
+    "#tag",
+    "@user",
+    "&",
+    "3.14",
+    "42",
+    "2024",
+    "1st",
+    "100%",
+    "https://example.com/A?b=1",
+    "<b>bold</b>",
+    "it's",
+    "can't",
+    "won't",
+    "didn't",
+    "cannot",
+    "never",
+    "non",
+]
+_SENTIMENT_NEGATORS = ("not", "don't", "can't", "won't", "isn't", "doesn't")
+_OUR_EXTRA_NEGATORS = tuple(
+    sorted(n for n in NEGATORS if "'" in n and n not in _SENTIMENT_NEGATORS)
+)
+_CURLY = ["don’t", "isn’t", "it’s", "can’t", "‘quoted’", "“said”"]
+_ASTRAL = ["😀", "👍", "🎉", "😡", "𝔘𝔫𝔦", "🙂"]
+_SPACES = ["  ", "\t", "\n", "\u00a0", "\u2003", "\ufeff", "\x1c", "\x85", " \n "]
+_ENDS = [".", ".", ".", "!", "?", "...", ""]
+
+
+def _sentence(rng: random.Random, pools: list[list[str]], n: int) -> str:
+    words = [rng.choice(rng.choice(pools)) for _ in range(n)]
+    if rng.random() < 0.5:
+        words[0] = words[0].capitalize()
+    return " ".join(words) + rng.choice(_ENDS)
+
+
+def _text(rng: random.Random, *, flavour: str, sentences: int | None = None) -> str:
+    pools = [_PLAIN, _VERBS, _SENTIMENT, _STOP]
+    if flavour in ("odd", "wild"):
+        pools.append(_ODD)
+    if flavour == "wild":
+        pools += [_CURLY, _ASTRAL, list(_OUR_EXTRA_NEGATORS), list(_SENTIMENT_NEGATORS)]
+    count = sentences if sentences is not None else rng.randint(1, 4)
+    text = " ".join(_sentence(rng, pools, rng.randint(1, 12)) for _ in range(count))
+    if flavour == "wild" and rng.random() < 0.5:
+        words = text.split(" ")
+        at = rng.randrange(len(words))
+        words[at] = words[at] + rng.choice(_SPACES)
+        text = " ".join(words)
+    if rng.random() < 0.05:
+        text = text.upper()
+    return text
+
+
+def _variant(rng: random.Random, text: str) -> str:
+    """A text near ``text``: words dropped, swapped, replaced, re-cased."""
+    words = text.split(" ")
+    out: list[str] = []
+    for word in words:
+        roll = rng.random()
+        if roll < 0.1:
+            continue
+        if roll < 0.2:
+            out.append(rng.choice(_PLAIN + _VERBS + _SENTIMENT))
+        elif roll < 0.25:
+            out.append(word.upper())
+        else:
+            out.append(word)
+        if rng.random() < 0.05:
+            out.append(rng.choice(_STOP))
+    if len(out) > 3 and rng.random() < 0.3:
+        i = rng.randrange(len(out) - 1)
+        out[i], out[i + 1] = out[i + 1], out[i]
+    return " ".join(out)
+
+
+_SCALES = [1, 1, 1, 1, 10, 10, 5, 100, 7, 3, 0.5, 2.5, 4.2, 20]
+
+
+def _scale(rng: random.Random) -> float:
+    return rng.choice(_SCALES)
+
+
+# ------------------------------------------------------------------------ verdicts
+
+_FOLDED = {
+    "yes": ["YES", "Yes", " yes", "yes ", "yes\n", " Yes "],
+    "no": ["NO", "No", " no", "no "],
+    "unsure": ["UNSURE", "Unsure", " unsure"],
+}
+
+
+def _verdicts(rng: random.Random, kind: str, n: int, rows: set[str]) -> list[str]:
+    vocab = (
+        ["yes", "no", "unsure"]
+        if kind in ("faithfulness", "answer_relevancy")
+        else ["yes", "no"]
+    )
+    fold = rng.random() < 0.15
+    odd = rng.random() < 0.08
+    out: list[str] = []
+    for _ in range(n):
+        verdict = rng.choice(vocab)
+        if fold and rng.random() < 0.5:
+            verdict = rng.choice(_FOLDED[verdict])
+            rows.add("verdict-case-and-space")
+        out.append(verdict)
+    if odd and out:
+        extra = ["maybe", "partially", "n/a", "", "true"]
+        if kind not in ("faithfulness", "answer_relevancy"):
+            extra += ["unsure", "unsure", "Unsure"]
+        out[rng.randrange(len(out))] = rng.choice(extra)
+        rows.add("verdict-off-vocabulary")
+    return out
+
+
+def _items(rng: random.Random, n: int, what: str) -> list[str]:
+    return [f"{what} {i}: " + _sentence(rng, [_PLAIN, _VERBS], 5) for i in range(n)]
+
+
+def _claim_kind(rng: random.Random, kind: str, index: int) -> Case:
+    rows: set[str] = set()
+    n = rng.choice([0, 1, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9, 10, 12])
+    items = _items(
+        rng, n, {"answer_relevancy": "statement", "bias": "opinion"}.get(kind, "claim")
+    )
+    # Judges usually return one verdict per item; sometimes one fewer or more.
+    count = n
+    if n and rng.random() < 0.1:
+        count = max(1, n + rng.choice([-1, 1]))
+    verdicts = _verdicts(rng, kind, count, rows)
+    scale = _scale(rng)
+    options: dict[str, Any] = {"scale": scale}
+    theirs_options: dict[str, Any] | None = {"scale": scale}
+    item: dict[str, Any] = {
+        "input": _text(rng, flavour="plain", sentences=1),
+        "output": _text(rng, flavour="plain"),
+    }
+    if kind in ("faithfulness", "hallucination"):
+        item["context"] = [
+            _text(rng, flavour="plain", sentences=1) for _ in range(rng.randint(1, 4))
+        ]
+        assert theirs_options is not None
+        theirs_options["context"] = item["context"]
+    if kind == "answer_relevancy":
+        weight = rng.choice([0.3, 0.3, 0.5, 0.25, 0.1, 0.7, 0.35, 0.0, 1.0, 0.15])
+        options["uncertainty_weight"] = weight
+        theirs_options = {"uncertaintyWeight": weight, "scale": scale}
+        roll = rng.random()
+        # The options the user set, nothing more: Mastra replaces its defaults with them.
+        if roll < 0.06:
+            options = {"scale": scale}
+            theirs_options = {"scale": scale}
+            rows.add("answer-relevancy-partial-options")
+        elif roll < 0.09:
+            options = {"uncertainty_weight": weight}
+            theirs_options = {"uncertaintyWeight": weight}
+            rows.add("answer-relevancy-partial-options")
+        elif roll < 0.12:
+            options = {}
+            theirs_options = None  # Mastra's own defaults
+    script = {"kind": kind, "items": items, "verdicts": verdicts}
+    return Case(
+        id=f"{kind}-{index:04d}",
+        kind=kind,
+        item=item,
+        options=options,
+        theirs={
+            "scorer": kind,
+            "input": item["input"],
+            "output": item["output"],
+            "options": theirs_options,
+        },
+        script=script,
+        rows=sorted(rows),
+    )
+
+
+def _toxicity(rng: random.Random, index: int) -> Case:
+    rows: set[str] = set()
+    n = rng.choice([0, 0, 1, 2, 3, 4, 5, 6, 8, 10])
+    if n == 0:
+        rows.add("toxicity-no-verdicts")
+    verdicts = _verdicts(rng, "toxicity", n, rows)
+    scale = _scale(rng)
+    item = {
+        "input": _text(rng, flavour="plain", sentences=1),
+        "output": _text(rng, flavour="plain"),
+    }
+    return Case(
+        id=f"toxicity-{index:04d}",
+        kind="toxicity",
+        item=item,
+        options={"scale": scale},
+        theirs={
+            "scorer": "toxicity",
+            "input": item["input"],
+            "output": item["output"],
+            "options": {"scale": scale},
+        },
+        script={"kind": "toxicity", "items": [], "verdicts": verdicts},
+        rows=sorted(rows),
+    )
+
+
+_RELEVANCE = ["high", "medium", "low", "none"]
+
+
+def _context_relevance(rng: random.Random, index: int) -> Case:
+    rows: set[str] = set()
+    chunks = rng.randint(0, 8) if rng.random() < 0.06 else rng.randint(1, 8)
+    context = [_text(rng, flavour="plain", sentences=1) for _ in range(chunks)]
+    if not context:
+        chunks = 0
+    n = chunks
+    if chunks and rng.random() < 0.08:
+        n = 0
+        rows.add("context-relevance-no-evaluations")
+    fold = rng.random() < 0.1
+    evaluations = []
+    for i in range(n):
+        relevance = rng.choice(_RELEVANCE)
+        if fold and rng.random() < 0.5:
+            relevance = rng.choice(
+                [relevance.upper(), relevance.capitalize(), f" {relevance}"]
+            )
+            rows.add("verdict-case-and-space")
+        evaluations.append(
+            {"context_index": i, "relevance": relevance, "used": rng.random() < 0.6}
+        )
+    rng.shuffle(evaluations)
+    missing = [
+        f"missing fact {i}" for i in range(rng.choice([0, 0, 0, 1, 1, 2, 3, 4, 5]))
+    ]
+    scale = _scale(rng)
+    options: dict[str, Any] = {"scale": scale}
+    theirs_options: dict[str, Any] = {"scale": scale}
+    if rng.random() < 0.35:
+        penalties = {
+            "unused_high_relevance": rng.choice([0, 0.05, 0.1, 0.2, 0.25]),
+            "missing_context_per_item": rng.choice([0, 0.1, 0.15, 0.3]),
+            "max_missing_context_penalty": rng.choice([0, 0.2, 0.4, 0.5, 1]),
+        }
+        keys = [k for k in penalties if rng.random() < 0.7] or ["unused_high_relevance"]
+        options["penalties"] = {k: penalties[k] for k in keys}
+        names = {
+            "unused_high_relevance": "unusedHighRelevanceContext",
+            "missing_context_per_item": "missingContextPerItem",
+            "max_missing_context_penalty": "maxMissingContextPenalty",
+        }
+        theirs_options["penalties"] = {names[k]: penalties[k] for k in keys}
+    item = {
+        "input": _text(rng, flavour="plain", sentences=1),
+        "output": _text(rng, flavour="plain"),
+        "context": context,
+    }
+    theirs: dict[str, Any] = {
+        "scorer": "context_relevance",
+        "input": item["input"],
+        "output": item["output"],
+    }
+    if context:
+        theirs_options["context"] = context
+    else:
+        theirs["no_context"] = True
+    theirs["options"] = theirs_options
+    return Case(
+        id=f"context_relevance-{index:04d}",
+        kind="context_relevance",
+        item=item,
+        options=options,
+        theirs=theirs,
+        script={
+            "kind": "context_relevance",
+            "evaluations": evaluations,
+            "missing": missing,
+        },
+        rows=sorted(rows),
+    )
+
+
+def _context_precision(rng: random.Random, index: int) -> Case:
+    rows: set[str] = set()
+    chunks = rng.randint(1, 10)
+    context = [_text(rng, flavour="plain", sentences=1) for _ in range(chunks)]
+    indexes = list(range(chunks))
+    if rng.random() < 0.4:
+        rng.shuffle(indexes)  # the judge may answer out of order
+    if rng.random() < 0.15:
+        indexes = indexes[: rng.randint(0, chunks)]  # or skip some chunks
+    verdicts = _verdicts(rng, "context_precision", len(indexes), rows)
+    item: dict[str, Any] = {
+        "input": _text(rng, flavour="plain", sentences=1),
+        "output": _text(rng, flavour="plain"),
+        "context": context,
+    }
+    if rng.random() < 0.15:
+        item["reference"] = "Reference answer: " + _text(
+            rng, flavour="plain", sentences=1
+        )
+        rows.add("context-precision-reference")
+    scale = _scale(rng)
+    return Case(
+        id=f"context_precision-{index:04d}",
+        kind="context_precision",
+        item=item,
+        options={"scale": scale},
+        theirs={
+            "scorer": "context_precision",
+            "input": item["input"],
+            "output": item["output"],
+            "options": {"scale": scale, "context": context},
+        },
+        script={
+            "kind": "context_precision",
+            "verdicts": list(zip(indexes, verdicts, strict=True)),
+        },
+        rows=sorted(rows),
+    )
+
+
+# ---------------------------------------------------------------------- factuality
+
+_REPLY_REASON = "The submitted answer covers the expert answer."
+
+
+def _factuality_reply(rng: random.Random, rows: set[str]) -> str:
+    letter = rng.choice("ABCDE")
+    form = rng.choices(
+        [
+            "json",
+            "json-lower",
+            "json-fenced",
+            "json-after-prose",
+            "paren",
+            "paren-after-space",
+            "letter-paren",
+            "lone",
+            "lone-dot",
+            "lone-lower",
+            "prose-paren",
+            "see-above",
+            "bad-letter",
+            "json-bad-category",
+            "json-no-category",
+            "prose",
+        ],
+        weights=[30, 6, 6, 6, 8, 3, 5, 4, 3, 2, 3, 2, 2, 2, 2, 2],
+    )[0]
+    reason = _REPLY_REASON
+    if form == "json":
+        return f'{{"category": "{letter}", "reason": "{reason}"}}'
+    if form == "json-lower":
+        return f'{{"reason": "{reason}", "category": " {letter.lower()} "}}'
+    if form == "json-fenced":
+        return f'```json\n{{"category": "{letter}", "reason": "{reason}"}}\n```'
+    if form == "json-after-prose":
+        return f'Here is my verdict:\n{{"category": "{letter}", "reason": "{reason}"}}'
+    if form == "paren":
+        return f"({letter}) {reason}"
+    if form == "paren-after-space":
+        return f"  ({letter})\n{reason}"
+    if form == "letter-paren":
+        return f"{rng.choice([letter, letter.lower()])}) {reason}"
+    if form in ("lone", "lone-dot", "lone-lower"):
+        rows.add("factuality-lone-letter")
+        text = letter.lower() if form == "lone-lower" else letter
+        suffix = {"lone": "", "lone-dot": ". " + reason, "lone-lower": ": " + reason}[
+            form
+        ]
+        return text + suffix
+    rows.add("factuality-unparseable")
+    if form == "prose-paren":
+        return f"After comparing both, the answer is ({letter}). {reason}"
+    if form == "see-above":
+        return "The details are discussed elsewhere (see above)."
+    if form == "bad-letter":
+        return f"({rng.choice('FGXZ')}) {reason}"
+    if form == "json-bad-category":
+        return f'{{"category": "{rng.choice(["(A)", "F", "AB", "1"])}", "reason": "{reason}"}}'
+    if form == "json-no-category":
+        return f'{{"reason": "{reason}"}}'
+    return "I cannot decide between the options here."
+
+
+def _factuality(rng: random.Random, index: int) -> Case:
+    rows: set[str] = set()
+    reply = _factuality_reply(rng, rows)
+    options: dict[str, Any] = {}
+    theirs_options: dict[str, Any] = {}
+    if rng.random() < 0.4:
+        names = {
+            "subset": "subset",
+            "superset": "superset",
+            "agree": "agree",
+            "disagree": "disagree",
+            "differ_but_factual": "differButFactual",
+        }
+        scores = {
+            k: rng.choice([1, 1, 0, 0.5, 0.25, 2, -1, 0.75])
+            for k in names
+            if rng.random() < 0.5
+        }
+        options["category_scores"] = scores
+        theirs_options = {names[k]: v for k, v in scores.items()}
+    reference = "Expert answer: " + _text(rng, flavour="plain", sentences=1)
+    if rng.random() < 0.04:
+        reference = rng.choice(["", "   "])
+        rows.add("blank-reference")
+    item = {
+        "input": _text(rng, flavour="plain", sentences=1),
+        "output": _text(rng, flavour="plain"),
+        "reference": reference,
+    }
+    return Case(
+        id=f"factuality-{index:04d}",
+        kind="factuality",
+        item=item,
+        options=options,
+        theirs={
+            "scorer": "factuality",
+            "input": item["input"],
+            "output": item["output"],
+            "reference": reference,
+            "options": theirs_options,
+        },
+        script={"kind": "factuality", "reply": reply},
+        rows=sorted(rows),
+    )
+
+
+# ------------------------------------------------------------------ no-judge kinds
+
+
+def _text_case(rng: random.Random, kind: str, index: int) -> Case:
+    rows: set[str] = set()
+    flavour = rng.choices(["plain", "odd", "wild"], weights=[3, 3, 2])[0]
+    base = _text(rng, flavour=flavour)
+    roll = rng.random()
+    if roll < 0.08:
+        output = base
+    elif roll < 0.6:
+        output = _variant(rng, base)
+    else:
+        output = _text(rng, flavour=flavour)
+    item: dict[str, Any] = {"input": base, "output": output}
+    compared = base
+    their_input = base
+    if kind != "tone_consistency":
+        roll = rng.random()
+        if roll < 0.12:
+            # A reference: ours compares with it, Mastra with the input.
+            item["reference"] = base
+            item["input"] = _text(rng, flavour="plain", sentences=1)
+            their_input = item["input"]
+            rows.add("text-compared-with-reference")
+        elif roll < 0.16:
+            item["input"] = rng.choice(["", "  "])
+            item["reference"] = rng.choice([None, "", " "])
+            compared = their_input = item["input"]
+            rows.add("blank-reference")
+            if rng.random() < 0.5:
+                item["output"] = output = rng.choice(["", "  ", output])
+    if not output.strip():
+        rows.add("blank-reference")  # a blank output: ours refuses it too
+    options: dict[str, Any] = {}
+    theirs_options: dict[str, Any] | None = None
+    if kind == "content_similarity":
+        ignore_case = rng.random() < 0.8
+        if not ignore_case or rng.random() < 0.3:
+            options["ignore_case"] = ignore_case
+        theirs_options = {"ignoreCase": ignore_case, "ignoreWhitespace": True}
+    if kind == "tone_consistency":
+        theirs_options = {}
+        roll = rng.random()
+        if roll < 0.45:
+            tone = _text(rng, flavour=flavour, sentences=rng.randint(1, 2))
+            options["reference_tone"] = tone
+            theirs_options = {"referenceTone": tone}
+        elif roll < 0.52:
+            options["reference_tone"] = rng.choice(["", "  "])
+            theirs_options = {"referenceTone": options["reference_tone"]}
+    if rng.random() < 0.15:
+        options["scale"] = rng.choice([10, 5, 100])
+    texts = [output, compared, str(options.get("reference_tone") or "")]
+    joined = "".join(texts)
+    if kind in ("content_similarity", "textual_difference") and any(
+        ord(ch) > 0xFFFF for ch in joined
+    ):
+        rows.add("utf16-lengths")
+    if kind == "keyword_coverage":
+        rows.add("keyword-stopwords")
+    if kind == "completeness":
+        rows.add("completeness-extraction")
+    if kind == "tone_consistency":
+        rows.add("tone-lexicon")
+        if any(ch in joined for ch in "‘’ʼ"):
+            rows.add("tone-curly-apostrophes")
+    if kind != "tone_consistency" and "reference" in item and item["reference"] is None:
+        del item["reference"]
+    validate_options(kind, options)
+    return Case(
+        id=f"{kind}-{index:04d}",
+        kind=kind,
+        item=item,
+        options=options,
+        theirs={
+            "scorer": kind,
+            "input": their_input,
+            "output": output,
+            "options": theirs_options,
+        },
+        rows=sorted(rows),
+    )
+
+
+# ------------------------------------------------------------------------- public
+
+KINDS_COMPARED: dict[str, int] = {
+    # kind: number of cases (Mastra's LLM scorers cost the most CPU per case)
+    "faithfulness": 200,
+    "hallucination": 200,
+    "context_relevance": 200,
+    "context_precision": 200,
+    "answer_relevancy": 200,
+    "bias": 200,
+    "toxicity": 200,
+    "factuality": 300,
+    "content_similarity": 300,
+    "textual_difference": 300,
+    "keyword_coverage": 300,
+    "completeness": 300,
+    "tone_consistency": 400,
+}
+
+
+def generate(seed: int = 18, scale: float = 1.0) -> list[Case]:
+    """All cases, in a fixed order; ``scale`` multiplies every kind's count."""
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    for kind, count in KINDS_COMPARED.items():
+        for index in range(max(1, round(count * scale))):
+            if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
+                cases.append(_claim_kind(rng, kind, index))
+            elif kind == "toxicity":
+                cases.append(_toxicity(rng, index))
+            elif kind == "context_relevance":
+                cases.append(_context_relevance(rng, index))
+            elif kind == "context_precision":
+                cases.append(_context_precision(rng, index))
+            elif kind == "factuality":
+                cases.append(_factuality(rng, index))
+            else:
+                cases.append(_text_case(rng, kind, index))
+    return cases

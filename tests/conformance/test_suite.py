@@ -1,0 +1,131 @@
+"""The differential suite's own parts, without Node: the README's rows and the suite's
+agree, the generated cases cover every row, the suite's mirror of ``scoring`` is exact,
+and the scripted judge answers our steps with the script. ``make conformance`` runs the
+real comparison."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from conformance.cases import KINDS_COMPARED, generate
+from conformance.judge_server import ScriptedJudge, scripted_judge
+from conformance.rows import (
+    ROWS,
+    _mastra_reads,
+    _promptfoo_letter,
+    _utf16,
+    readme_row_ids,
+    text_ratio,
+)
+from conformance.run import Outcome, SideResult
+from scoring import KINDS, analyze_text, judge_case, make_client
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return generate()
+
+
+def test_readme_rows_are_the_suites():
+    ids = readme_row_ids()
+    assert len(ids) == len(set(ids))
+    assert sorted(ids) == sorted(ROWS)
+
+
+def test_readme_row_ids_are_read_from_the_section_only():
+    text = (
+        "| `elsewhere` | x |\n"
+        "## Where our numbers differ from Mastra's and promptfoo's\n"
+        "| `a-row` | x | y |\n| not-an-id | x |\n## Next\n| `later` | x |\n"
+    )
+    assert readme_row_ids(text) == ["a-row"]
+
+
+def test_cases_are_seeded_and_cover_every_kind_and_row(cases):
+    assert len(cases) >= 2000
+    assert [c.id for c in cases] == [c.id for c in generate()]
+    assert len({c.id for c in cases}) == len(cases)
+    kinds = Counter(c.kind for c in cases)
+    assert set(kinds) == set(KINDS_COMPARED) == set(KINDS) - {"custom_rubric"}
+    tagged = Counter(row for c in cases for row in c.rows)
+    assert set(tagged) == set(ROWS)
+    # Most cases must agree exactly: rows are for the few that exercise them, except
+    # where the documented rule touches nearly every text (stopwords, compromise).
+    untagged = sum(1 for c in cases if not c.rows)
+    assert untagged > len(cases) / 2
+
+
+def test_the_suites_mirror_of_ours_is_exact(cases):
+    for case in cases:
+        if case.script is not None:
+            continue
+        try:
+            ours = analyze_text(case.kind, case.item, case.options)["ratio"]
+        except Exception:
+            continue
+        outcome = Outcome(case, SideResult(ours), SideResult(None), ScriptedJudge({}))
+        assert text_ratio(outcome, frozenset(), {}) == ours, case.id
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw", "read"),
+    [
+        ("faithfulness", "YES", "no"),
+        ("faithfulness", "yes", "yes"),
+        ("hallucination", " yes", "no"),
+        ("bias", "Yes", "yes"),
+        ("bias", " yes", "no"),
+        ("toxicity", " YES ", "yes"),
+        ("context_precision", "Yes\n", "yes"),
+        ("answer_relevancy", " Unsure", "unsure"),
+        ("answer_relevancy", "maybe", "no"),
+        ("hallucination", "unsure", "no"),
+    ],
+)
+def test_how_mastra_reads_verdicts(kind, raw, read):
+    assert _mastra_reads(kind, raw) == read
+
+
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        ("After comparing both, the answer is (C). Fine.", "C"),
+        ("The details are discussed elsewhere (see above).", "E"),
+        ("C", None),
+        ("B. more detail", None),
+        ('{"category": "(A)", "reason": "x"}', None),
+        ("I cannot decide.", None),
+    ],
+)
+def test_how_promptfoo_reads_an_unparseable_reply(reply, letter):
+    assert _promptfoo_letter(reply) == letter
+
+
+def test_utf16_splits_astral_characters():
+    assert len(_utf16("a😀b")) == 4
+    assert _utf16("abc") == "abc"
+
+
+def test_the_scripted_judge_answers_our_steps(cases):
+    case = next(
+        c
+        for c in cases
+        if c.kind == "answer_relevancy" and not c.rows and c.script["items"]
+    )
+    judge = ScriptedJudge({case.id: case.script})
+    with scripted_judge(judge) as url:
+        client = make_client(f"{url}/v1", "x").with_options(
+            default_headers={
+                "x-conformance-case": case.id,
+                "x-conformance-side": "ours",
+            }
+        )
+        result = judge_case(case.kind, case.item, case.options, client, model="m")
+    assert [v["verdict"] for v in result.analysis["verdicts"]] == [
+        v.strip().lower() for v in case.script["verdicts"]
+    ]
+    assert result.analysis["statements"] == case.script["items"]
+    assert judge.calls["ours"] == 3  # statements, verdicts, reason
+    assert case.script["items"][0] in "\n".join(judge.prompts[case.id]["ours"])
