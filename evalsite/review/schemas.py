@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal, cast
 
+from django.urls import reverse
 from ninja import Schema
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
@@ -690,6 +691,8 @@ class EntryReviewsOut(Schema):
 
 
 class AdjudicationEntryOut(Schema):
+    """A queue entry waiting for an adjudicator (read from a QueueEntry)."""
+
     queue_id: int
     queue_name: str
     position: int
@@ -698,6 +701,29 @@ class AdjudicationEntryOut(Schema):
     scorer: str
     disagreements: list[str]
     url: str
+
+    @staticmethod
+    def resolve_queue_name(entry: Any) -> str:
+        return str(entry.queue.name)
+
+    @staticmethod
+    def resolve_item_index(entry: Any) -> int:
+        return int(entry.result.item.index)
+
+    @staticmethod
+    def resolve_scorer(entry: Any) -> str:
+        return str(entry.result.run_scorer.name)
+
+    @staticmethod
+    def resolve_disagreements(entry: Any) -> list[str]:
+        return [str(d) for d in entry.decision.get("disagreements", [])]
+
+    @staticmethod
+    def resolve_url(entry: Any) -> str:
+        return reverse(
+            "review:adjudicate",
+            args=[entry.queue.project_id, entry.queue_id, entry.position],
+        )
 
 
 class AgreementFigureOut(Schema):

@@ -281,5 +281,5 @@ def test_queue_page_shows_estimate_with_counts(client, reviewer, run):
     body = client.get(response.url).content.decode()
     assert 'id="queue-estimate"' in body
     assert 'id="estimate-precision">100 %' in body
-    assert "1 of 1 reviewed judge-fails" in body
+    assert "1 of 1 reviewed judge-fail is a human fail" in body
     assert "blind review" in body

@@ -361,7 +361,9 @@ def test_api_blind_answers_then_adjudication(client, run, reviewer, second, owne
     listed = client.get(
         f"/api/projects/{queue.project_id}/adjudication", **bearer(second)
     ).json()
-    assert [(e["queue_id"], e["position"]) for e in listed] == [(queue.pk, 1)]
+    assert listed["count"] == 1
+    assert [(e["queue_id"], e["position"]) for e in listed["items"]] == [(queue.pk, 1)]
+    assert listed["items"][0]["disagreements"] == ["pass/fail"]
     forbidden = client.post(
         f"{base}/adjudication",
         {"passed": False},

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.http import Http404
-from django.urls import reverse
 from ninja import Router, Status
+from ninja.pagination import paginate
 
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.schemas import (
@@ -135,26 +137,13 @@ def entry_adjudicate_api(
 
 
 @router.get("/projects/{project_id}/adjudication", response=list[AdjudicationEntryOut])
+@paginate(LimitOffsetPagination)
 def adjudication_list_api(
     request: AuthenticatedHttpRequest, project_id: int
-) -> list[dict[str, Any]]:
-    """Results waiting for an adjudicator, across the project's queues (at most 500)."""
+) -> QuerySet[QueueEntry]:
+    """Results waiting for an adjudicator, across the project's queues."""
     project = project_get_for_user(user=request.user, pk=project_id)
-    return [
-        {
-            "queue_id": e.queue_id,
-            "queue_name": e.queue.name,
-            "position": e.position,
-            "result_id": e.result_id,
-            "item_index": e.result.item.index,
-            "scorer": e.result.run_scorer.name,
-            "disagreements": list(e.decision.get("disagreements", [])),
-            "url": reverse(
-                "review:adjudicate", args=[project.pk, e.queue_id, e.position]
-            ),
-        }
-        for e in adjudication_entries(project_id=project.pk)[:500]
-    ]
+    return adjudication_entries(project_id=project.pk)
 
 
 @router.get("/queues/{queue_id}/agreement", response=HumanAgreementOut)
