@@ -67,9 +67,11 @@ def test_judge_key_env_of_an_allowed_name_is_sent(
 
 
 def test_an_empty_allow_list_refuses_every_name_and_says_so(project, owner, listener):
-    with override_settings(JUDGE_KEY_ENV_ALLOWED=[]):
-        with pytest.raises(ApplicationError) as raised:
-            _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
+    with (
+        override_settings(JUDGE_KEY_ENV_ALLOWED=[]),
+        pytest.raises(ApplicationError) as raised,
+    ):
+        _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
     message = raised.value.field_errors["api_key_env"]
     assert "allows no variable names" in message and "enter the key" in message
 
