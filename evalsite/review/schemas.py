@@ -566,6 +566,11 @@ class BulkOut(Schema):
     message: str
     queue_id: int | None = None
     queue_url: str | None = None
+    background: int = Field(
+        default=0,
+        description="Results a worker accepts or assigns after this answer (an "
+        "all-matching selection of more than 5,000); 0 when done here.",
+    )
 
 
 class SavedFilterIn(Schema):

@@ -66,6 +66,7 @@ def test_api_bulk_accept_ids_reports_done_and_skipped(client, reviewer, run):
         "(1 not scored (errored, pending or cancelled)).",
         "queue_id": None,
         "queue_url": None,
+        "background": 0,
     }
     assert _ids(run, reviewed=True) == rest
 

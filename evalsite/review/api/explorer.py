@@ -43,6 +43,7 @@ from evalsite.review.services.saved_filters import (
     saved_filter_create,
     saved_filter_delete,
 )
+from evalsite.review.tasks import bulk_start_in_background
 
 router = Router(tags=["review"])
 
@@ -74,6 +75,18 @@ def _selection(payload: SelectionIn) -> Selection:
     return Selection(query=payload.filters)
 
 
+def _background_out(action: str, queued: int) -> dict[str, Any]:
+    return {
+        "action": action,
+        "done": 0,
+        "skipped": 0,
+        "skipped_reasons": {},
+        "message": f"{queued} results go to a worker; the run's audit log says "
+        "when they are done.",
+        "background": queued,
+    }
+
+
 def _bulk_out(outcome: BulkOutcome) -> dict[str, Any]:
     queue = outcome.queue
     return {
@@ -97,6 +110,11 @@ def results_accept_api(
     matching `filters`; errored, pending and already reviewed ones are skipped."""
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
     selection = _selection(payload)
+    queued = bulk_start_in_background(
+        user=request.user, run=run, action="accept", selection=selection
+    )
+    if queued:
+        return _background_out("accept", queued)
     return _bulk_out(results_accept(run=run, user=request.user, selection=selection))
 
 
@@ -109,8 +127,18 @@ def results_assign_api(
     assignee = (
         assignee_get(run=run, username=payload.assignee) if payload.assignee else None
     )
+    selection = _selection(payload)
+    queued = bulk_start_in_background(
+        user=request.user,
+        run=run,
+        action="assign",
+        selection=selection,
+        assignee=assignee,
+    )
+    if queued:
+        return _background_out("assign" if assignee else "unassign", queued)
     outcome = results_assign(
-        run=run, user=request.user, selection=_selection(payload), assignee=assignee
+        run=run, user=request.user, selection=selection, assignee=assignee
     )
     return _bulk_out(outcome)
 

@@ -54,6 +54,7 @@ from evalsite.review.services.saved_filters import (
 from evalsite.review.services.saved_filters import (
     saved_filter_delete as saved_filter_delete_service,
 )
+from evalsite.review.tasks import bulk_start_in_background
 from evalsite.review.views.common import item_url, user_can_write
 
 DEFAULT_PER_PAGE = PAGE_SIZES[1]
@@ -211,6 +212,24 @@ def _bulk_do(
     action = data["action"]
     if action in EXPORTS:
         return redirect_htmx(request, _export_url(run, action, selection))
+    if action in ("accept", "assign"):
+        assignee = None
+        if action == "assign" and data["assign_to"] != UNASSIGN:
+            assignee = assignee_get(run=run, username=data["assign_to"])
+        queued = bulk_start_in_background(
+            user=request.user,
+            run=run,
+            action=action,
+            selection=selection,
+            assignee=assignee,
+        )
+        if queued:
+            messages.success(
+                request,
+                f"{'Accepting' if action == 'accept' else 'Assigning'} {queued} "
+                "results in the background; the run's audit log says when it is done.",
+            )
+            return redirect_htmx(request, back_url)
     if action == "accept":
         outcome = results_accept(run=run, user=request.user, selection=selection)
     elif action == "assign":
