@@ -15,6 +15,7 @@ from evalsite.review.models import (
     Override,
     QueueEntry,
     Review,
+    ReviewQueue,
 )
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.aggregates import run_aggregates
@@ -458,3 +459,18 @@ def test_owner_sets_the_project_default_overlap_in_settings(client, project, own
     assert "less than or equal to 10" in bad.content.decode()
     project.refresh_from_db()
     assert project.default_overlap == 3
+
+
+def test_the_explorer_form_builds_an_overlap_queue(client, run, reviewer):
+    login(client, reviewer)
+    url = reverse("review:queue_create", args=[run.project_id, run.pk])
+    response = client.post(
+        url,
+        {"source": "filters", "overlap": "3", "final_rule": "majority", "sort": "item"},
+    )
+    assert response.status_code == 302
+    queue = ReviewQueue.objects.get()
+    assert (queue.overlap, queue.final_rule) == (3, "majority")
+    bad = client.post(url, {"source": "filters", "overlap": "0"})
+    assert bad.status_code == 400
+    assert ReviewQueue.objects.count() == 1
