@@ -72,7 +72,9 @@ CONFORMANCE_ARGS ?=
 
 $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	@command -v npm >/dev/null || { echo "make conformance needs npm (any Node version) to install Node 22 and the packages"; exit 1; }
-	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	# `npm install`, not `npm ci`: the registry may lack other platforms' optional
+	# binaries (@swc/core-darwin-*), which `npm ci` wants listed; the lock is respected.
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
 conformance: install-dev $(NODE_DIR)/node_modules/.installed
