@@ -232,10 +232,12 @@ _MONITOR_INTERVAL = max(
 
 # Judges
 OFFLINE_JUDGE_URL = env.str("OFFLINE_JUDGE_URL", default="http://127.0.0.1:8011/v1")
-# Environment variables a judge may take its key from (shell-style patterns): any project
-# owner can name one, so server secrets such as SECRET_KEY must never match.
+# Environment variables a judge may take its key from, each bound to the host it may be
+# sent to: NAME@host[:port] or PREFIX*@host[:port] (NAME@* for any host). Any project
+# owner can name one, so server secrets such as SECRET_KEY must never match, and a key
+# goes only to its listed hosts. A bare NAME allows nothing (system check evals.W001).
 JUDGE_KEY_ENV_ALLOWED = env.list(
-    "JUDGE_KEY_ENV_ALLOWED", default=["EVALSITE_JUDGE_KEY_*", "OPENAI_API_KEY"]
+    "JUDGE_KEY_ENV_ALLOWED", default=["OPENAI_API_KEY@api.openai.com"]
 )
 # Private, loopback and link-local hosts judges may reach (host, host:port, address or
 # CIDR network). Public addresses are always allowed, the offline judge's host:port too,

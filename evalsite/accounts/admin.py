@@ -4,6 +4,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
@@ -161,6 +163,61 @@ def _leaves_a_project_ownerless(pks: list[int]) -> bool:
         ):
             return True
     return False
+
+
+def last_owner_projects(users: QuerySet[User]) -> list[Project]:
+    """The projects whose every owner is among ``users`` (deleting them would leave
+    those projects without an owner)."""
+    owned = Project.objects.filter(
+        memberships__role=Role.OWNER, memberships__user__in=users
+    ).distinct()
+    return [
+        project
+        for project in owned
+        if not project.memberships.filter(role=Role.OWNER)
+        .exclude(user__in=users)
+        .exists()
+    ]
+
+
+class EvalsiteUserAdmin(UserAdmin[User]):
+    """Django's user admin, except that a user who is the last owner of a project cannot
+    be deleted (their membership would go with them and leave the project ownerless):
+    the delete page (and the bulk action) lists those projects as what blocks it."""
+
+    def get_deleted_objects(
+        self, objs: Any, request: HttpRequest
+    ) -> tuple[list[Any], dict[str, int], set[str], list[str]]:
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(
+            objs, request
+        )
+        users = User.objects.filter(pk__in=[user.pk for user in objs])
+        blocked = [
+            f"Project “{project.name}”: the user to delete is its last owner. "
+            + LAST_OWNER_MESSAGE
+            for project in last_owner_projects(users)
+        ]
+        if blocked:
+            # MembershipAdmin refuses to delete a last owner's row, which Django would
+            # report as a missing permission; say why instead (the admin shows
+            # missing permissions before protected objects).
+            return deleted, counts, set(), [*protected, *blocked]
+        return deleted, counts, perms_needed, protected
+
+    def delete_model(self, request: HttpRequest, obj: User) -> None:
+        # The delete page already refuses; this keeps any other admin path honest.
+        if last_owner_projects(User.objects.filter(pk=obj.pk)):
+            raise PermissionDenied(LAST_OWNER_MESSAGE)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        if last_owner_projects(queryset):
+            raise PermissionDenied(LAST_OWNER_MESSAGE)
+        super().delete_queryset(request, queryset)
+
+
+admin.site.unregister(User)
+admin.site.register(User, EvalsiteUserAdmin)
 
 
 @admin.register(ApiToken)

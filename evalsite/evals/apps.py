@@ -21,3 +21,9 @@ class EvalsConfig(AppConfig):
         # Every project starts with the built-in offline heuristic judge connection.
         on_project_created(judge_create_offline)
         on_project_overview(project_overview_part)
+
+        from django.core import checks
+
+        from evalsite.evals.checks import check_judge_key_env_allowed
+
+        checks.register(check_judge_key_env_allowed)

@@ -37,7 +37,10 @@ class JudgeForm(forms.Form):
         required=False,
         max_length=100,
         label="…or the name of an environment variable holding it",
-        help_text="Only names this server allows, e.g. EVALSITE_JUDGE_KEY_OPENAI.",
+        help_text=(
+            "Only names this server allows for this base URL's host, e.g. "
+            "OPENAI_API_KEY for https://api.openai.com/v1."
+        ),
     )
     clear_api_key = forms.BooleanField(required=False, label="Remove the stored key")
     temperature = forms.FloatField(initial=0.0, min_value=0, max_value=2)

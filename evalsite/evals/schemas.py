@@ -20,7 +20,10 @@ class JudgeIn(Schema):
     )
     api_key_env: str | None = Field(
         default=None,
-        description="Or: the name of an environment variable holding the key.",
+        description=(
+            "Or: the name of an environment variable holding the key, one the server "
+            "allows for this base URL's host (JUDGE_KEY_ENV_ALLOWED)."
+        ),
     )
     temperature: float = 0.0
     timeout_seconds: float = 60.0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -312,3 +313,37 @@ def test_the_access_log_cannot_be_edited_in_the_admin(admin_client, project, own
             ).status_code
             == 403
         )
+
+
+def test_the_admin_cannot_delete_a_user_who_is_the_last_owner_of_a_project(
+    admin_client, project, owner, viewer
+):
+    # Deleting the user would take their membership with it: the project would be left
+    # without an owner. The delete page names the project instead of deleting.
+    page = admin_client.get(f"/admin/auth/user/{owner.pk}/delete/")
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert f"Project “{project.name}”: the user to delete is its last owner" in text
+    assert "make someone else owner first" in text
+    assert "permission" not in text  # not Django's "no permission to delete membership"
+    admin_client.post(f"/admin/auth/user/{owner.pk}/delete/", {"post": "yes"})
+    bulk = admin_client.post(
+        "/admin/auth/user/",
+        {"action": "delete_selected", "_selected_action": [owner.pk], "post": "yes"},
+    )
+    assert "make someone else owner first" in bulk.content.decode()
+    assert User.objects.filter(pk=owner.pk).exists()
+    assert _role(project, owner) == Role.OWNER
+    # A user who is not the last owner goes, as does the former last owner once
+    # someone else owns the project.
+    response = admin_client.post(
+        f"/admin/auth/user/{viewer.pk}/delete/", {"post": "yes"}
+    )
+    assert response.status_code == 302
+    assert not User.objects.filter(pk=viewer.pk).exists()
+    MembershipFactory(project=project, user=UserFactory(), role=Role.OWNER)
+    response = admin_client.post(
+        f"/admin/auth/user/{owner.pk}/delete/", {"post": "yes"}
+    )
+    assert response.status_code == 302
+    assert not User.objects.filter(pk=owner.pk).exists()

@@ -71,8 +71,9 @@ def test_judge_create_stores_the_key_encrypted_only(project, owner):
 
 
 def test_judge_api_key_reads_the_named_environment_variable(
-    project, owner, monkeypatch
+    project, owner, monkeypatch, settings
 ):
+    settings.JUDGE_KEY_ENV_ALLOWED = ["EVALSITE_JUDGE_KEY_*@api.example.com"]
     judge = services.judge_create(
         project=project,
         user=owner,

@@ -7,19 +7,30 @@ gets; the shipped policy is tested with DEBUG off and no private hosts allowed.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 
+import httpx2
+import openai
 import pytest
+from django.core.checks import run_checks
 from django.test import override_settings
 from django.urls import reverse
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import services
 from evalsite.evals.models import JudgeConnection, Result, Run
-from evalsite.evals.services.egress import judge_url_problem
+from evalsite.evals.services import judges as judges_module
+from evalsite.evals.services.egress import (
+    judge_key_env_allowed,
+    judge_key_env_problem,
+    judge_url_problem,
+)
+from evalsite.evals.services.judges import judge_guard
+from scoring.egress import EgressRefused
 from tests.evals.conftest import support_rows
 from tests.factories import DatasetFactory
-from tests.security.listener import Listener
+from tests.security.listener import COMPLETION, Listener
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +59,8 @@ def test_judge_key_env_refuses_a_server_secret_at_create_and_update(
     with pytest.raises(ApplicationError) as raised:
         _judge(project, owner, listener.url, api_key_env=name)
     assert "api_key_env" in raised.value.field_errors
-    assert "EVALSITE_JUDGE_KEY_" in raised.value.field_errors["api_key_env"]
+    # The message lists what the server allows (the shipped default).
+    assert "OPENAI_API_KEY@api.openai.com" in raised.value.field_errors["api_key_env"]
     judge = _judge(project, owner, listener.url)
     with pytest.raises(ApplicationError) as raised:
         services.judge_update(judge=judge, user=owner, api_key_env=name)
@@ -57,10 +69,13 @@ def test_judge_key_env_refuses_a_server_secret_at_create_and_update(
     assert judge.api_key_env == ""
 
 
-def test_judge_key_env_of_an_allowed_name_is_sent(
-    project, owner, listener, monkeypatch
+def test_judge_key_env_of_an_allowed_name_is_sent_to_its_host(
+    project, owner, listener, monkeypatch, settings
 ):
     monkeypatch.setenv("EVALSITE_JUDGE_KEY_TEAM", KEY)
+    settings.JUDGE_KEY_ENV_ALLOWED = [
+        f"EVALSITE_JUDGE_KEY_TEAM@127.0.0.1:{listener.port}"
+    ]
     judge = _judge(project, owner, listener.url, api_key_env="EVALSITE_JUDGE_KEY_TEAM")
     assert services.judge_test(judge=judge).ok
     assert listener.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
@@ -130,6 +145,287 @@ def test_judge_form_shows_the_key_env_field_error(owner_client, project, listene
     )
     assert response.status_code == 400
     assert "does not let judges read DATABASE_URL" in response.content.decode()
+
+
+# ------------------------------------------------- 1b. env keys are bound to hosts
+# The audit's exfiltration: any signed-in user creates a project, points a judge at a
+# host of theirs with api_key_env=OPENAI_API_KEY and presses Test. The server's key goes
+# only to the hosts JUDGE_KEY_ENV_ALLOWED binds it to (shipped: api.openai.com).
+
+
+def test_the_servers_openai_key_is_refused_for_another_host_at_create_and_update(
+    project, owner, listener, monkeypatch
+):
+    # 127.0.0.1 is an allowed private host here (tests/settings.py): reachable, yet
+    # not a host the key was entered for.
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with pytest.raises(ApplicationError) as raised:
+        _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
+    message = raised.value.field_errors["api_key_env"]
+    assert "only to api.openai.com" in message and "127.0.0.1" in message
+    assert KEY not in message and KEY not in raised.value.message
+    judge = _judge(project, owner, listener.url)
+    with pytest.raises(ApplicationError) as raised:
+        services.judge_update(judge=judge, user=owner, api_key_env="OPENAI_API_KEY")
+    assert "api_key_env" in raised.value.field_errors
+    judge.refresh_from_db()
+    assert judge.api_key_env == "" and listener.requests == []
+
+
+def test_the_servers_openai_key_set_behind_the_services_back_is_refused_at_use(
+    project, owner, listener, dataset_with_run, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    judge = _judge(project, owner, listener.url)
+    JudgeConnection.objects.filter(pk=judge.pk).update(
+        api_key_env="OPENAI_API_KEY", api_key_url=judge.base_url
+    )
+    judge.refresh_from_db()
+    outcome = services.judge_test(judge=judge)
+    assert not outcome.ok and "only to api.openai.com" in outcome.message
+    result = dataset_with_run(judge)
+    assert services.result_score(result_id=result.pk) == "error"
+    result.refresh_from_db()
+    assert "only to api.openai.com" in result.error and KEY not in result.error
+    assert listener.requests == [] and not listener.seen(KEY)
+
+
+def test_a_key_bound_to_one_port_never_reaches_another_port(
+    project, owner, listener, other_listener, dataset_with_run, monkeypatch, settings
+):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    settings.JUDGE_KEY_ENV_ALLOWED = [f"OPENAI_API_KEY@127.0.0.1:{listener.port}"]
+    with pytest.raises(ApplicationError) as raised:
+        _judge(project, owner, other_listener.url, api_key_env="OPENAI_API_KEY")
+    assert (
+        f"127.0.0.1:{other_listener.port}" in raised.value.field_errors["api_key_env"]
+    )
+    judge = _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
+    # Moved to the other port with the key given again: refused, nothing saved.
+    with pytest.raises(ApplicationError) as raised:
+        services.judge_update(
+            judge=judge,
+            user=owner,
+            base_url=other_listener.url,
+            api_key_env="OPENAI_API_KEY",
+        )
+    assert "api_key_env" in raised.value.field_errors
+    judge.refresh_from_db()
+    assert judge.base_url == listener.url
+    # A hand-written UPDATE that moves the URL *and* its binding: refused at use.
+    JudgeConnection.objects.filter(pk=judge.pk).update(
+        base_url=other_listener.url, api_key_url=other_listener.url
+    )
+    judge.refresh_from_db()
+    assert not services.judge_test(judge=judge).ok
+    result = _dispatch(dataset_with_run(judge))
+    assert result.status == Result.Status.ERROR and "only to 127.0.0.1" in result.error
+    assert other_listener.requests == [] and not other_listener.seen(KEY)
+    # Back on its own port the key is sent.
+    JudgeConnection.objects.filter(pk=judge.pk).update(
+        base_url=listener.url, api_key_url=listener.url
+    )
+    judge.refresh_from_db()
+    assert services.judge_test(judge=judge).ok
+    assert listener.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
+
+
+def test_the_connection_guard_checks_the_host_really_connected_to(
+    project, owner, listener, monkeypatch, settings
+):
+    # Whatever the stored URL says, each connection of a client holding an env key is
+    # checked against the variable's hosts (a URL parsed differently by the HTTP client
+    # cannot carry the key elsewhere).
+    settings.JUDGE_KEY_ENV_ALLOWED = [f"OPENAI_API_KEY@127.0.0.1:{listener.port}"]
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    judge = _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
+    guard = judge_guard(judge)
+    loopback = [ipaddress.ip_address("127.0.0.1")]
+    guard("127.0.0.1", listener.port, loopback)
+    with pytest.raises(EgressRefused, match="does not send OPENAI_API_KEY"):
+        guard("127.0.0.1", listener.port + 1, loopback)
+    with pytest.raises(EgressRefused):
+        guard("evil.example", 443, [ipaddress.ip_address("93.184.216.34")])
+
+
+def test_the_servers_openai_key_goes_to_api_openai_com(project, owner, monkeypatch):
+    """No network: the request the Test button builds is caught by a transport stub."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    # The default allows api.openai.com; its name need not resolve here.
+    monkeypatch.setattr(judges_module, "judge_url_problem", lambda url: None)
+    judge = _judge(
+        project, owner, "https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"
+    )
+    assert services.judge_api_key(judge=judge) == KEY
+    sent: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(200, json=COMPLETION)
+
+    def stub_client(base_url, api_key, timeout, *, address_guard):
+        # The guard the real client would ask admits api.openai.com:443 only.
+        address_guard("api.openai.com", 443, [ipaddress.ip_address("162.159.140.245")])
+        with pytest.raises(EgressRefused):
+            address_guard("evil.example", 443, [ipaddress.ip_address("93.184.216.34")])
+        return openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=0,
+            http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        )
+
+    monkeypatch.setattr(judges_module, "make_client", stub_client)
+    assert services.judge_test(judge=judge).ok
+    assert sent[0].url.host == "api.openai.com" and sent[0].url.port in (None, 443)
+    assert sent[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    ("entries", "name", "host", "port", "allowed"),
+    [
+        (
+            ["OPENAI_API_KEY@api.openai.com"],
+            "OPENAI_API_KEY",
+            "api.openai.com",
+            443,
+            True,
+        ),
+        (
+            ["OPENAI_API_KEY@API.OpenAI.com"],
+            "OPENAI_API_KEY",
+            "api.OPENAI.com",
+            443,
+            True,
+        ),
+        (
+            ["OPENAI_API_KEY@api.openai.com"],
+            "OPENAI_API_KEY",
+            "evil.example",
+            443,
+            False,
+        ),
+        (
+            ["OPENAI_API_KEY@api.openai.com"],
+            "OPENAI_API_KEY",
+            "api.openai.com.evil.example",
+            443,
+            False,
+        ),
+        (
+            ["OPENAI_API_KEY@api.openai.com"],
+            "OPENAI_API_KEY_2",
+            "api.openai.com",
+            443,
+            False,
+        ),
+        (
+            ["OPENAI_API_KEY@vllm.internal:8000"],
+            "OPENAI_API_KEY",
+            "vllm.internal",
+            8000,
+            True,
+        ),
+        (
+            ["OPENAI_API_KEY@vllm.internal:8000"],
+            "OPENAI_API_KEY",
+            "vllm.internal",
+            8001,
+            False,
+        ),
+        (["K@a.example", "K@b.example"], "K", "b.example", 443, True),
+        (["K@[::1]:9000"], "K", "::1", 9000, True),
+        # Prefix entries.
+        (
+            ["EVALSITE_JUDGE_KEY_*@llm.example"],
+            "EVALSITE_JUDGE_KEY_X",
+            "llm.example",
+            443,
+            True,
+        ),
+        (
+            ["EVALSITE_JUDGE_KEY_*@llm.example"],
+            "EVALSITE_JUDGE_KEY_X",
+            "other.example",
+            443,
+            False,
+        ),
+        (["EVALSITE_JUDGE_KEY_*@llm.example"], "SECRET_KEY", "llm.example", 443, False),
+        # Any host only when the operator writes @* ...
+        (
+            ["EVALSITE_JUDGE_KEY_*@*"],
+            "EVALSITE_JUDGE_KEY_X",
+            "anywhere.example",
+            8080,
+            True,
+        ),
+        # ... never from a bare (legacy) or malformed entry.
+        (["OPENAI_API_KEY"], "OPENAI_API_KEY", "api.openai.com", 443, False),
+        (
+            ["EVALSITE_JUDGE_KEY_*"],
+            "EVALSITE_JUDGE_KEY_X",
+            "api.openai.com",
+            443,
+            False,
+        ),
+        (["*@*"], "SECRET_KEY", "api.openai.com", 443, False),
+        (["A*B@*"], "AXB", "api.openai.com", 443, False),
+        (["K@*.example"], "K", "a.example", 443, False),
+    ],
+)
+def test_key_env_policy(settings, entries, name, host, port, allowed):
+    settings.JUDGE_KEY_ENV_ALLOWED = entries
+    assert judge_key_env_allowed(name, host, port) is allowed
+
+
+def test_an_entry_without_a_port_means_https(settings):
+    settings.JUDGE_KEY_ENV_ALLOWED = ["K@llm.example"]
+    assert judge_key_env_problem("K", "https://llm.example/v1") is None
+    assert judge_key_env_problem("K", "https://llm.example:443/v1") is None
+    for url in ("https://llm.example:8443/v1", "http://llm.example/v1"):
+        problem = judge_key_env_problem("K", url)
+        assert problem and "only to llm.example, not to llm.example:" in problem
+    settings.JUDGE_KEY_ENV_ALLOWED = ["K@llm.example:80"]
+    assert judge_key_env_problem("K", "http://llm.example/v1") is None
+
+
+def test_a_legacy_bare_entry_allows_nothing_and_the_system_check_says_how_to_fix_it(
+    project, owner, settings
+):
+    settings.JUDGE_KEY_ENV_ALLOWED = ["OPENAI_API_KEY", "EVALSITE_JUDGE_KEY_*"]
+    with pytest.raises(ApplicationError) as raised:
+        _judge(
+            project, owner, "https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"
+        )
+    assert "api_key_env" in raised.value.field_errors
+    warnings = [m for m in run_checks() if m.id == "evals.W001"]
+    assert len(warnings) == 2
+    assert "'OPENAI_API_KEY' names no host, so it allows nothing" in warnings[0].msg
+    assert "OPENAI_API_KEY@api.example.com" in warnings[0].msg
+    assert "EVALSITE_JUDGE_KEY_*@*" in warnings[1].msg
+    settings.JUDGE_KEY_ENV_ALLOWED = ["OPENAI_API_KEY@api.openai.com"]
+    assert [m for m in run_checks() if m.id == "evals.W001"] == []
+
+
+def test_api_refuses_the_openai_key_for_an_owners_host_without_showing_it(
+    client, project, owner, listener, bearer, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    response = client.post(
+        f"/api/projects/{project.pk}/judges",
+        {
+            "name": "x",
+            "base_url": listener.url,
+            "model": "m",
+            "api_key_env": "OPENAI_API_KEY",
+        },
+        content_type="application/json",
+        **bearer(owner),
+    )
+    assert response.status_code == 400
+    assert "only to api.openai.com" in response.json()["detail"]
+    assert KEY not in response.content.decode()
+    assert not JudgeConnection.objects.filter(name="x").exists()
 
 
 # ---------------------------------------------------------------- 2. key and URL

@@ -4,8 +4,9 @@ Anyone who can create a project owns a judge connection, so its URL and key are 
 input aimed at the server itself. The rules:
 
 - A judge's key may come from an environment variable only if the operator allowed that
-  name (``JUDGE_KEY_ENV_ALLOWED``), so ``SECRET_KEY`` or ``DATABASE_URL`` never leave as a
-  bearer token.
+  name *for the judge's host* (``JUDGE_KEY_ENV_ALLOWED``: ``NAME@host[:port]``), so
+  ``SECRET_KEY`` or ``DATABASE_URL`` never leave as a bearer token, and the server's
+  ``OPENAI_API_KEY`` goes to api.openai.com only, never to a URL a project owner chose.
 - A judge URL carries no credentials, and may reach only public addresses, except the
   hosts an operator listed (``JUDGE_ALLOWED_PRIVATE_HOSTS``), the configured offline judge,
   and loopback when ``DEBUG`` is on (``make run``'s offline judge). An IPv6 address that
@@ -16,8 +17,10 @@ input aimed at the server itself. The rules:
 
 from __future__ import annotations
 
-import fnmatch
 import ipaddress
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
 
@@ -28,17 +31,158 @@ from scoring.egress import AddressGuard, EgressRefused, IPAddress, resolve
 HOST_HELP = "An administrator can allow a private host with the JUDGE_ALLOWED_PRIVATE_HOSTS setting."
 
 
-def judge_key_env_allowed(name: str) -> bool:
-    """Whether the operator allowed judges to read their key from env var ``name``."""
-    return any(
-        fnmatch.fnmatchcase(name, pattern) for pattern in settings.JUDGE_KEY_ENV_ALLOWED
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ANY_HOST = "*"
+
+
+@dataclass(frozen=True)
+class KeyEnvEntry:
+    """One ``JUDGE_KEY_ENV_ALLOWED`` entry: a variable name (or a prefix, ``PREFIX*``)
+    and the one host and port (443 unless given) its value may be sent to, or ``*`` for
+    any host."""
+
+    name: str
+    prefix: bool
+    host: str
+    port: int | None
+
+    def admits_name(self, name: str) -> bool:
+        return name.startswith(self.name) if self.prefix else name == self.name
+
+    def admits_host(self, host: str, port: int) -> bool:
+        if self.host == ANY_HOST:
+            return True
+        # Without a port, HTTPS's: a key crosses the network in the clear only where
+        # the operator named a port.
+        return self.host == _host_key(host) and (self.port or 443) == port
+
+    def __str__(self) -> str:
+        name = self.name + ("*" if self.prefix else "")
+        if self.host == ANY_HOST:
+            return f"{name}@*"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{name}@{host}" + (f":{self.port}" if self.port is not None else "")
+
+
+def _host_key(host: str) -> str:
+    """A host as entries and URLs are compared: lower case, no brackets or final dot."""
+    return host.strip().strip("[]").lower().rstrip(".")
+
+
+def parse_key_env_entry(entry: str) -> KeyEnvEntry | str:
+    """The entry, or why it admits nothing (a message for the operator)."""
+    text = entry.strip()
+    name, at, where = text.partition("@")
+    if not at:
+        return (
+            f"JUDGE_KEY_ENV_ALLOWED entry {text!r} names no host, so it allows nothing: "
+            f"a key is only sent to the hosts it is listed for. Write "
+            f"{text}@api.example.com (the API's host, optionally :port), or {text}@* "
+            "if any project owner may send it to any URL."
+        )
+    prefix = name.endswith("*")
+    bare = name[:-1] if prefix else name
+    if not _NAME.match(bare) or "*" in bare:
+        return (
+            f"JUDGE_KEY_ENV_ALLOWED entry {text!r}: before the @ goes a variable name "
+            "(letters, digits, underscores) or a prefix ending in *, e.g. "
+            "EVALSITE_JUDGE_KEY_*."
+        )
+    where = where.strip()
+    if where == ANY_HOST:
+        return KeyEnvEntry(bare, prefix, ANY_HOST, None)
+    try:
+        parts = urlsplit(f"//{where}")
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or not parts.hostname
+        or "*" in where
+        or parts.path
+        or parts.username is not None
+    ):
+        return (
+            f"JUDGE_KEY_ENV_ALLOWED entry {text!r}: after the @ goes one host, "
+            "optionally with :port (e.g. api.openai.com or vllm.internal:8000), or *."
+        )
+    return KeyEnvEntry(bare, prefix, _host_key(parts.hostname), port)
+
+
+def key_env_entries() -> tuple[list[KeyEnvEntry], list[str]]:
+    """The usable ``JUDGE_KEY_ENV_ALLOWED`` entries, and a message for each other one."""
+    entries: list[KeyEnvEntry] = []
+    problems: list[str] = []
+    for raw in settings.JUDGE_KEY_ENV_ALLOWED:
+        if not raw.strip():
+            continue
+        parsed = parse_key_env_entry(raw)
+        if isinstance(parsed, str):
+            problems.append(parsed)
+        else:
+            entries.append(parsed)
+    return entries, problems
+
+
+def _url_host_port(url: str) -> tuple[str, int] | None:
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return (parts.hostname, port) if parts.hostname else None
+
+
+def judge_key_env_allowed(name: str, host: str, port: int) -> bool:
+    """Whether the operator allowed a judge to send env var ``name`` to ``host:port``."""
+    entries, _ = key_env_entries()
+    return any(e.admits_name(name) and e.admits_host(host, port) for e in entries)
+
+
+def judge_key_env_problem(name: str, url: str) -> str | None:
+    """Why a judge at ``url`` may not take its key from env var ``name`` (a message for
+    the ``api_key_env`` field that never shows the variable's value), or None."""
+    where = _url_host_port(url)
+    entries, _ = key_env_entries()
+    for_name = [e for e in entries if e.admits_name(name)]
+    if where is not None and any(e.admits_host(*where) for e in for_name):
+        return None
+    if not entries:
+        return (
+            "This server allows no variable names (JUDGE_KEY_ENV_ALLOWED); enter the "
+            "key itself."
+        )
+    if not for_name:
+        return f"This server does not let judges read {name}. " + judge_key_env_help()
+    hosts = sorted({str(e).partition("@")[2] for e in for_name})
+    shown = f"{where[0]}:{where[1]}" if where else "this URL"
+    return (
+        f"This server sends {name} only to {', '.join(hosts)}, not to {shown}: enter "
+        "the key itself for this URL, or ask an administrator to allow "
+        f"{name} for this host (JUDGE_KEY_ENV_ALLOWED)."
     )
 
 
 def judge_key_env_help() -> str:
-    if not settings.JUDGE_KEY_ENV_ALLOWED:
+    entries, _ = key_env_entries()
+    if not entries:
         return "This server allows no variable names (JUDGE_KEY_ENV_ALLOWED); enter the key itself."
-    return "Allowed names: " + ", ".join(settings.JUDGE_KEY_ENV_ALLOWED) + "."
+    return "Allowed: " + ", ".join(str(e) for e in entries) + "."
+
+
+def judge_key_env_guard(name: str) -> Callable[[str, int], None]:
+    """Checks each connection's host and port for a key read from env var ``name``: the
+    host the HTTP client really connects to, whatever the stored URL says."""
+
+    def guard(host: str, port: int) -> None:
+        if not judge_key_env_allowed(name, host, port):
+            where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            raise EgressRefused(
+                f"This server does not send {name} to {where} (JUDGE_KEY_ENV_ALLOWED)."
+            )
+
+    return guard
 
 
 @lru_cache(maxsize=64)
@@ -135,11 +279,18 @@ def _address_allowed(
     return any(_matches(entry, host, port, address) for entry in entries)
 
 
-def judge_address_guard(extra_allowed: tuple[str, ...] = ()) -> AddressGuard:
+def judge_address_guard(
+    extra_allowed: tuple[str, ...] = (), key_env: str | None = None
+) -> AddressGuard:
     """The guard every judge connection passes; ``extra_allowed`` adds host:port entries
-    for callers inside the server (the demo's private offline judge)."""
+    for callers inside the server (the demo's private offline judge). With ``key_env``
+    (the key comes from that environment variable), the host and port must also be
+    ones the operator allowed that variable to be sent to."""
+    key_guard = judge_key_env_guard(key_env) if key_env else None
 
     def guard(host: str, port: int, addresses: list[IPAddress]) -> None:
+        if key_guard is not None:
+            key_guard(host, port)
         for address in addresses:
             if not _address_allowed(host, port, address, extra_allowed):
                 where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

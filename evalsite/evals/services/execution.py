@@ -42,7 +42,7 @@ from evalsite.evals import conf, rawsql
 from evalsite.evals.limiter import FileLimiter, RedisLimiter, judge_limiter
 from evalsite.evals.models import JudgeConnection, Result, Run, RunScorer
 from evalsite.evals.services.egress import judge_address_guard
-from evalsite.evals.services.judges import judge_api_key
+from evalsite.evals.services.judges import judge_api_key, judge_guard
 from evalsite.evals.services.runs import run_finish_if_complete
 from scoring import (
     JudgeResult,
@@ -101,7 +101,7 @@ def judge_client_args(
     private offline judge, which has no key): the key goes only to the judge's own URL.
     """
     if base_url is None or base_url == judge.base_url:
-        return judge.base_url, judge_api_key(judge=judge), judge_address_guard(())
+        return judge.base_url, judge_api_key(judge=judge), judge_guard(judge)
     parts = urlsplit(base_url)
     return base_url, None, judge_address_guard((f"{parts.hostname}:{parts.port}",))
 

@@ -23,13 +23,12 @@ from evalsite.evals.crypto import secret_decrypt, secret_encrypt
 from evalsite.evals.models import JudgeConnection
 from evalsite.evals.services.egress import (
     judge_address_guard,
-    judge_key_env_allowed,
-    judge_key_env_help,
+    judge_key_env_problem,
     judge_url_problem,
 )
 from evalsite.lib.text import unstorable_char
 from scoring import make_client, preview_prompts
-from scoring.egress import refused_cause
+from scoring.egress import AddressGuard, refused_cause
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +137,7 @@ def _check(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _check_key_env(api_key_env: str) -> None:
+def _check_key_env(api_key_env: str, base_url: str) -> None:
     if not _ENV_NAME.match(api_key_env):
         raise ApplicationError(
             "api_key_env must be an environment variable name.",
@@ -146,11 +145,8 @@ def _check_key_env(api_key_env: str) -> None:
                 "api_key_env": "Letters, digits and underscores, e.g. OPENAI_API_KEY."
             },
         )
-    if not judge_key_env_allowed(api_key_env):
-        message = (
-            f"This server does not let judges read {api_key_env}. "
-            + judge_key_env_help()
-        )
+    message = judge_key_env_problem(api_key_env, base_url)
+    if message:
         raise ApplicationError(
             f"api_key_env: {message}", field_errors={"api_key_env": message}
         )
@@ -179,7 +175,7 @@ def _key_fields(
             "api_key_url": base_url,
         }
     if api_key_env:
-        _check_key_env(api_key_env)
+        _check_key_env(api_key_env, base_url)
         return {
             "api_key_encrypted": "",
             "api_key_env": api_key_env,
@@ -300,11 +296,11 @@ def judge_api_key(*, judge: JudgeConnection) -> str | None:
     if judge.api_key_encrypted:
         return secret_decrypt(judge.api_key_encrypted)
     if judge.api_key_env:
-        if not judge_key_env_allowed(judge.api_key_env):
-            raise ApplicationError(
-                f"This server does not let judges read {judge.api_key_env}. "
-                + judge_key_env_help()
-            )
+        # The operator binds each variable to hosts; checked again at every use, as
+        # the setting or the row may have changed since the key was saved.
+        problem = judge_key_env_problem(judge.api_key_env, judge.base_url)
+        if problem:
+            raise ApplicationError(problem)
         value = os.environ.get(judge.api_key_env)
         if not value:
             raise ApplicationError(
@@ -312,6 +308,14 @@ def judge_api_key(*, judge: JudgeConnection) -> str | None:
             )
         return value
     return None
+
+
+def judge_guard(judge: JudgeConnection) -> AddressGuard:
+    """The address guard of a client for the judge's own URL: with a key from the
+    environment, each connection's host and port must also be one the operator bound
+    that variable to."""
+    from_env = judge.api_key_env if not judge.api_key_encrypted else None
+    return judge_address_guard((), key_env=from_env or None)
 
 
 @dataclass(frozen=True)
@@ -340,7 +344,7 @@ def judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
         judge.base_url,
         key,
         min(judge.timeout_seconds, 30.0),
-        address_guard=judge_address_guard(),
+        address_guard=judge_guard(judge),
     )
     messages = preview_prompts(
         "factuality",
