@@ -690,6 +690,63 @@ def _text_case(rng: random.Random, kind: str, index: int) -> Case:
     )
 
 
+# ------------------------------------------------------------------- agent kinds
+
+_TOOLS = ["search", "fetch", "summarize", "weather", "calculator", "translate"]
+
+
+def _tool_case(rng: random.Random, index: int) -> Case:
+    pool = _TOOLS[: rng.randint(2, len(_TOOLS))]
+    names = [rng.choice(pool) for _ in range(rng.choice([0, 1, 1, 2, 2, 3, 3, 4, 5]))]
+    item: dict[str, Any] = {
+        "input": _text(rng, flavour="plain", sentences=1),
+        "output": _text(rng, flavour="plain", sentences=1),
+        "tool_calls": [
+            {"name": name, "arguments": {"q": i}, "result": f"result {i}"}
+            for i, name in enumerate(names)
+        ],
+    }
+    options: dict[str, Any] = {}
+    theirs: dict[str, Any] = {}
+    strict = rng.random() < 0.3
+    if strict or rng.random() < 0.2:
+        options["strict_mode"] = strict
+    theirs["strictMode"] = strict
+    roll = rng.random()
+    if roll < 0.45:
+        tool = rng.choice(names) if names and rng.random() < 0.6 else rng.choice(pool)
+        options["expected_tool"] = tool
+        theirs["expectedTool"] = tool
+    else:
+        if names and rng.random() < 0.5:  # a subsequence of what was called
+            order = [n for n in names if rng.random() < 0.6] or names[:1]
+        else:
+            order = [rng.choice(pool) for _ in range(rng.randint(1, 3))]
+        theirs["expectedToolOrder"] = order
+        if roll < 0.8:
+            options["expected_tool_order"] = order
+            if rng.random() < 0.2:  # both given: the order wins
+                options["expected_tool"] = theirs["expectedTool"] = rng.choice(pool)
+        else:  # expected from the item (Mastra: the same list as an option)
+            item["expected_tool_calls"] = [{"name": n} for n in order]
+    if rng.random() < 0.15:
+        options["scale"] = rng.choice([10, 5, 100])
+    validate_options("tool_call_accuracy", options)
+    return Case(
+        id=f"tool_call_accuracy-{index:04d}",
+        kind="tool_call_accuracy",
+        item=item,
+        options=options,
+        theirs={
+            "scorer": "tool_call_accuracy",
+            "input": item["input"],
+            "output": item["output"],
+            "tool_calls": names,
+            "options": theirs,
+        },
+    )
+
+
 # ------------------------------------------------------------------------- public
 
 KINDS_COMPARED: dict[str, int] = {
@@ -707,6 +764,7 @@ KINDS_COMPARED: dict[str, int] = {
     "keyword_coverage": 300,
     "completeness": 300,
     "tone_consistency": 400,
+    "tool_call_accuracy": 300,
 }
 
 
@@ -726,6 +784,8 @@ def generate(seed: int = 18, scale: float = 1.0) -> list[Case]:
                 cases.append(_context_precision(rng, index))
             elif kind == "factuality":
                 cases.append(_factuality(rng, index))
+            elif kind == "tool_call_accuracy":
+                cases.append(_tool_case(rng, index))
             else:
                 cases.append(_text_case(rng, kind, index))
     return cases

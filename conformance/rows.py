@@ -28,6 +28,7 @@ from scoring.textkinds import (
     lcs_ratio,
     tone_ratio,
 )
+from scoring.toolcalls import tool_call_accuracy
 
 __all__ = [
     "README",
@@ -303,6 +304,8 @@ def text_ratio(
         return coverage(completeness_elements(compared), completeness_elements(output))[
             0
         ]
+    if case.kind == "tool_call_accuracy":
+        return float(tool_call_accuracy(case.item, options)["ratio"])
     if case.kind == "tone_consistency":
         sentiment: dict[str, Any] = {}
         if "tone-lexicon" in switches:

@@ -175,6 +175,7 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
     "keyword_coverage": TextAnalysis,
     "completeness": TextAnalysis,
     "tone_consistency": TextAnalysis,
+    "tool_call_accuracy": TextAnalysis,
 }
 
 

@@ -170,6 +170,7 @@ SCORE_FUNCTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any]], float]] = 
     "keyword_coverage": score_text_ratio,
     "completeness": score_text_ratio,
     "tone_consistency": score_text_ratio,
+    "tool_call_accuracy": score_text_ratio,
 }
 
 

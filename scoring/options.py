@@ -227,6 +227,56 @@ class ToneConsistencyOptions(CommonOptions):
     )
 
 
+def _optional_name(value: Any) -> Any:
+    """A blank tool name (an empty form field) is no name."""
+    if isinstance(value, str):
+        return value.strip() or None
+    return value
+
+
+def _name_list(value: Any) -> Any:
+    """Tool names as a list, or as one comma-separated text (a form field); blank: none."""
+    if isinstance(value, str):
+        names = [name.strip() for name in value.split(",")]
+        return [name for name in names if name] or None
+    if isinstance(value, list) and not value:
+        return None
+    return value
+
+
+ToolName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class ToolCallAccuracyOptions(CommonOptions):
+    expected_tool: Annotated[ToolName | None, BeforeValidator(_optional_name)] = Field(
+        default=None,
+        title="Expected tool",
+        description=(
+            "The tool the agent should call. Leave empty to use the expected tool "
+            "order, or else the item's expected tool calls."
+        ),
+    )
+    expected_tool_order: Annotated[
+        list[ToolName] | None, BeforeValidator(_name_list)
+    ] = Field(
+        default=None,
+        title="Expected tool order",
+        description=(
+            "Tools the agent should call in this order (comma-separated). It wins "
+            "over the expected tool."
+        ),
+    )
+    strict_mode: bool = Field(
+        default=False,
+        title="Strict",
+        description=(
+            "Expected tool: it must be the only call. Expected order: the calls must "
+            "be exactly that list."
+        ),
+        strict=True,
+    )
+
+
 OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "faithfulness": CommonOptions,
     "hallucination": CommonOptions,
@@ -242,6 +292,7 @@ OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "keyword_coverage": CommonOptions,
     "completeness": CommonOptions,
     "tone_consistency": ToneConsistencyOptions,
+    "tool_call_accuracy": ToolCallAccuracyOptions,
 }
 
 

@@ -277,6 +277,20 @@ _RAW: list[dict[str, Any]] = [
         "overridable": {},
         "value_labels": {},
     },
+    {
+        "name": "tool_call_accuracy",
+        "label": "Tool call accuracy",
+        "description": (
+            "Whether the agent called the expected tool, or the expected tools in "
+            "order (1 or 0), from the item's tool calls. No judge."
+        ),
+        "needs_judge": False,
+        "required_fields": ("tool_calls",),
+        "direction": "higher",
+        "steps": (),
+        "overridable": {},
+        "value_labels": {},
+    },
 ]
 
 KINDS: dict[str, KindSpec] = {

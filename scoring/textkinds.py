@@ -34,6 +34,7 @@ from stop_words import get_stop_words  # type: ignore[import-untyped]
 
 from scoring.errors import CaseError
 from scoring.options import check_kind, validate_options
+from scoring.toolcalls import tool_call_accuracy
 from scoring.types import Case
 
 __all__ = [
@@ -538,6 +539,7 @@ _ANALYZERS: dict[str, Callable[[Case, dict[str, Any]], dict[str, Any]]] = {
     "keyword_coverage": _keyword_coverage,
     "completeness": _completeness,
     "tone_consistency": _tone_consistency,
+    "tool_call_accuracy": tool_call_accuracy,
 }
 
 

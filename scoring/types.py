@@ -10,7 +10,9 @@ class Case(TypedDict, total=False):
 
     ``context`` holds the retrieved chunks in order; ``reference`` is the ideal
     answer (needed by factuality, optional elsewhere); ``metadata`` is carried
-    along untouched.
+    along untouched. An agent's item may carry ``tool_calls`` (the calls it made, in
+    order: ``{"name", "arguments", "result"}``) and ``expected_tool_calls`` (tool names,
+    or calls with a ``name``).
     """
 
     input: str
@@ -18,3 +20,5 @@ class Case(TypedDict, total=False):
     context: list[str]
     reference: str | None
     metadata: dict[str, Any]
+    tool_calls: list[dict[str, Any]]
+    expected_tool_calls: list[Any]

@@ -24,6 +24,7 @@ import {
   createKeywordCoverageScorer,
   createTextualDifferenceScorer,
   createToneScorer,
+  createToolCallAccuracyScorerCode,
   createToxicityScorer,
 } from "@mastra/evals/scorers/prebuilt";
 import { createAgentTestRun, createTestMessage } from "@mastra/evals/scorers/utils";
@@ -43,10 +44,17 @@ function model(id) {
   };
 }
 
-function agentRun(input, output) {
+function agentRun(input, output, toolNames = []) {
+  const toolInvocations = toolNames.map((toolName, i) => ({
+    toolCallId: `call-${i}`,
+    toolName,
+    args: { q: i },
+    result: `result ${i}`,
+    state: "result",
+  }));
   return createAgentTestRun({
     inputMessages: [createTestMessage({ content: input, role: "user", id: "u" })],
-    output: [createTestMessage({ content: output, role: "assistant", id: "a" })],
+    output: [createTestMessage({ content: output, role: "assistant", id: "a", toolInvocations })],
   });
 }
 
@@ -87,6 +95,7 @@ const CODE = {
   keyword_coverage: () => createKeywordCoverageScorer(),
   completeness: () => createCompletenessScorer(),
   tone_consistency: (c) => createToneScorer(c.options),
+  tool_call_accuracy: (c) => createToolCallAccuracyScorerCode(c.options),
 };
 
 async function factuality(c) {
@@ -114,7 +123,7 @@ async function runOne(c) {
     return { score: number(result.score) };
   }
   const scorer = CODE[c.scorer](c);
-  const run = agentRun(c.input, c.output);
+  const run = agentRun(c.input, c.output, c.tool_calls);
   const result = await scorer.run({ input: run.input, output: run.output });
   return {
     score: number(result.score),

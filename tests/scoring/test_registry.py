@@ -24,6 +24,7 @@ ALL_KINDS = {
     "keyword_coverage",
     "completeness",
     "tone_consistency",
+    "tool_call_accuracy",
 }
 
 
@@ -36,6 +37,7 @@ def test_every_kind_is_registered():
         "keyword_coverage",
         "completeness",
         "tone_consistency",
+        "tool_call_accuracy",
     }
 
 
@@ -46,8 +48,15 @@ def test_spec_fields(kind):
     assert spec.name == kind
     assert spec.label and spec.description and len(spec.description) > 40
     assert spec.direction in ("higher", "lower")
-    assert set(spec.required_fields) <= {"input", "output", "context", "reference"}
-    assert "output" in spec.required_fields
+    assert set(spec.required_fields) <= {
+        "input",
+        "output",
+        "context",
+        "reference",
+        "tool_calls",
+    }
+    # An agent may answer with tool calls alone.
+    assert "output" in spec.required_fields or "tool_calls" in spec.required_fields
     assert spec.defaults == validate_options(kind, None)
     json.dumps(spec.options_schema)  # JSON-serialisable
     assert spec.options_schema["type"] == "object"
