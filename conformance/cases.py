@@ -747,6 +747,86 @@ def _tool_case(rng: random.Random, index: int) -> Case:
     )
 
 
+def _trajectory_case(rng: random.Random, index: int) -> Case:
+    rows: set[str] = set()
+    pool = _TOOLS[: rng.randint(2, len(_TOOLS))]
+    names = [rng.choice(pool) for _ in range(rng.choice([0, 1, 2, 2, 3, 3, 4, 5, 6]))]
+    calls: list[dict[str, Any]] = [
+        {"name": name, "arguments": {"q": f"query {i}", "limit": i}, "result": f"r{i}"}
+        for i, name in enumerate(names)
+    ]
+    item: dict[str, Any] = {
+        "input": _text(rng, flavour="plain", sentences=1),
+        "output": _text(rng, flavour="plain", sentences=1),
+        "tool_calls": calls,
+    }
+    ordering = rng.choice(["relaxed", "relaxed", "strict", "unordered"])
+    allow_repeated = rng.random() < 0.7
+    options: dict[str, Any] = {
+        "ordering": ordering,
+        "allow_repeated_steps": allow_repeated,
+    }
+    if calls and rng.random() < 0.6:  # expected: mostly what was called, perturbed
+        expected_calls = [dict(c) for c in calls if rng.random() < 0.8]
+        if rng.random() < 0.3:
+            rng.shuffle(expected_calls)
+    else:
+        expected_calls = [
+            {"name": rng.choice(pool)} for _ in range(rng.choice([0, 1, 2, 3, 4]))
+        ]
+    expected: list[dict[str, Any]] = []
+    for call in expected_calls:
+        step: dict[str, Any] = {"name": call["name"]}
+        if "arguments" in call and rng.random() < 0.6:
+            arguments: dict[str, Any] = dict(call["arguments"])
+            roll = rng.random()
+            if roll < 0.15:
+                arguments["limit"] += 1  # a different argument: no match
+            elif roll < 0.3:  # the same arguments, keys in another order
+                arguments = {"limit": arguments["limit"], "q": arguments["q"]}
+                rows.add("trajectory-json-key-order")
+            step["arguments"] = arguments
+        if "result" in call and rng.random() < 0.3:
+            step["result"] = call["result"]
+        expected.append(step)
+    if expected and rng.random() < 0.35:  # names only, from the options
+        options["expected_tool_order"] = [s["name"] for s in expected]
+        expected = [{"name": s["name"]} for s in expected]
+        rows.discard("trajectory-json-key-order")
+    else:
+        item["expected_tool_calls"] = expected
+    if rng.random() < 0.15:
+        options["scale"] = rng.choice([10, 5, 100])
+    validate_options("trajectory_accuracy", options)
+
+    def their_step(step: dict[str, Any], typed: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": step["name"]}
+        if typed:
+            out["stepType"] = "tool_call"
+        if "arguments" in step:
+            out["toolArgs"] = step["arguments"]
+        if "result" in step:
+            out["toolResult"] = step["result"]
+        return out
+
+    return Case(
+        id=f"trajectory_accuracy-{index:04d}",
+        kind="trajectory_accuracy",
+        item=item,
+        options=options,
+        theirs={
+            "scorer": "trajectory_accuracy",
+            "input": item["input"],
+            "output": item["output"],
+            "steps": [their_step(c, True) for c in calls],
+            # Typed, so that Mastra compares the arguments and results given.
+            "expected": [their_step(s, bool(len(s) > 1)) for s in expected],
+            "options": {"ordering": ordering, "allowRepeatedSteps": allow_repeated},
+        },
+        rows=sorted(rows),
+    )
+
+
 # ------------------------------------------------------------------------- public
 
 KINDS_COMPARED: dict[str, int] = {
@@ -765,6 +845,7 @@ KINDS_COMPARED: dict[str, int] = {
     "completeness": 300,
     "tone_consistency": 400,
     "tool_call_accuracy": 300,
+    "trajectory_accuracy": 300,
 }
 
 
@@ -786,6 +867,8 @@ def generate(seed: int = 18, scale: float = 1.0) -> list[Case]:
                 cases.append(_factuality(rng, index))
             elif kind == "tool_call_accuracy":
                 cases.append(_tool_case(rng, index))
+            elif kind == "trajectory_accuracy":
+                cases.append(_trajectory_case(rng, index))
             else:
                 cases.append(_text_case(rng, kind, index))
     return cases

@@ -11,6 +11,7 @@ recorded prompts.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from collections.abc import Callable
@@ -28,7 +29,20 @@ from scoring.textkinds import (
     lcs_ratio,
     tone_ratio,
 )
-from scoring.toolcalls import tool_call_accuracy
+from scoring.toolcalls import (
+    _steps,
+    compare_steps,
+    tool_call_accuracy,
+    trajectory_accuracy,
+)
+
+
+def _same_json_text(a: Any, b: Any) -> bool:
+    """Mastra's comparison: ``JSON.stringify(a) === JSON.stringify(b)``."""
+    return json.dumps(a, separators=(",", ":"), ensure_ascii=False) == json.dumps(
+        b, separators=(",", ":"), ensure_ascii=False
+    )
+
 
 __all__ = [
     "README",
@@ -306,6 +320,21 @@ def text_ratio(
         ]
     if case.kind == "tool_call_accuracy":
         return float(tool_call_accuracy(case.item, options)["ratio"])
+    if case.kind == "trajectory_accuracy":
+        if "trajectory-json-key-order" not in switches:
+            return float(trajectory_accuracy(case.item, options)["ratio"])
+        analysis = trajectory_accuracy(case.item, options)
+        actual = _steps(case.item, "tool_calls") or []
+        expected = _steps(case.item, "expected_tool_calls") or []
+        return float(
+            compare_steps(
+                actual,
+                expected,
+                analysis["ordering"],
+                options["allow_repeated_steps"],
+                same=_same_json_text,
+            )["ratio"]
+        )
     if case.kind == "tone_consistency":
         sentiment: dict[str, Any] = {}
         if "tone-lexicon" in switches:
@@ -323,6 +352,7 @@ def text_ratio(
 
 TEXT_SWITCHES = frozenset(
     {
+        "trajectory-json-key-order",
         "text-compared-with-reference",
         "blank-reference",
         "utf16-lengths",
@@ -378,6 +408,7 @@ ROWS: dict[str, Row] = {
         Row("tone-lexicon"),
         Row("tone-curly-apostrophes"),
         Row("utf16-lengths"),
+        Row("trajectory-json-key-order"),
     ]
 }
 

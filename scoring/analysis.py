@@ -176,6 +176,7 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
     "completeness": TextAnalysis,
     "tone_consistency": TextAnalysis,
     "tool_call_accuracy": TextAnalysis,
+    "trajectory_accuracy": TextAnalysis,
 }
 
 

@@ -171,6 +171,7 @@ SCORE_FUNCTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any]], float]] = 
     "completeness": score_text_ratio,
     "tone_consistency": score_text_ratio,
     "tool_call_accuracy": score_text_ratio,
+    "trajectory_accuracy": score_text_ratio,
 }
 
 

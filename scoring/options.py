@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
@@ -277,6 +277,34 @@ class ToolCallAccuracyOptions(CommonOptions):
     )
 
 
+class TrajectoryAccuracyOptions(CommonOptions):
+    expected_tool_order: Annotated[
+        list[ToolName] | None, BeforeValidator(_name_list)
+    ] = Field(
+        default=None,
+        title="Expected tools",
+        description=(
+            "The tools the agent should call (comma-separated), compared by name. "
+            "Leave empty to use the item's expected tool calls, whose arguments and "
+            "results must match too when they are given."
+        ),
+    )
+    ordering: Literal["relaxed", "strict", "unordered"] = Field(
+        default="relaxed",
+        title="Ordering",
+        description=(
+            "relaxed: in this order, other calls between allowed; strict: position "
+            "by position, extra calls cost; unordered: all present, any order."
+        ),
+    )
+    allow_repeated_steps: bool = Field(
+        default=True,
+        title="Allow repeated calls",
+        description="If off, 0.1 is taken off for every tool called more than once.",
+        strict=True,
+    )
+
+
 OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "faithfulness": CommonOptions,
     "hallucination": CommonOptions,
@@ -293,6 +321,7 @@ OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "completeness": CommonOptions,
     "tone_consistency": ToneConsistencyOptions,
     "tool_call_accuracy": ToolCallAccuracyOptions,
+    "trajectory_accuracy": TrajectoryAccuracyOptions,
 }
 
 

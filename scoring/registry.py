@@ -291,6 +291,20 @@ _RAW: list[dict[str, Any]] = [
         "overridable": {},
         "value_labels": {},
     },
+    {
+        "name": "trajectory_accuracy",
+        "label": "Trajectory accuracy",
+        "description": (
+            "Share of the expected tool calls the agent made, in order (relaxed or "
+            "strict) or in any order, from the item's tool calls. No judge."
+        ),
+        "needs_judge": False,
+        "required_fields": ("tool_calls",),
+        "direction": "higher",
+        "steps": (),
+        "overridable": {},
+        "value_labels": {},
+    },
 ]
 
 KINDS: dict[str, KindSpec] = {

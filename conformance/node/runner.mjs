@@ -25,6 +25,7 @@ import {
   createTextualDifferenceScorer,
   createToneScorer,
   createToolCallAccuracyScorerCode,
+  createTrajectoryAccuracyScorerCode,
   createToxicityScorer,
 } from "@mastra/evals/scorers/prebuilt";
 import { createAgentTestRun, createTestMessage } from "@mastra/evals/scorers/utils";
@@ -96,6 +97,11 @@ const CODE = {
   completeness: () => createCompletenessScorer(),
   tone_consistency: (c) => createToneScorer(c.options),
   tool_call_accuracy: (c) => createToolCallAccuracyScorerCode(c.options),
+  trajectory_accuracy: (c) =>
+    createTrajectoryAccuracyScorerCode({
+      expectedTrajectory: c.expected,
+      comparisonOptions: c.options,
+    }),
 };
 
 async function factuality(c) {
@@ -124,7 +130,9 @@ async function runOne(c) {
   }
   const scorer = CODE[c.scorer](c);
   const run = agentRun(c.input, c.output, c.tool_calls);
-  const result = await scorer.run({ input: run.input, output: run.output });
+  // A trajectory scorer's output is the trajectory itself (runEvals extracts it).
+  const output = c.steps ? { steps: c.steps } : run.output;
+  const result = await scorer.run({ input: run.input, output });
   return {
     score: number(result.score),
     details: plain({ preprocess: result.preprocessStepResult, analyze: result.analyzeStepResult }),

@@ -25,6 +25,7 @@ ALL_KINDS = {
     "completeness",
     "tone_consistency",
     "tool_call_accuracy",
+    "trajectory_accuracy",
 }
 
 
@@ -38,6 +39,7 @@ def test_every_kind_is_registered():
         "completeness",
         "tone_consistency",
         "tool_call_accuracy",
+        "trajectory_accuracy",
     }
 
 

@@ -1,4 +1,4 @@
-"""tool_call_accuracy: Mastra's code scorer, on the item's tool calls (issue 18, part 1)."""
+"""tool_call_accuracy and trajectory_accuracy: Mastra's code scorers (issue 18, part 1)."""
 
 from __future__ import annotations
 
@@ -125,3 +125,64 @@ def test_judge_case_needs_no_client():
         model="unused",
     )
     assert result.score == 1.0 and result.passed and result.steps == []
+
+
+# --- trajectory_accuracy ---------------------------------------------------------
+
+
+def trajectory(names, expected, **options) -> float:
+    case = {"tool_calls": calls(*names), "expected_tool_calls": expected}
+    return analyze_text("trajectory_accuracy", case, options)["ratio"]
+
+
+@pytest.mark.parametrize(
+    ("names", "expected", "options", "score"),
+    [
+        (["a", "x", "b"], ["a", "b"], {}, 1.0),  # relaxed: calls between are fine
+        (["b", "a"], ["a", "b"], {}, 0.5),  # a matches, b only came before it
+        (["b", "a"], ["a", "b"], {"ordering": "unordered"}, 1.0),
+        (["a", "x", "b"], ["a", "b"], {"ordering": "strict"}, 0.25),  # 1/2 - 1/2 x 0.5
+        (["a", "b"], ["a", "b"], {"ordering": "strict"}, 1.0),
+        (["a", "b", "c"], ["a", "b"], {"ordering": "strict"}, 0.75),  # one extra call
+        (["a", "a", "b"], ["a", "b"], {"allow_repeated_steps": False}, 0.9),
+        ([], ["a"], {}, 0.0),
+        ([], [], {}, 1.0),  # nothing expected, nothing called
+        (["a"], [], {}, 0.0),
+        (["a", "b", "c"], ["a", "b", "c"], {"ordering": "strict"}, 1.0),
+        (["x", "y", "z"], ["a", "b", "c"], {}, 0.0),
+        (["a", "c"], ["a", "b", "c"], {}, 0.67),  # rounded to 2 decimals
+    ],
+)
+def test_trajectory_accuracy(names, expected, options, score):
+    assert trajectory(names, expected, **options) == score
+
+
+def test_trajectory_arguments_and_results_must_match_when_given():
+    called = [{"name": "search", "arguments": {"q": "x", "n": 1}, "result": "ok"}]
+    case = {"tool_calls": called}
+    for expected, score in [
+        ([{"name": "search", "arguments": {"n": 1, "q": "x"}}], 1.0),  # key order: same
+        ([{"name": "search", "arguments": {"n": 1.0, "q": "x"}}], 1.0),  # 1 == 1.0
+        ([{"name": "search", "arguments": {"n": True, "q": "x"}}], 0.0),  # not a number
+        ([{"name": "search", "arguments": {"q": "y", "n": 1}}], 0.0),
+        ([{"name": "search", "result": "ok"}], 1.0),
+        ([{"name": "search", "result": "no"}], 0.0),
+    ]:
+        analysis = analyze_text(
+            "trajectory_accuracy", {**case, "expected_tool_calls": expected}
+        )
+        assert analysis["ratio"] == score, expected
+
+
+def test_trajectory_expected_names_from_the_options_win():
+    case = {"tool_calls": calls("a", "b"), "expected_tool_calls": ["z"]}
+    analysis = analyze_text(
+        "trajectory_accuracy", case, {"expected_tool_order": "a, b", "scale": 10}
+    )
+    assert analysis["ratio"] == 1.0 and analysis["expected_from"] == "options"
+    assert compute_score("trajectory_accuracy", analysis, {"scale": 10}) == 10.0
+    with pytest.raises(CaseError) as info:
+        analyze_text("trajectory_accuracy", {"tool_calls": calls("a")})
+    assert info.value.field == "expected_tool_calls"
+    with pytest.raises(OptionsError):
+        validate_options("trajectory_accuracy", {"ordering": "loose"})
