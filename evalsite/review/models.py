@@ -224,6 +224,12 @@ class QueueEntry(models.Model):
     # them; a single-review queue applies each answer at once and stays "open".
     state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
     answers = models.PositiveSmallIntegerField(default=0)
+    # How many of those answers said pass / fail: the item's shape in the queue's
+    # pass/fail agreement, kept here so each answer's response can group the queue's
+    # entries (an index-only scan) instead of its reviews (see
+    # selectors.reviews.queue_pass_agreement).
+    answers_pass = models.PositiveSmallIntegerField(default=0)
+    answers_fail = models.PositiveSmallIntegerField(default=0)
     # The answer that was applied as the final verdict ({"passed", "flips", "score"}),
     # and how: "majority", "unanimous" or "adjudicated".
     decision = models.JSONField(default=dict, blank=True)
@@ -238,7 +244,13 @@ class QueueEntry(models.Model):
 
     class Meta:
         ordering = ["queue_id", "position"]
-        indexes = [models.Index(fields=["queue", "state"])]
+        indexes = [
+            models.Index(fields=["queue", "state"]),
+            models.Index(
+                fields=["queue", "answers_pass", "answers_fail"],
+                name="review_entry_agreement_idx",
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["queue", "position"], name="unique_queue_position"

@@ -693,6 +693,10 @@ class EntryReviewsOut(Schema):
     visible: bool
     reviews: list[ReviewOut]
     queue_agreement: dict[str, Any]
+    aggregates: list[AggregateOut] = Field(
+        default_factory=list,
+        description="The result's scorer's run aggregates after the answer (POST only).",
+    )
 
 
 class AdjudicationEntryOut(Schema):

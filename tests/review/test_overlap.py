@@ -358,6 +358,7 @@ def test_api_blind_answers_then_adjudication(client, run, reviewer, second, owne
     )
     body = r.json()
     assert body["state"] == "adjudicate" and body["visible"] is True
+    assert body["aggregates"][0]["reviewed"] == 0  # not decided yet
     assert [x["note"] for x in body["reviews"]] == ["first", ""]
     listed = client.get(
         f"/api/projects/{queue.project_id}/adjudication", **bearer(second)
@@ -474,3 +475,16 @@ def test_the_explorer_form_builds_an_overlap_queue(client, run, reviewer):
     bad = client.post(url, {"source": "filters", "overlap": "0"})
     assert bad.status_code == 400
     assert ReviewQueue.objects.count() == 1
+
+
+def test_each_answer_records_the_guidelines_in_force(run, reviewer, project):
+    from evalsite.review.models import Guideline
+
+    queue = _queue(run, reviewer, overlap=3)
+    Guideline.objects.create(project=project, version=1, body="project v1")
+    Guideline.objects.create(project=project, version=2, body="project v2")
+    review_answer(queue=queue, result=_result(queue, 1), user=reviewer, passed=True)
+    assert Review.objects.get(result=_result(queue, 1)).guideline.body == "project v2"
+    Guideline.objects.create(project=project, queue=queue, version=1, body="queue v1")
+    review_answer(queue=queue, result=_result(queue, 2), user=reviewer, passed=True)
+    assert Review.objects.get(result=_result(queue, 2)).guideline.body == "queue v1"

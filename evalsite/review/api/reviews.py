@@ -12,6 +12,7 @@ from ninja.pagination import paginate
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.evals.models import Result
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.schemas import (
@@ -20,6 +21,7 @@ from evalsite.review.schemas import (
     EntryReviewsOut,
     HumanAgreementOut,
 )
+from evalsite.review.selectors.aggregates import run_aggregates
 from evalsite.review.selectors.queues import queue_get_for_user
 from evalsite.review.selectors.reviews import (
     adjudication_entries,
@@ -38,6 +40,15 @@ def _entry(queue: ReviewQueue, position: int) -> QueueEntry:
     if entry is None:
         raise Http404("No such queue entry.")
     return entry
+
+
+def _aggregates(result: Result) -> list[dict[str, Any]]:
+    return [
+        a.as_dict()
+        for a in run_aggregates(
+            run_id=result.run_id, run_scorer_id=result.run_scorer_id
+        )
+    ]
 
 
 def review_out(review: Review) -> dict[str, Any]:
@@ -111,7 +122,9 @@ def entry_answer_api(
         note=payload.note,
         seconds=payload.seconds,
     )
-    return Status(201, entry_reviews_out(queue, outcome.entry, request.user))
+    body = entry_reviews_out(queue, outcome.entry, request.user)
+    body["aggregates"] = _aggregates(result)
+    return Status(201, body)
 
 
 @router.post(
@@ -133,7 +146,9 @@ def entry_adjudicate_api(
         score=payload.score,
         note=payload.note,
     )
-    return entry_reviews_out(queue, entry, request.user)
+    body = entry_reviews_out(queue, entry, request.user)
+    body["aggregates"] = _aggregates(result)
+    return body
 
 
 @router.get("/projects/{project_id}/adjudication", response=list[AdjudicationEntryOut])

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from evalsite.accounts.models import ADJUDICATE_ROLES, Membership
@@ -135,10 +136,12 @@ def decide_final(
 def guideline_in_force(*, queue: ReviewQueue) -> Guideline | None:
     """The guidelines a reviewer of `queue` sees: the queue's newest version, else the
     project's newest."""
+    # One query: the queue's own versions sort before the project's.
     return (
-        Guideline.objects.filter(queue=queue).order_by("-version").first()
-        or Guideline.objects.filter(project_id=queue.project_id, queue__isnull=True)
-        .order_by("-version")
+        Guideline.objects.filter(
+            Q(queue=queue) | Q(project_id=queue.project_id, queue__isnull=True)
+        )
+        .order_by(F("queue_id").desc(nulls_last=True), "-version")
         .first()
     )
 
@@ -237,6 +240,12 @@ def _describe_answer(answer: Answer) -> str:
     if answer.score is not None:
         parts.append(f"score {answer.score:g}")
     return ", ".join(parts) or "no change"
+
+
+def _count_answers(entry: QueueEntry, reviews: Sequence[Review]) -> None:
+    entry.answers = len(reviews)
+    entry.answers_pass = sum(r.passed is True for r in reviews)
+    entry.answers_fail = sum(r.passed is False for r in reviews)
 
 
 def _lock_entry(queue: ReviewQueue, result: Result) -> QueueEntry:
@@ -378,7 +387,7 @@ def review_answer(
             .select_related("reviewer")
             .order_by("created_at", "id")
         )
-        entry.answers = len(reviews)
+        _count_answers(entry, reviews)
         audit_record(
             project=queue.project,
             actor=user,
@@ -447,7 +456,15 @@ def review_answer(
                     result=locked,
                 )
         entry.save(
-            update_fields=["answers", "state", "decision", "decided_by", "decided_at"]
+            update_fields=[
+                "answers",
+                "answers_pass",
+                "answers_fail",
+                "state",
+                "decision",
+                "decided_by",
+                "decided_at",
+            ]
         )
     result.refresh_from_db()
     return AnswerOutcome(review, entry, decided, adjudicate)
@@ -547,16 +564,23 @@ def review_record_single(
 ) -> None:
     """In a single-review queue, keep the reviewer's pass/fail as their answer too
     (after the key was applied), for the per-reviewer figures."""
-    Review.objects.update_or_create(
-        queue=queue,
-        result=result,
-        reviewer=user,
-        kind=Review.Kind.ANSWER,
-        defaults={
-            "passed": result.human_passed,
-            "flips": {},
-            "score": None,
-            "guideline": guideline_in_force(queue=queue),
-            "seconds": _clean_seconds(seconds),
-        },
-    )
+    with transaction.atomic():
+        entry = _lock_entry(queue, result)
+        Review.objects.update_or_create(
+            queue=queue,
+            result=result,
+            reviewer=user,
+            kind=Review.Kind.ANSWER,
+            defaults={
+                "passed": result.human_passed,
+                "flips": {},
+                "score": None,
+                "guideline": guideline_in_force(queue=queue),
+                "seconds": _clean_seconds(seconds),
+            },
+        )
+        _count_answers(
+            entry,
+            list(Review.objects.filter(queue=queue, result=result, kind="answer")),
+        )
+        entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
