@@ -10,6 +10,7 @@ from django import forms
 from evalsite.datasets.models import Dataset
 from evalsite.evals.models import JudgeConnection, ScorerConfig
 from evalsite.evals.services.judges import EDITABLE_FIELDS
+from evalsite.evals.services.scorers import SCORER_KINDS
 from scoring import KINDS
 
 OPTION_PREFIX = "options."
@@ -152,7 +153,7 @@ class ScorerForm(forms.Form):
     """Name, kind, judge and the kind's option fields (named "options.<dotted path>")."""
 
     name = forms.CharField(max_length=200)
-    kind = forms.ChoiceField(choices=[(k, spec.label) for k, spec in KINDS.items()])
+    kind = forms.ChoiceField(choices=[(k, KINDS[k].label) for k in SCORER_KINDS])
     judge = forms.ModelChoiceField(
         queryset=JudgeConnection.objects.none(),
         required=False,
@@ -168,7 +169,7 @@ class ScorerForm(forms.Form):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.kind_name = kind if kind in KINDS else next(iter(KINDS))
+        self.kind_name = kind if kind in SCORER_KINDS else SCORER_KINDS[0]
         self.spec = KINDS[self.kind_name]
         self.fields["kind"].initial = self.kind_name
         judge = self.fields["judge"]

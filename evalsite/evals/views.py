@@ -17,6 +17,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals import selectors, services
 from evalsite.evals.forms import JudgeForm, RunStartForm, ScorerForm
 from evalsite.evals.models import Run
+from evalsite.evals.services.scorers import SCORER_KINDS
 from evalsite.lib.htmx import partial, vary_on_htmx, wants_partial
 from scoring import KINDS
 
@@ -169,8 +170,11 @@ def _render_scorer_form(
 def scorer_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     kind = request.POST.get("kind") or request.GET.get("kind") or "faithfulness"
-    if kind not in KINDS:
-        return HttpResponse("Unknown scorer kind.", status=400)
+    if kind not in SCORER_KINDS:
+        return HttpResponse(
+            "Unknown scorer kind, or one that needs data datasets cannot hold yet.",
+            status=400,
+        )
     if request.method == "POST":
         form = ScorerForm(request.POST, project_id=project.pk, kind=kind)
         if form.is_valid():

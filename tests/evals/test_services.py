@@ -565,3 +565,18 @@ def test_viewer_cannot_reach_write_lookups(project, viewer, dataset, scorers):
 
     with pytest.raises(PermissionDenied):
         scorer_get_for_user(user=viewer, pk=scorers[0].pk, write=True)
+
+
+def test_kinds_that_need_agent_data_are_not_offered_yet(project, owner):
+    """tool_call_accuracy reads an item's tool calls, which datasets cannot hold yet:
+    refused with a reason rather than a run where every result errors."""
+    from evalsite.evals.forms import ScorerForm
+    from evalsite.evals.services import scorer_create
+    from evalsite.evals.services.scorers import SCORER_KINDS
+
+    assert "tool_call_accuracy" not in SCORER_KINDS
+    assert "faithfulness" in SCORER_KINDS
+    form = ScorerForm(project_id=project.pk, kind="faithfulness")
+    assert "tool_call_accuracy" not in dict(form.fields["kind"].choices)
+    with pytest.raises(ApplicationError, match="needs tool_calls"):
+        scorer_create(project=project, user=owner, name="t", kind="tool_call_accuracy")

@@ -18,6 +18,15 @@ from scoring import KINDS, OptionsError, UnknownKindError, validate_options
 UNSET: Any = object()
 
 
+# What a dataset item holds. A kind that needs more (an agent's tool calls, say) is in
+# the scoring library but not offered here until datasets can carry it: every item
+# would otherwise end in "the item has no tool_calls".
+ITEM_FIELDS = frozenset({"input", "output", "context", "reference"})
+SCORER_KINDS = tuple(
+    name for name, spec in KINDS.items() if set(spec.required_fields) <= ITEM_FIELDS
+)
+
+
 def scorer_options_clean(
     *, kind: str, options: dict[str, Any] | None, threshold: Any = UNSET
 ) -> dict[str, Any]:
@@ -25,10 +34,13 @@ def scorer_options_clean(
 
     OptionsError becomes ApplicationError with field_errors {"options.<field>": message}.
     """
-    if kind not in KINDS:
+    if kind not in SCORER_KINDS:
+        needs = ", ".join(KINDS[kind].required_fields) if kind in KINDS else ""
         raise ApplicationError(
-            f"Unknown scorer kind {kind!r}.",
-            field_errors={"kind": f"Choose one of: {', '.join(KINDS)}."},
+            f"Scorer kind {kind!r} needs {needs}, which datasets cannot hold yet."
+            if needs
+            else f"Unknown scorer kind {kind!r}.",
+            field_errors={"kind": f"Choose one of: {', '.join(SCORER_KINDS)}."},
         )
     merged = copy.deepcopy(options) if options else {}
     if not isinstance(merged, dict):
