@@ -488,3 +488,7 @@ def test_each_answer_records_the_guidelines_in_force(run, reviewer, project):
     Guideline.objects.create(project=project, queue=queue, version=1, body="queue v1")
     review_answer(queue=queue, result=_result(queue, 2), user=reviewer, passed=True)
     assert Review.objects.get(result=_result(queue, 2)).guideline.body == "queue v1"
+    # A cleared queue text brings the project's back, on the page and in the record.
+    Guideline.objects.create(project=project, queue=queue, version=2, body="")
+    review_answer(queue=queue, result=_result(queue, 3), user=reviewer, passed=True)
+    assert Review.objects.get(result=_result(queue, 3)).guideline.body == "project v2"

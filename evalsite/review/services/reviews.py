@@ -20,7 +20,6 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from evalsite.accounts.models import ADJUDICATE_ROLES, Membership
@@ -32,12 +31,12 @@ from evalsite.core.exceptions import (
 from evalsite.evals.models import Result, RunScorer
 from evalsite.review.models import (
     FinalRule,
-    Guideline,
     Override,
     QueueEntry,
     Review,
     ReviewQueue,
 )
+from evalsite.review.selectors.guidelines import guideline_current
 from evalsite.review.services.audit import audit_record
 from evalsite.review.services.overrides import _check_text as check_text
 from evalsite.review.services.overrides import (
@@ -133,16 +132,32 @@ def decide_final(
     return Decision(Answer(passed=passed, flips=flips, score=score))
 
 
-def guideline_in_force(*, queue: ReviewQueue) -> Guideline | None:
-    """The guidelines a reviewer of `queue` sees: the queue's newest version, else the
-    project's newest."""
-    # One query: the queue's own versions sort before the project's.
-    return (
-        Guideline.objects.filter(
-            Q(queue=queue) | Q(project_id=queue.project_id, queue__isnull=True)
-        )
-        .order_by(F("queue_id").desc(nulls_last=True), "-version")
-        .first()
+def _store_review(
+    *,
+    queue: ReviewQueue,
+    result: Result,
+    user: User,
+    kind: str,
+    answer: Answer,
+    note: str = "",
+    seconds: Any = None,
+) -> tuple[Review, bool]:
+    """Create or replace `user`'s review of `kind` on the result, with the guidelines
+    the queue page shows (guideline_current) as the version it was made under."""
+    guideline = guideline_current(project_id=queue.project_id, queue_id=queue.pk)
+    return Review.objects.update_or_create(
+        queue=queue,
+        result=result,
+        reviewer=user,
+        kind=kind,
+        defaults={
+            "passed": answer.passed,
+            "flips": answer.flips,
+            "score": answer.score,
+            "note": note,
+            "guideline": guideline,
+            "seconds": _clean_seconds(seconds),
+        },
     )
 
 
@@ -368,19 +383,14 @@ def review_answer(
             flips=flips if flips is not None else {},
             score=score,
         )
-        review, created = Review.objects.update_or_create(
+        review, created = _store_review(
             queue=queue,
             result=locked,
-            reviewer=user,
+            user=user,
             kind=Review.Kind.ANSWER,
-            defaults={
-                "passed": answer.passed,
-                "flips": answer.flips,
-                "score": answer.score,
-                "note": note,
-                "guideline": guideline_in_force(queue=queue),
-                "seconds": _clean_seconds(seconds),
-            },
+            answer=answer,
+            note=note,
+            seconds=seconds,
         )
         reviews = list(
             Review.objects.filter(queue=queue, result=locked, kind=Review.Kind.ANSWER)
@@ -519,18 +529,13 @@ def review_adjudicate(
                 queue=queue, result=locked, kind=Review.Kind.ANSWER
             ).select_related("reviewer")
         )
-        Review.objects.update_or_create(
+        _store_review(
             queue=queue,
             result=locked,
-            reviewer=user,
+            user=user,
             kind=Review.Kind.ADJUDICATION,
-            defaults={
-                "passed": answer.passed,
-                "flips": answer.flips,
-                "score": answer.score,
-                "note": note,
-                "guideline": guideline_in_force(queue=queue),
-            },
+            answer=answer,
+            note=note,
         )
         _apply_final(
             locked=locked,
@@ -566,18 +571,13 @@ def review_record_single(
     (after the key was applied), for the per-reviewer figures."""
     with transaction.atomic():
         entry = _lock_entry(queue, result)
-        Review.objects.update_or_create(
+        _store_review(
             queue=queue,
             result=result,
-            reviewer=user,
+            user=user,
             kind=Review.Kind.ANSWER,
-            defaults={
-                "passed": result.human_passed,
-                "flips": {},
-                "score": None,
-                "guideline": guideline_in_force(queue=queue),
-                "seconds": _clean_seconds(seconds),
-            },
+            answer=Answer(passed=result.human_passed),
+            seconds=seconds,
         )
         _count_answers(
             entry,
