@@ -629,26 +629,47 @@ def result_set_human_pass(
     _check_text(note=note)
     with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
         _require_ok(locked)
-        if locked.final_passed != passed:
-            _override_create_locked(
-                result=locked,
-                run_scorer=run_scorer,
-                user=user,
-                kind=Override.Kind.PASS,
-                value=bool(passed),
-                path="",
-                note=(note or "").strip(),
-            )
-        else:
-            _record_human_verdict(
-                locked,
-                user,
-                passed=bool(passed),
-                action="result.human_pass",
-                summary=(
-                    f"{user.get_username()} answered {'pass' if passed else 'fail'} "
-                    f"(agrees) on {_where(locked)}" + (f" ({note})" if note else "")
-                ),
-            )
+        human_pass_locked(
+            locked,
+            run_scorer,
+            user,
+            passed=passed,
+            note=(note or "").strip(),
+            agrees_summary=(
+                f"{user.get_username()} answered {'pass' if passed else 'fail'} "
+                f"(agrees) on {_where(locked)}" + (f" ({note})" if note else "")
+            ),
+        )
     _copy_back(result, locked)
     return locked
+
+
+def human_pass_locked(
+    locked: Result,
+    run_scorer: RunScorer,
+    user: User,
+    *,
+    passed: bool | None,
+    note: str,
+    agrees_summary: str,
+) -> None:
+    """Record a human pass/fail on a locked result: a pass override when it differs
+    from the final pass, else the answer alone, audited with `agrees_summary`."""
+    if locked.final_passed != passed:
+        _override_create_locked(
+            result=locked,
+            run_scorer=run_scorer,
+            user=user,
+            kind=Override.Kind.PASS,
+            value=bool(passed),
+            path="",
+            note=note,
+        )
+    else:
+        _record_human_verdict(
+            locked,
+            user,
+            passed=passed,
+            action="result.human_pass",
+            summary=agrees_summary,
+        )

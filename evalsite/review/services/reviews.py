@@ -42,11 +42,11 @@ from evalsite.review.services.overrides import _check_text as check_text
 from evalsite.review.services.overrides import (
     _judge_value,
     _override_create_locked,
-    _record_human_verdict,
     _reviewing,
     _score_value,
     _scoring_options,
     _where,
+    human_pass_locked,
 )
 from scoring import AnalysisError, apply_override, get_path
 
@@ -310,24 +310,14 @@ def _apply_final(
             note=note,
         )
     passed = locked.final_passed if answer.passed is None else answer.passed
-    if passed != locked.final_passed:
-        _override_create_locked(
-            result=locked,
-            run_scorer=run_scorer,
-            user=user,
-            kind=Override.Kind.PASS,
-            value=bool(passed),
-            path="",
-            note=note,
-        )
-    else:
-        _record_human_verdict(
-            locked,
-            user,
-            passed=passed,
-            action="result.human_pass",
-            summary=f"{note}: {'pass' if passed else 'fail'} on {_where(locked)}",
-        )
+    human_pass_locked(
+        locked,
+        run_scorer,
+        user,
+        passed=passed,
+        note=note,
+        agrees_summary=f"{note}: {'pass' if passed else 'fail'} on {_where(locked)}",
+    )
 
 
 @dataclass(frozen=True)
