@@ -142,6 +142,10 @@ class FinalRule(models.TextChoices):
 
 
 class ReviewQueue(models.Model):
+    class Kind(models.TextChoices):
+        REVIEW = "review", "Review results"
+        PAIRWISE = "pairwise", "Pairwise preference"
+
     class Source(models.TextChoices):
         FILTERS = "filters", "From filters"
         DISAGREEMENT = "disagreement", "Disagreement"
@@ -152,6 +156,20 @@ class ReviewQueue(models.Model):
         Project, on_delete=models.CASCADE, related_name="review_queues"
     )
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="review_queues")
+    # A pairwise queue (issue 19 part 2) compares the outputs of `run` (A) with those
+    # of `run_b` (B) on matched items; its rows are PairwiseItems, not QueueEntries.
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.REVIEW)
+    run_b = models.ForeignKey(
+        Run,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="pairwise_queues_b",
+    )
+    # How the pairs were made: {"match": "input" | "key", "key": str, "seed": int,
+    # "matched": n, "identical": n, "unmatched_a": n, "unmatched_b": n,
+    # "ambiguous": n}; empty for other kinds.
+    pairing = models.JSONField(default=dict, blank=True)
     name = models.CharField(max_length=200)
     source = models.CharField(
         max_length=16, choices=Source.choices, default=Source.FILTERS
@@ -196,6 +214,10 @@ class ReviewQueue(models.Model):
     @property
     def is_stratified(self) -> bool:
         return bool(self.stratified)
+
+    @property
+    def is_pairwise(self) -> bool:
+        return self.kind == self.Kind.PAIRWISE
 
 
 class QueueEntry(models.Model):
@@ -382,3 +404,90 @@ class SavedFilter(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class PairwiseItem(models.Model):
+    """One matched pair of a pairwise queue: the same input answered by run A (item_a
+    of A's dataset) and run B (item_b of B's). Which output is shown on the left is
+    drawn once per pair from the queue's seed and kept, so every reviewer sees the
+    same order, a left/right bias can be measured, and an answer given by side maps
+    back to the real run."""
+
+    queue = models.ForeignKey(
+        ReviewQueue, on_delete=models.CASCADE, related_name="pairs"
+    )
+    position = models.PositiveIntegerField(help_text="1-based order in the queue.")
+    item_a = models.ForeignKey(
+        "datasets.Item", on_delete=models.CASCADE, related_name="+"
+    )
+    item_b = models.ForeignKey(
+        "datasets.Item", on_delete=models.CASCADE, related_name="+"
+    )
+    a_left = models.BooleanField(help_text="Run A's output is shown on the left.")
+    # The key value (or the input, cut short) the two items were matched on.
+    match_value = models.CharField(max_length=200, blank=True)
+    # Counts of the pair's preferences, kept by the pairwise services in the answer's
+    # transaction: progress and agreement group these rows instead of the answers.
+    answers = models.PositiveSmallIntegerField(default=0)
+    answers_a = models.PositiveSmallIntegerField(default=0)
+    answers_b = models.PositiveSmallIntegerField(default=0)
+    answers_tie = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["queue_id", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue", "position"], name="unique_pair_position"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"pair #{self.position} of queue {self.queue_id}"
+
+
+class Preference(models.Model):
+    """One reviewer's answer on a pair: which run's output is better, or a tie."""
+
+    class Choice(models.TextChoices):
+        A = "a", "Run A"
+        B = "b", "Run B"
+        TIE = "tie", "Tie"
+
+    class Side(models.TextChoices):
+        LEFT = "left", "Left"
+        RIGHT = "right", "Right"
+        TIE = "tie", "Tie"
+
+    queue = models.ForeignKey(
+        ReviewQueue, on_delete=models.CASCADE, related_name="preferences"
+    )
+    pair = models.ForeignKey(
+        PairwiseItem, on_delete=models.CASCADE, related_name="preferences"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    choice = models.CharField(max_length=3, choices=Choice.choices)
+    # The side clicked and the order shown, as the reviewer saw it (the pair's order
+    # when they answered): the data of a left/right bias analysis.
+    side = models.CharField(max_length=5, choices=Side.choices)
+    a_left = models.BooleanField()
+    reason = models.TextField(blank=True)
+    guideline = models.ForeignKey(
+        Guideline, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    seconds = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pair_id", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pair", "reviewer"], name="unique_preference_per_reviewer"
+            )
+        ]
+        indexes = [models.Index(fields=["queue", "reviewer"])]
+
+    def __str__(self) -> str:
+        return f"{self.choice} by {self.reviewer_id} on pair {self.pair_id}"
