@@ -1,0 +1,134 @@
+"""Item matching across datasets: by metadata key or identical input, duplicates."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalsite.core.exceptions import ApplicationError
+from evalsite.review.selectors.matching import (
+    DuplicateKeyError,
+    MatchSpec,
+    items_match,
+    match_keys,
+    normalise_input,
+)
+from tests.factories import DatasetFactory
+
+
+def test_normalise_input_collapses_ascii_whitespace_only():
+    assert normalise_input("  What\tis\n\n  Paris?  ") == "What is Paris?"
+    assert normalise_input(None) == ""
+    # a non-breaking space is text, not whitespace, on both matchers
+    assert normalise_input("a\u00a0b") == "a\u00a0b"
+
+
+def test_match_keys_reports_matched_added_removed_and_no_key():
+    a = [(1, 0, "q1"), (2, 1, "q2"), (3, 2, "q3"), (4, 3, None)]
+    b = [(11, 0, "q3"), (12, 1, "q1"), (13, 2, "q9"), (14, 3, "")]
+    m = match_keys([a, b], spec=MatchSpec())
+    assert m.matched == [(1, 12), (3, 11)]  # in A's item order
+    assert m.only_in_a == [2] and m.only_in_b == [13]
+    assert m.no_key == [[4], [14]]
+    assert m.ok and not m.duplicates
+
+
+def test_match_keys_duplicates_match_nothing_and_are_reported():
+    a = [(1, 0, "q1"), (2, 1, "q1"), (3, 2, "q2")]
+    b = [(11, 0, "q1"), (12, 1, "q2")]
+    m = match_keys([a, b], spec=MatchSpec())
+    assert m.matched == [(3, 12)]
+    assert m.only_in_b == []  # q1 is ambiguous, not "added"
+    (dup,) = m.duplicates
+    assert (dup.side, dup.key, dup.item_ids, dup.item_indexes) == (
+        0,
+        "q1",
+        (1, 2),
+        (0, 1),
+    )
+    with pytest.raises(DuplicateKeyError) as err:
+        m.raise_for_duplicates(["run A", "run B"])
+    assert "run A: 'q1' (items 0, 1)" in err.value.message
+    assert "metadata key “id”" in err.value.message
+
+
+def test_match_keys_three_sides_match_only_keys_all_hold():
+    m = match_keys(
+        [
+            [(1, 0, "x"), (2, 1, "y")],
+            [(3, 0, "y"), (4, 1, "x")],
+            [(5, 0, "x")],
+        ],
+        spec=MatchSpec(),
+    )
+    assert m.matched == [(1, 4, 5)]
+    assert m.unmatched == [[2], [3], []]
+
+
+@pytest.mark.parametrize(
+    ("mode", "key", "field"),
+    [("fuzzy", "id", "match"), ("key", " ", "key"), ("key", "k" * 101, "key")],
+)
+def test_match_spec_rejects_bad_input(mode, key, field):
+    with pytest.raises(ApplicationError) as err:
+        MatchSpec(mode=mode, key=key)
+    assert field in err.value.field_errors
+
+
+@pytest.mark.django_db
+def test_items_match_by_key_across_versions(project):
+    v1 = DatasetFactory(
+        project=project,
+        name="qa",
+        rows=[
+            {"input": "a", "metadata": {"id": 1}},
+            {"input": "b", "metadata": {"id": "2"}},
+            {"input": "c", "metadata": {"id": 3}},
+        ],
+    )
+    v2 = DatasetFactory(
+        project=project,
+        name="qa",
+        rows=[
+            {"input": "c changed", "metadata": {"id": 3}},
+            {"input": "a", "metadata": {"id": "1"}},  # a string now: still "1"
+            {"input": "new", "metadata": {"id": 4}},
+        ],
+    )
+    items1 = list(v1.items.order_by("index").values_list("id", flat=True))
+    items2 = list(v2.items.order_by("index").values_list("id", flat=True))
+    m = items_match(datasets=[v1, v2], spec=MatchSpec(mode="key", key="id"))
+    assert m.matched == [(items1[0], items2[1]), (items1[2], items2[0])]
+    assert m.only_in_a == [items1[1]] and m.only_in_b == [items2[2]]
+
+
+@pytest.mark.django_db
+def test_items_match_by_input_ignores_whitespace(project):
+    a = DatasetFactory(
+        project=project,
+        rows=[{"input": "What is  Paris?"}, {"input": "Only A"}, {"input": ""}],
+    )
+    b = DatasetFactory(
+        project=project,
+        rows=[{"input": "What is\nParis? "}, {"input": "Only B"}],
+    )
+    ia = list(a.items.order_by("index").values_list("id", flat=True))
+    ib = list(b.items.order_by("index").values_list("id", flat=True))
+    m = items_match(datasets=[a.pk, b.pk], spec=MatchSpec(mode="input"))
+    assert m.matched == [(ia[0], ib[0])]
+    assert m.only_in_a == [ia[1]] and m.only_in_b == [ib[1]]
+    assert m.no_key == [[ia[2]], []]
+
+
+@pytest.mark.django_db
+def test_items_match_same_dataset_matches_item_by_item(project):
+    ds = DatasetFactory(project=project, rows=[{"input": "x"}, {"input": "x"}])
+    m = items_match(datasets=[ds, ds], spec=MatchSpec(mode="input"))
+    assert m.same_dataset and len(m.matched) == 2 and m.ok
+
+
+@pytest.mark.django_db
+def test_items_match_refuses_one_or_five_sides(project):
+    ds = DatasetFactory(project=project, rows=[])
+    for sides in ([ds], [ds] * 5):
+        with pytest.raises(ApplicationError):
+            items_match(datasets=sides, spec=MatchSpec())
