@@ -58,8 +58,11 @@ def _parse_mapping(raw: str | None) -> dict[str, Any] | None:
     summary="Upload a dataset (CSV, JSONL or JSON array)",
     description=(
         "Multipart form: `file`, `name`, optional `mapping` (a JSON object: input, output, "
-        'context, reference, context_format "json"|"delimited", context_delimiter; '
-        "defaults from columns named input/output/context/reference) and optional "
+        'context, reference, context_format "json"|"delimited", context_delimiter, and '
+        "the agent columns system_prompt, conversation (a JSON list of "
+        '{"role", "content"}), tool_calls (a JSON list of {"name", "arguments", '
+        '"result"}), expected_tool_calls and expected_trajectory (tool names or calls) '
+        "and baseline_output; defaults from columns of those names) and optional "
         "`file_format` (csv|jsonl|json; default from the file name). Uploading under an "
         "existing name makes a new version. A bad file imports nothing and answers 400 "
         'with its first problems in `errors` (field like "row 3, column context").'

@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 
+from evalsite.datasets.agentdata import AGENT_FIELDS, LABELS
 from evalsite.datasets.parsing import escape_delimiter
 
 FORMAT_CHOICES = [
@@ -16,6 +17,14 @@ _NONE = [("", "— none —")]
 # Input and output start unchosen unless a column is named like one: a browser would
 # otherwise submit the first column for both, importing output = input unasked.
 _CHOOSE = [("", "— choose a column —")]
+_AGENT_HELP = {
+    "system_prompt": "The agent's instructions (text).",
+    "conversation": 'A JSON list of messages: [{"role": "user", "content": "…"}, …].',
+    "tool_calls": 'The calls the agent made, in order: [{"name", "arguments", "result"}, …].',
+    "expected_tool_calls": "Tool names or calls the agent should make (JSON list).",
+    "expected_trajectory": "The expected steps: tool names or calls (JSON list).",
+    "baseline_output": "An earlier output to compare with (noise sensitivity).",
+}
 
 
 class UploadForm(forms.Form):
@@ -61,12 +70,17 @@ class MappingForm(forms.Form):
 
     def __init__(self, *args: Any, columns: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        for name in AGENT_FIELDS:
+            self.fields[name] = forms.ChoiceField(
+                required=False, label=LABELS[name], help_text=_AGENT_HELP[name]
+            )
         choices = [(c, c) for c in columns]
         for name, first in (
             ("input", _CHOOSE),
             ("output", _CHOOSE),
             ("context", _NONE),
             ("reference", _NONE),
+            *((name, _NONE) for name in AGENT_FIELDS),
         ):
             field = self.fields[name]
             assert isinstance(field, forms.ChoiceField)
@@ -84,6 +98,7 @@ class MappingForm(forms.Form):
             "context_delimiter": escape_delimiter(
                 mapping.get("context_delimiter") or "\n"
             ),
+            **{name: mapping.get(name) or "" for name in AGENT_FIELDS},
         }
 
     def mapping(self) -> dict[str, Any]:
@@ -95,6 +110,7 @@ class MappingForm(forms.Form):
             "reference": data["reference"] or None,
             "context_format": data["context_format"],
             "context_delimiter": data["context_delimiter"] or "\\n",
+            **{name: data[name] or None for name in AGENT_FIELDS},
         }
 
 

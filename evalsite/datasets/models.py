@@ -24,7 +24,9 @@ class Dataset(models.Model):
     source_filename = models.CharField(max_length=255, blank=True)
     file_format = models.CharField(max_length=8, choices=Format.choices)
     # {"input": col, "output": col, "context": col|None, "reference": col|None,
-    #  "context_format": "json"|"delimited", "context_delimiter": str}
+    #  "context_format": "json"|"delimited", "context_delimiter": str,
+    #  and col|None for each agent field: "system_prompt", "conversation", "tool_calls",
+    #  "expected_tool_calls", "expected_trajectory", "baseline_output"}
     mapping = models.JSONField(default=dict)
     columns = models.JSONField(
         default=list, help_text="Column names found in the file."
@@ -63,6 +65,27 @@ class Item(models.Model):
         blank=True, help_text="Empty when the item has no reference."
     )
     metadata = models.JSONField(default=dict)
+    # An agent's data (evalsite.datasets.agentdata checks the shapes on upload). The
+    # lists are NULL when the file had none: "no expected tool calls given" is not
+    # "expected to call no tool".
+    system_prompt = models.TextField(blank=True)
+    conversation = models.JSONField(
+        null=True, blank=True, help_text='Messages: [{"role", "content"}, ...].'
+    )
+    tool_calls = models.JSONField(
+        null=True,
+        blank=True,
+        help_text='The calls the agent made: [{"name", "arguments", "result"}, ...].',
+    )
+    expected_tool_calls = models.JSONField(
+        null=True, blank=True, help_text="Tool names, or calls with a name."
+    )
+    expected_trajectory = models.JSONField(
+        null=True, blank=True, help_text="Tool names, or calls with a name."
+    )
+    baseline_output = models.TextField(
+        blank=True, help_text="An earlier output to compare with (noise sensitivity)."
+    )
 
     class Meta:
         ordering = ["dataset_id", "index"]
@@ -83,4 +106,23 @@ class Item(models.Model):
             "context": list(self.context or []),
             "reference": self.reference or None,
             "metadata": dict(self.metadata or {}),
+            **self.agent_case(),
         }
+
+    def agent_case(self) -> dict[str, Any]:
+        """The agent fields the item has, under the case keys `scoring` reads; a field
+        the item lacks is left out (scoring tells "missing" from "empty")."""
+        case: dict[str, Any] = {}
+        for key in ("system_prompt", "baseline_output"):
+            if getattr(self, key):
+                case[key] = getattr(self, key)
+        for key in (
+            "conversation",
+            "tool_calls",
+            "expected_tool_calls",
+            "expected_trajectory",
+        ):
+            value = getattr(self, key)
+            if value is not None:
+                case[key] = value
+        return case

@@ -33,6 +33,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal, NoReturn, TypeGuard
 
+from evalsite.datasets.agentdata import (
+    AGENT_FIELDS,
+    JSON_FIELDS,
+    LABELS,
+    AgentDataError,
+    agent_text,
+    agent_value,
+    shape_of,
+)
 from evalsite.lib.text import unstorable_char, unstorable_in
 
 FileFormat = Literal["csv", "jsonl", "json"]
@@ -102,7 +111,17 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
         "reference_answer",
         "ideal",
     ),
+    # Agent data: only names that can mean nothing else, so that an older file with a
+    # column such as "messages" in its metadata is not read as a conversation unasked.
+    "system_prompt": ("system_prompt", "system_message"),
+    "conversation": ("conversation", "chat_history"),
+    "tool_calls": ("tool_calls", "tools_called"),
+    "expected_tool_calls": ("expected_tool_calls", "expected_tools"),
+    "expected_trajectory": ("expected_trajectory",),
+    "baseline_output": ("baseline_output", "baseline_response"),
 }
+# Every item field a column can be mapped to, in the order messages list them.
+TARGETS = ("input", "output", "context", "reference", *AGENT_FIELDS)
 
 # Allow fields of any size (long retrieved contexts); the upload size limit bounds them.
 try:
@@ -181,6 +200,13 @@ class Mapping:
     reference: str | None = None
     context_format: ContextFormat = "json"
     context_delimiter: str = "\n"
+    # Agent data (see agentdata): a column each, or None.
+    system_prompt: str | None = None
+    conversation: str | None = None
+    tool_calls: str | None = None
+    expected_tool_calls: str | None = None
+    expected_trajectory: str | None = None
+    baseline_output: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -190,11 +216,12 @@ class Mapping:
             "reference": self.reference,
             "context_format": self.context_format,
             "context_delimiter": self.context_delimiter,
+            **{key: getattr(self, key) for key in AGENT_FIELDS},
         }
 
     @property
     def mapped_columns(self) -> set[str]:
-        return {c for c in (self.input, self.output, self.context, self.reference) if c}
+        return {c for c in (getattr(self, t) for t in TARGETS) if c}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Mapping:
@@ -204,14 +231,7 @@ class Mapping:
                 "The mapping must be a JSON object like "
                 '{"input": "question", "output": "answer"}.'
             )
-        allowed = {
-            "input",
-            "output",
-            "context",
-            "reference",
-            "context_format",
-            "context_delimiter",
-        }
+        allowed = {*TARGETS, "context_format", "context_delimiter"}
         unknown = sorted(set(data) - allowed)
         problems = [
             Problem(
@@ -221,7 +241,7 @@ class Mapping:
             for key in unknown
         ]
         values: dict[str, Any] = {}
-        for key in ("input", "output", "context", "reference"):
+        for key in TARGETS:
             value = data.get(key)
             if value in (None, ""):
                 values[key] = None
@@ -278,6 +298,7 @@ class Mapping:
             reference=values["reference"],
             context_format=context_format,
             context_delimiter=unescape_delimiter(delimiter),
+            **{key: values[key] for key in AGENT_FIELDS},
         )
 
 
@@ -302,6 +323,14 @@ class ParsedRow:
     metadata: dict[str, Any]
     # The row's size in the file, in characters: the services batch inserts by it.
     chars: int = field(default=0, compare=False)
+    # Agent data: "" / None when the row has none (None, not [], so that "no expected
+    # tool calls given" differs from "expected to call no tool").
+    system_prompt: str = ""
+    conversation: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    expected_tool_calls: list[Any] | None = None
+    expected_trajectory: list[Any] | None = None
+    baseline_output: str = ""
 
 
 @dataclass
@@ -1345,6 +1374,40 @@ def _context_list(
     return value, None
 
 
+def _agent_field(
+    target: str, value: Any, column: str, row: RawRow, limits: Limits
+) -> tuple[Any, Problem | None]:
+    """One agent column of a row: text, or JSON (a cell's text is decoded first, as
+    context is) checked for its shape by agentdata. Empty: "" or None."""
+
+    def problem(message: str) -> tuple[None, Problem]:
+        return None, Problem(message, row=row.row, column=column, line=row.line)
+
+    try:
+        if target not in JSON_FIELDS:
+            return agent_text(target, value), None
+        if value is None or value == "":
+            return None, None
+        if isinstance(value, str):
+            if _nesting_overflow(value, limits.max_nesting - 1) is not None:
+                return problem(_too_deep(limits))
+            try:
+                value = _loads(value)
+            except json.JSONDecodeError as exc:
+                return problem(
+                    f"{LABELS[target]} is not valid JSON ({exc.msg}, at character "
+                    f"{exc.pos + 1}); expected {shape_of(target)}."
+                )
+            except ValueError as exc:
+                return problem(f"{LABELS[target]} is not valid JSON: {exc}")
+            found = unstorable_in(value, max_depth=limits.max_nesting + 1)
+            if found:
+                return problem(_unstorable(found))
+        return agent_value(target, value), None
+    except AgentDataError as exc:
+        return problem(str(exc))
+
+
 def map_row(
     raw: RawRow, mapping: Mapping, index: int, limits: Limits | None = None
 ) -> tuple[ParsedRow | None, list[Problem]]:
@@ -1368,6 +1431,15 @@ def map_row(
         )
         if problem:
             problems.append(problem)
+    agent: dict[str, Any] = {}
+    for target in AGENT_FIELDS:
+        column = getattr(mapping, target)
+        if column:
+            agent[target], problem = _agent_field(
+                target, values.get(column), column, raw, limits or Limits()
+            )
+            if problem:
+                problems.append(problem)
     if problems:
         return None, problems
     metadata: dict[str, Any] = {}
@@ -1391,6 +1463,7 @@ def map_row(
             else "",
             metadata=metadata,
             chars=raw.chars,
+            **{k: v for k, v in agent.items() if v is not None},
         ),
         [],
     )
@@ -1443,7 +1516,7 @@ def _check_columns_exist(mapping: Mapping, columns: list[str], *, header: bool) 
         return
     present = set(columns)
     problems = []
-    for target in ("input", "output", "context", "reference"):
+    for target in TARGETS:
         column = getattr(mapping, target)
         if column and column not in present:
             where = "in the CSV header" if header else "in any row"
@@ -1464,7 +1537,7 @@ def _check_columns_exist(mapping: Mapping, columns: list[str], *, header: bool) 
 
 
 def _target_of(mapping: Mapping, column: str | None) -> str:
-    for target in ("input", "output", "context", "reference"):
+    for target in TARGETS:
         if getattr(mapping, target) == column:
             return target
     return "?"

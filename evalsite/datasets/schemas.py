@@ -27,3 +27,10 @@ class ItemOut(Schema):
     context: list[str]
     reference: str
     metadata: dict[str, Any]
+    # Agent data: "" or null when the item has none.
+    system_prompt: str
+    conversation: list[dict[str, Any]] | None
+    tool_calls: list[dict[str, Any]] | None
+    expected_tool_calls: list[Any] | None
+    expected_trajectory: list[Any] | None
+    baseline_output: str

@@ -15,6 +15,7 @@ from django.db.models import Max
 
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.parsing import (
     FileFormat,
@@ -179,7 +180,14 @@ _ITEM_FIELDS = (
     "context",
     "reference",
     "metadata",
+    *AGENT_FIELDS,
 )
+
+
+def _json_or_null(value: Any) -> str | None:
+    """A nullable JSON column's value for COPY / executemany: None is SQL NULL (what
+    Django stores for a nullable JSONField's None), not the JSON text "null"."""
+    return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
@@ -201,6 +209,7 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
                 context=r.context,
                 reference=r.reference,
                 metadata=r.metadata,
+                **{key: getattr(r, key) for key in AGENT_FIELDS},
             )
             for r in rows
         )
@@ -218,6 +227,12 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
             dumps(r.context, ensure_ascii=False),
             r.reference,
             dumps(r.metadata, ensure_ascii=False),
+            r.system_prompt,
+            _json_or_null(r.conversation),
+            _json_or_null(r.tool_calls),
+            _json_or_null(r.expected_tool_calls),
+            _json_or_null(r.expected_trajectory),
+            r.baseline_output,
         )
         for r in rows
     )

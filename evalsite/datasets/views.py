@@ -17,6 +17,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets import services, uploads
+from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.datasets.forms import MappingForm, PageForm, UploadForm
 from evalsite.datasets.parsing import Preview, Problem
 from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item_list
@@ -140,6 +141,9 @@ def _form_ctx(form: MappingForm) -> dict[str, Any]:
         "mapping_fields": [
             form[n] for n in ("input", "output", "context", "reference")
         ],
+        "agent_fields": [form[n] for n in AGENT_FIELDS],
+        # Folded away unless a column is already mapped (or wrong) there.
+        "agent_open": any(form[n].value() or form[n].errors for n in AGENT_FIELDS),
     }
 
 

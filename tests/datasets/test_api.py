@@ -172,6 +172,13 @@ def test_list_detail_and_items_for_a_viewer(client, project, owner, viewer):
         "context": [],
         "reference": "",
         "metadata": {},
+        # No agent data: empty text and null lists (null: none given, not []).
+        "system_prompt": "",
+        "conversation": None,
+        "tool_calls": None,
+        "expected_tool_calls": None,
+        "expected_trajectory": None,
+        "baseline_output": "",
     }
 
 

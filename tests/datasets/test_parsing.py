@@ -329,6 +329,12 @@ def test_suggest_mapping_uses_names_and_synonyms_and_guesses_context_format():
         "reference": "ground_truth",
         "context_format": "delimited",
         "context_delimiter": "||",
+        "system_prompt": None,
+        "conversation": None,
+        "tool_calls": None,
+        "expected_tool_calls": None,
+        "expected_trajectory": None,
+        "baseline_output": None,
     }
     assert (
         suggest_mapping(["context"], [{"context": '["x"]'}])["context_format"] == "json"
