@@ -19,5 +19,7 @@ class ExportQuery(ResultQuery):
     )
 
     excel: bool = Field(
-        False, description="CSV only: start with a UTF-8 BOM for Excel."
+        False,
+        description="CSV only: start with a UTF-8 BOM for Excel (and name the file "
+        "…-excel.csv, apart from the plain CSV).",
     )

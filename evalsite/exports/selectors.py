@@ -1,13 +1,20 @@
-"""Reads for exports: the metadata key set of a dataset (access goes through the
-owning apps' `run_get_for_user` and `dataset_get_for_user`)."""
+"""Reads for exports: the metadata key set of a dataset, the reviewers of a run and
+what reviewers added to a chunk of results (access goes through the owning apps'
+`run_get_for_user` and `dataset_get_for_user`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import connection
+from django.db.models import Count, Q, Sum
 
 from evalsite.datasets.models import Dataset, Item
+from evalsite.evals.models import JudgeCall, Run
+from evalsite.review.models import Comment, Override, QueueEntry, Review
 
 
 def dataset_metadata_keys(*, dataset: Dataset) -> list[str]:
@@ -49,3 +56,255 @@ def _order_keys(keys: set[str], columns: list[Any] | None) -> list[str]:
         name: i for i, name in enumerate(columns or []) if isinstance(name, str)
     }
     return sorted(keys, key=lambda k: (position.get(k, len(position)), k))
+
+
+# ------------------------------------------------------------------ run exports
+
+
+def run_answer_reviewers(*, run: Run) -> list[str]:
+    """Usernames of everyone who answered on any result of the run (one column group
+    each in CSV and Parquet), sorted. Whole run, like the metadata keys, so filtered
+    and whole-run exports of one run have the same columns."""
+    return sorted(
+        Review.objects.filter(
+            result__run=run, kind=Review.Kind.ANSWER, reviewer__isnull=False
+        )
+        .order_by()
+        .values_list("reviewer__username", flat=True)
+        .distinct()
+    )
+
+
+@dataclass
+class Usage:
+    """A result's judge calls, summed: cost is priced on the calls that were not
+    answered from the cache (a cache hit carries the first call's usage, but costs
+    nothing)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float | None = None
+    paid_prompt_tokens: int = 0
+    paid_completion_tokens: int = 0
+
+
+@dataclass
+class Entry:
+    """A result's entry in an overlap queue (the one that counts when it has several:
+    decided, else waiting for adjudication, else open; the latest queue first)."""
+
+    queue_id: int
+    state: str
+    decision: dict[str, Any]
+    decided_at: datetime | None
+
+
+@dataclass
+class BatchExtras:
+    """What reviewers added to one chunk of results, keyed by result id."""
+
+    notes: dict[int, list[str]] = field(default_factory=dict)
+    usernames: dict[int, str] = field(default_factory=dict)
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    answers: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    adjudications: dict[int, dict[str, Any]] = field(default_factory=dict)
+    entries: dict[int, Entry] = field(default_factory=dict)
+    review_seconds: dict[int, float] = field(default_factory=dict)
+    usage: dict[int, Usage] = field(default_factory=dict)
+
+
+_STATE_RANK: dict[str, int] = {
+    QueueEntry.State.DECIDED: 2,
+    QueueEntry.State.ADJUDICATE: 1,
+    QueueEntry.State.OPEN: 0,
+}
+
+
+def result_batch_extras(
+    *, result_ids: list[int], reviewer_ids: set[int], user_id: int | None
+) -> BatchExtras:
+    """Overrides' notes, reviewer names, comments, queue answers, adjudications, queue
+    entries and judge usage of these results: six queries whatever their number (the
+    export calls this once per chunk of 2,000, never per result).
+
+    Blind review as in the reviews API (`answers_visible`): an answer on an entry of an
+    overlap queue still taking answers is left out unless `user_id` answered that entry
+    too. Answers of single-review queues are applied at once (they are the result's
+    review) and always shown. Review time counts every review, hidden or not: it says
+    how long, not what.
+    """
+    extras = BatchExtras()
+    user_model = get_user_model()
+
+    for result_id, note in (
+        Override.objects.filter(result_id__in=result_ids, reverted_at__isnull=True)
+        .exclude(note="")
+        .order_by("created_at", "id")
+        .values_list("result_id", "note")
+    ):
+        extras.notes.setdefault(result_id, []).append(note)
+
+    if reviewer_ids:
+        extras.usernames = {
+            u.pk: u.get_username()
+            for u in user_model.objects.filter(pk__in=reviewer_ids)
+        }
+
+    for result_id, author, created_at, body in (
+        Comment.objects.filter(result_id__in=result_ids)
+        .order_by("created_at", "id")
+        .values_list("result_id", "user__username", "created_at", "body")
+    ):
+        extras.comments.setdefault(result_id, []).append(
+            {"author": author, "created_at": created_at, "body": body}
+        )
+
+    entries: dict[tuple[int, int], tuple[int, str, dict[str, Any], Any]] = {}
+    for result_id, queue_id, overlap, state, decision, decided_at in (
+        QueueEntry.objects.filter(result_id__in=result_ids)
+        .order_by()
+        .values_list(
+            "result_id",
+            "queue_id",
+            "queue__overlap",
+            "state",
+            "decision",
+            "decided_at",
+        )
+    ):
+        entries[(result_id, queue_id)] = (overlap, state, decision, decided_at)
+        if overlap < 2:
+            continue
+        current = extras.entries.get(result_id)
+        rank = (_STATE_RANK.get(state, 0), queue_id)
+        if current is None or rank > (
+            _STATE_RANK.get(current.state, 0),
+            current.queue_id,
+        ):
+            extras.entries[result_id] = Entry(
+                queue_id,
+                state,
+                decision if isinstance(decision, dict) else {},
+                decided_at,
+            )
+
+    reviews = list(
+        Review.objects.filter(result_id__in=result_ids)
+        .order_by("created_at", "id")
+        .values_list(
+            "result_id",
+            "queue_id",
+            "queue__name",
+            "kind",
+            "reviewer_id",
+            "reviewer__username",
+            "passed",
+            "score",
+            "flips",
+            "note",
+            "seconds",
+            "created_at",
+        )
+    )
+    answered_by_user = {
+        (r[0], r[1])
+        for r in reviews
+        if user_id is not None and r[4] == user_id and r[3] == Review.Kind.ANSWER
+    }
+    for (
+        result_id,
+        queue_id,
+        queue_name,
+        kind,
+        _reviewer_id,
+        username,
+        passed,
+        score,
+        flips,
+        note,
+        seconds,
+        created_at,
+    ) in reviews:
+        if seconds is not None:
+            extras.review_seconds[result_id] = (
+                extras.review_seconds.get(result_id, 0.0) + seconds
+            )
+        if kind == Review.Kind.ADJUDICATION:
+            # The latest adjudication wins (ordered by time).
+            extras.adjudications[result_id] = {
+                "adjudicator": username,
+                "passed": passed,
+                "score": score,
+                "note": note,
+                "created_at": created_at,
+            }
+            continue
+        overlap, state, _decision, _decided_at = entries.get(
+            (result_id, queue_id), (1, QueueEntry.State.OPEN, {}, None)
+        )
+        visible = (
+            overlap < 2
+            or state != QueueEntry.State.OPEN
+            or (result_id, queue_id) in answered_by_user
+        )
+        if not visible:
+            continue
+        extras.answers.setdefault(result_id, []).append(
+            {
+                "reviewer": username,
+                "queue_id": queue_id,
+                "queue": queue_name,
+                "passed": passed,
+                "score": score,
+                "flips": flips if isinstance(flips, dict) else {},
+                "note": note,
+                "seconds": seconds,
+                "created_at": created_at.isoformat() if created_at else None,
+            }
+        )
+
+    for (
+        result_id,
+        calls,
+        cache_hits,
+        prompt,
+        completion,
+        latency,
+        paid_prompt,
+        paid_completion,
+    ) in (
+        JudgeCall.objects.filter(result_id__in=result_ids)
+        .order_by()
+        .values("result_id")
+        .annotate(
+            calls=Count("id"),
+            cache_hits=Count("id", filter=Q(cache_hit=True)),
+            prompt=Sum("prompt_tokens"),
+            completion=Sum("completion_tokens"),
+            latency=Sum("latency_ms"),
+            paid_prompt=Sum("prompt_tokens", filter=Q(cache_hit=False)),
+            paid_completion=Sum("completion_tokens", filter=Q(cache_hit=False)),
+        )
+        .values_list(
+            "result_id",
+            "calls",
+            "cache_hits",
+            "prompt",
+            "completion",
+            "latency",
+            "paid_prompt",
+            "paid_completion",
+        )
+    ):
+        extras.usage[result_id] = Usage(
+            calls=calls,
+            cache_hits=cache_hits,
+            prompt_tokens=prompt or 0,
+            completion_tokens=completion or 0,
+            latency_ms=latency,
+            paid_prompt_tokens=paid_prompt or 0,
+            paid_completion_tokens=paid_completion or 0,
+        )
+    return extras

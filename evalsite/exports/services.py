@@ -1,23 +1,59 @@
-"""Streamed exports of a run's results and of a dataset's items, as CSV or JSONL.
+"""Streamed exports of a run's results (CSV, JSONL, Parquet) and of a dataset's items
+(CSV, JSONL).
 
 Memory stays constant whatever the size: rows come from the database in chunks
-(`.iterator(chunk_size=2000)`, a server-side cursor on Postgres), each row is turned into
-text at once, and text leaves in ~64 KB pieces through a generator that the view wraps in
-a StreamingHttpResponse. Nothing builds a list of all rows.
+(`.iterator(chunk_size=2000)`, a server-side cursor on Postgres), what reviewers added
+to a chunk is read in a fixed number of queries per chunk (`result_batch_extras`, never
+one per result), each row is turned into text or a Parquet row group at once, and bytes
+leave in pieces through a generator that the view wraps in a StreamingHttpResponse.
+Nothing builds a list of all rows.
 
-Columns (one row per item × scorer for runs):
-    result_id, item_id, item_index, input, output, context (a JSON array),
-    reference, metadata.<key> (one column per top-level metadata key found in the
-    dataset, see `dataset_metadata_keys`), scorer, scorer_kind, status, judge_score,
-    final_score, judge_passed, final_passed, reviewed, reviewer, override_notes, reason,
-    error.
-JSONL carries the same fields with JSON types, `context` as a list and `metadata` as
-the item's own object (no flattening needed there).
+Columns of a run export (one row per item × scorer), in file order:
+    result_id, item_id, item_index, input, output, context (a JSON array), reference,
+    metadata.<key> (one column per top-level metadata key found in the dataset, see
+    `dataset_metadata_keys`), scorer, scorer_kind, status, judge_score, final_score,
+    judge_passed, final_passed, reviewed, reviewer, override_notes, reason, error,
+    then what reviewers and the judge added (`RUN_EXTRA`):
+    reviewed_at;
+    scorer_version (the scorer config's version; empty once the config is deleted),
+    scorer_options (JSON, as the run used them, what-if rescoring included),
+    judge_model;
+    judge_calls, cache_hits, prompt_tokens, completion_tokens (every call of the
+    result, cache hits included), latency_ms (their sum), cost (the calls that were not
+    cache hits at the judge connection's current price per 1k tokens; 0 for the offline
+    judge and scorers without a judge; empty when the judge has no price or was
+    deleted: runs do not snapshot prices);
+    comment_count, comments (every comment, oldest first, one per line as
+    "author (YYYY-MM-DD HH:MM UTC): body");
+    answer_count, answers (JSON list of every queue answer: reviewer, queue_id, queue,
+    passed, score, flips, note, seconds, created_at);
+    review_state (open / adjudicate / decided, of the result's overlap-queue entry),
+    decision (majority / unanimous / adjudicated), decided_at;
+    adjudicator, adjudicated_at, adjudication_passed, adjudication_score,
+    adjudication_note (the latest adjudication);
+    review_seconds (time spent on every review of the result, where the browser
+    measured it);
+    answer.<reviewer>.passed, answer.<reviewer>.score, answer.<reviewer>.note (one
+    group per reviewer who answered anywhere in the run, sorted by name; their latest
+    answer on the result): the wide shape an analyst computes agreement from.
+Blind review holds in exports as in the reviews API: answers on an overlap-queue entry
+still taking answers are left out (and not counted) unless the exporting user answered
+it too (`result_batch_extras`).
+
+JSONL carries the same fields with JSON types: `context` a list, `metadata` the item's
+own object, `override_notes` a list, `comments` a list of {author, created_at, body},
+and no answer.<reviewer>.* columns (`answers` has them). Parquet has the CSV's columns,
+typed: integers int64, scores and seconds float64, verdicts bool, times timestamp (UTC),
+text string, nested values (context, scorer_options, answers) JSON text, metadata
+values as text (JSON text when not a string).
 
 Every CSV cell goes through `evalsite.lib.csvsafe.safe_cell`, the one rule that
 neutralises formula-like text for spreadsheets (= + - @, also after leading whitespace
-or line feeds and in their full-width forms); JSONL is data for programs and is left
-exact. Judge connections (and so API keys) are never read here.
+or line feeds and in their full-width forms); JSONL and Parquet are data for programs
+and are left exact. Judge connections (and so API keys) are never read here beyond
+their prices.
+
+To add an item column, add it to ITEM_COLUMNS: every format follows.
 """
 
 from __future__ import annotations
@@ -25,53 +61,102 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
+from datetime import datetime
 from typing import Any, Literal
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
+from django.utils.text import slugify
 
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import Result, Run
-from evalsite.exports.selectors import dataset_metadata_keys
+from evalsite.exports.selectors import (
+    BatchExtras,
+    Usage,
+    dataset_metadata_keys,
+    result_batch_extras,
+    run_answer_reviewers,
+)
 from evalsite.lib.csvsafe import safe_cell
-from evalsite.review.models import Override
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import results_filter
 from evalsite.review.selectors.explorer import results_selected
 
-Format = Literal["csv", "jsonl"]
+Format = Literal["csv", "jsonl", "parquet"]
+DatasetFormat = Literal["csv", "jsonl"]
 AnyUser = User | AnonymousUser
+# How a column's values are typed: Parquet's column type, and how CSV writes them.
+#   int, float, bool, str, time (a datetime, UTC), json (any JSON value, None stays
+#   empty), list (a JSON list, None is []), meta (a metadata value: text as it is,
+#   anything else as JSON text).
+Kind = Literal["int", "float", "bool", "str", "time", "json", "list", "meta"]
 
 CHUNK_SIZE = 2000
+# Rows per Parquet row group: 5 chunks, about 10 MB of Python values at 1 KB a row.
+PARQUET_ROWS = 10_000
 FLUSH_BYTES = 64 * 1024
 UTF8_BOM = "\ufeff"
 NOTES_SEPARATOR = " | "
+COMMENTS_SEPARATOR = "\n"
 
-RUN_HEAD = (
-    "result_id",
-    "item_id",
-    "item_index",
-    "input",
-    "output",
-    "context",
-    "reference",
+# The item's own fields after its id and index: (column, Item field, kind).
+ITEM_COLUMNS: tuple[tuple[str, str, Kind], ...] = (
+    ("input", "input", "str"),
+    ("output", "output", "str"),
+    ("context", "context", "list"),
+    ("reference", "reference", "str"),
 )
-RUN_TAIL = (
-    "scorer",
-    "scorer_kind",
-    "status",
-    "judge_score",
-    "final_score",
-    "judge_passed",
-    "final_passed",
-    "reviewed",
-    "reviewer",
-    "override_notes",
-    "reason",
-    "error",
+RUN_HEAD: tuple[tuple[str, Kind], ...] = (
+    ("result_id", "int"),
+    ("item_id", "int"),
+    ("item_index", "int"),
+    *((column, kind) for column, _, kind in ITEM_COLUMNS),
+)
+RUN_TAIL: tuple[tuple[str, Kind], ...] = (
+    ("scorer", "str"),
+    ("scorer_kind", "str"),
+    ("status", "str"),
+    ("judge_score", "float"),
+    ("final_score", "float"),
+    ("judge_passed", "bool"),
+    ("final_passed", "bool"),
+    ("reviewed", "bool"),
+    ("reviewer", "str"),
+    ("override_notes", "str"),
+    ("reason", "str"),
+    ("error", "str"),
+)
+# After the columns exports always had, so their positions stay where they were.
+RUN_EXTRA: tuple[tuple[str, Kind], ...] = (
+    ("reviewed_at", "time"),
+    ("scorer_version", "int"),
+    ("scorer_options", "json"),
+    ("judge_model", "str"),
+    ("judge_calls", "int"),
+    ("cache_hits", "int"),
+    ("prompt_tokens", "int"),
+    ("completion_tokens", "int"),
+    ("latency_ms", "float"),
+    ("cost", "float"),
+    ("comment_count", "int"),
+    ("comments", "str"),
+    ("answer_count", "int"),
+    ("answers", "json"),
+    ("review_state", "str"),
+    ("decision", "str"),
+    ("decided_at", "time"),
+    ("adjudicator", "str"),
+    ("adjudicated_at", "time"),
+    ("adjudication_passed", "bool"),
+    ("adjudication_score", "float"),
+    ("adjudication_note", "str"),
+    ("review_seconds", "float"),
+)
+ANSWER_GROUP: tuple[tuple[str, Kind], ...] = (
+    ("passed", "bool"),
+    ("score", "float"),
+    ("note", "str"),
 )
 DATASET_HEAD = ("item_id", "index", "input", "output", "context", "reference")
 
@@ -81,10 +166,7 @@ _RESULT_VALUES = (
     "id",
     "item_id",
     "item__index",
-    "item__input",
-    "item__output",
-    "item__context",
-    "item__reference",
+    *(f"item__{field}" for _, field, _ in ITEM_COLUMNS),
     "item__metadata",
     "run_scorer_id",
     "status",
@@ -94,15 +176,19 @@ _RESULT_VALUES = (
     "final_passed",
     "reviewed",
     "reviewed_by_id",
+    "reviewed_at",
     "reason",
     "error",
 )
+_ITEM_AT = 3  # position of the first ITEM_COLUMNS value in a _RESULT_VALUES row
+_AFTER_ITEM = _ITEM_AT + len(ITEM_COLUMNS)
+_REVIEWED_BY_AT = _RESULT_VALUES.index("reviewed_by_id")
 _ITEM_VALUES = ("id", "index", "input", "output", "context", "reference", "metadata")
-_BOOL_CELLS = {True: "true", False: "false", None: ""}
 
 MEDIA_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
+    "parquet": "application/vnd.apache.parquet",
 }
 
 
@@ -137,153 +223,260 @@ def _batched(iterable: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
+class _Scorer:
+    """What every result of one run scorer shares: names, version, options, judge
+    model and price."""
+
+    __slots__ = ("name", "kind", "version", "options", "judge_model", "price")
+
+    def __init__(self, name: str, kind: str) -> None:
+        self.name = name
+        self.kind = kind
+        self.version: int | None = None
+        self.options: Any = None
+        self.judge_model: str | None = None
+        # (per 1k prompt tokens, per 1k completion tokens), or None when unknown.
+        self.price: tuple[float, float] | None = (0.0, 0.0)
+
+
+def _run_scorers(run: Run) -> dict[int, _Scorer]:
+    scorers: dict[int, _Scorer] = {}
+    for rs in run.run_scorers.select_related("scorer", "judge"):
+        scorer = _Scorer(rs.name, rs.kind)
+        scorer.version = rs.scorer.version if rs.scorer is not None else None
+        scorer.options = rs.options
+        snapshot = rs.judge_snapshot if isinstance(rs.judge_snapshot, dict) else {}
+        judge = rs.judge
+        scorer.judge_model = snapshot.get("model") or (judge.model if judge else None)
+        if snapshot.get("is_offline") or (judge is None and not snapshot):
+            scorer.price = (0.0, 0.0)  # the built-in offline judge, or none: free
+        elif judge is not None and (
+            judge.price_per_1k_input is not None
+            or judge.price_per_1k_output is not None
+        ):
+            scorer.price = (
+                float(judge.price_per_1k_input or 0),
+                float(judge.price_per_1k_output or 0),
+            )
+        else:
+            scorer.price = None
+        scorers[rs.pk] = scorer
+    return scorers
+
+
+_NO_USAGE = Usage()
+_NO_ENTRY: dict[str, Any] = {}
+
+
+def _cost(usage: Usage, price: tuple[float, float] | None) -> float | None:
+    if price is None:
+        return None
+    return (
+        usage.paid_prompt_tokens * price[0] + usage.paid_completion_tokens * price[1]
+    ) / 1000
+
+
 def _result_chunks(
-    qs: QuerySet[Result], run: Run
-) -> Iterator[tuple[list[tuple[Any, ...]], dict[int, list[str]], dict[int, str]]]:
-    """Result rows as tuples (`_RESULT_VALUES`), 2000 at a time, with the active
-    override notes and reviewer names of that chunk: two small queries per chunk,
-    never one per row, and never anything for the whole run at once."""
-    user_model = get_user_model()
+    qs: QuerySet[Result], user: AnyUser
+) -> Iterator[tuple[list[tuple[Any, ...]], BatchExtras]]:
+    """Result rows as tuples (`_RESULT_VALUES`), 2000 at a time, with what reviewers
+    and the judge added to that chunk (`result_batch_extras`: a fixed number of
+    queries per chunk, never one per row, and never anything for the whole run)."""
+    user_id = user.pk if user.is_authenticated else None
     rows = qs.values_list(*_RESULT_VALUES).iterator(chunk_size=CHUNK_SIZE)
     for chunk in _batched(rows, CHUNK_SIZE):
-        notes: dict[int, list[str]] = defaultdict(list)
-        for result_id, note in (
-            Override.objects.filter(
-                result_id__in=[row[0] for row in chunk], reverted_at__isnull=True
-            )
-            .exclude(note="")
-            .order_by("created_at", "id")
-            .values_list("result_id", "note")
-        ):
-            notes[result_id].append(note)
-        reviewer_ids = {row[15] for row in chunk if row[15] is not None}
-        reviewers = (
-            {
-                u.pk: u.get_username()
-                for u in user_model.objects.filter(pk__in=reviewer_ids)
-            }
-            if reviewer_ids
-            else {}
+        extras = result_batch_extras(
+            result_ids=[row[0] for row in chunk],
+            reviewer_ids={
+                row[_REVIEWED_BY_AT]
+                for row in chunk
+                if row[_REVIEWED_BY_AT] is not None
+            },
+            user_id=user_id,
         )
-        yield chunk, notes, reviewers
+        yield chunk, extras
 
 
-def _result_records(qs: QuerySet[Result], run: Run) -> Iterator[dict[str, Any]]:
-    """One dict per result (the JSONL shape)."""
-    scorers = {rs.pk: (rs.name, rs.kind) for rs in run.run_scorers.all()}
-    for chunk, notes, reviewers in _result_chunks(qs, run):
-        for (
-            result_id,
-            item_id,
-            index,
-            input_,
-            output,
-            context,
-            reference,
-            metadata,
-            run_scorer_id,
-            status,
-            judge_score,
-            final_score,
-            judge_passed,
-            final_passed,
-            reviewed,
-            reviewed_by_id,
-            reason,
-            error,
-        ) in chunk:
-            name, kind = scorers.get(run_scorer_id, ("", ""))
-            yield {
+def _result_records(
+    qs: QuerySet[Result], run: Run, user: AnyUser
+) -> Iterator[dict[str, Any]]:
+    """One dict per result with JSON-shaped values (the JSONL record; CSV and Parquet
+    flatten it with `_flat_values`)."""
+    scorers = _run_scorers(run)
+    unknown = _Scorer("", "")
+    for chunk, extras in _result_chunks(qs, user):
+        for row in chunk:
+            result_id = row[0]
+            record: dict[str, Any] = {
                 "result_id": result_id,
-                "item_id": item_id,
-                "item_index": index,
-                "input": input_,
-                "output": output,
-                "context": context if isinstance(context, list) else [],
-                "reference": reference,
-                "metadata": metadata if isinstance(metadata, dict) else {},
-                "scorer": name,
-                "scorer_kind": kind,
-                "status": status,
-                "judge_score": judge_score,
-                "final_score": final_score,
-                "judge_passed": judge_passed,
-                "final_passed": final_passed,
-                "reviewed": reviewed,
-                "reviewer": reviewers.get(reviewed_by_id),
-                "override_notes": notes.get(result_id, []),
-                "reason": reason,
-                "error": error,
+                "item_id": row[1],
+                "item_index": row[2],
             }
-
-
-def _result_csv_rows(
-    qs: QuerySet[Result], run: Run, keys: list[str]
-) -> Iterator[list[str]]:
-    """CSV cells straight from the tuples (no dict per row: this loop is the hot path)."""
-    cell = safe_cell
-    scorers = {rs.pk: (cell(rs.name), cell(rs.kind)) for rs in run.run_scorers.all()}
-    for chunk, notes, reviewers in _result_chunks(qs, run):
-        for (
-            result_id,
-            item_id,
-            index,
-            input_,
-            output,
-            context,
-            reference,
-            metadata,
-            run_scorer_id,
-            status,
-            judge_score,
-            final_score,
-            judge_passed,
-            final_passed,
-            reviewed,
-            reviewed_by_id,
-            reason,
-            error,
-        ) in chunk:
-            name, kind = scorers.get(run_scorer_id, ("", ""))
-            row = [
-                str(result_id),
-                str(item_id),
-                str(index),
-                cell(input_),
-                cell(output),
-                # JSON text starts with "[": never formula-like.
-                json.dumps(
-                    context if isinstance(context, list) else [], ensure_ascii=False
-                ),
-                cell(reference),
-            ]
-            if keys:
-                meta = metadata if isinstance(metadata, dict) else {}
-                row.extend([cell(meta.get(k)) for k in keys])
-            row += [
-                name,
-                kind,
+            for offset, (column, _, kind) in enumerate(ITEM_COLUMNS):
+                value = row[_ITEM_AT + offset]
+                if kind == "list" and not isinstance(value, list):
+                    value = []
+                record[column] = value
+            (
+                metadata,
+                run_scorer_id,
                 status,
-                cell(judge_score),
-                cell(final_score),
-                _BOOL_CELLS[judge_passed],
-                _BOOL_CELLS[final_passed],
-                _BOOL_CELLS[reviewed],
-                cell(reviewers.get(reviewed_by_id)),
-                cell(NOTES_SEPARATOR.join(notes[result_id]))
-                if result_id in notes
-                else "",
-                cell(reason),
-                cell(error),
-            ]
-            yield row
+                judge_score,
+                final_score,
+                judge_passed,
+                final_passed,
+                reviewed,
+                reviewed_by_id,
+                reviewed_at,
+                reason,
+                error,
+            ) = row[_AFTER_ITEM:]
+            scorer = scorers.get(run_scorer_id, unknown)
+            usage = extras.usage.get(result_id, _NO_USAGE)
+            entry = extras.entries.get(result_id)
+            decision = entry.decision if entry is not None else _NO_ENTRY
+            adjudication = extras.adjudications.get(result_id, _NO_ENTRY)
+            comments = extras.comments.get(result_id, [])
+            answers = extras.answers.get(result_id, [])
+            record.update(
+                {
+                    "metadata": metadata if isinstance(metadata, dict) else {},
+                    "scorer": scorer.name,
+                    "scorer_kind": scorer.kind,
+                    "status": status,
+                    "judge_score": judge_score,
+                    "final_score": final_score,
+                    "judge_passed": judge_passed,
+                    "final_passed": final_passed,
+                    "reviewed": reviewed,
+                    "reviewer": extras.usernames.get(reviewed_by_id),
+                    "override_notes": extras.notes.get(result_id, []),
+                    "reason": reason,
+                    "error": error,
+                    "reviewed_at": reviewed_at,
+                    "scorer_version": scorer.version,
+                    "scorer_options": scorer.options,
+                    "judge_model": scorer.judge_model,
+                    "judge_calls": usage.calls,
+                    "cache_hits": usage.cache_hits,
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
+                    "latency_ms": usage.latency_ms,
+                    "cost": _cost(usage, scorer.price),
+                    "comment_count": len(comments),
+                    "comments": comments,
+                    "answer_count": len(answers),
+                    "answers": answers,
+                    "review_state": entry.state if entry is not None else None,
+                    "decision": decision.get("how"),
+                    "decided_at": entry.decided_at if entry is not None else None,
+                    "adjudicator": adjudication.get("adjudicator"),
+                    "adjudicated_at": adjudication.get("created_at"),
+                    "adjudication_passed": adjudication.get("passed"),
+                    "adjudication_score": adjudication.get("score"),
+                    "adjudication_note": adjudication.get("note"),
+                    "review_seconds": extras.review_seconds.get(result_id),
+                }
+            )
+            yield record
 
 
-# ------------------------------------------------------------------ rows
+def _comments_text(comments: list[dict[str, Any]]) -> str | None:
+    """Comments one per line, readable in a spreadsheet cell."""
+    if not comments:
+        return None
+    return COMMENTS_SEPARATOR.join(
+        f"{c['author'] or '(deleted user)'} "
+        f"({c['created_at']:%Y-%m-%d %H:%M} UTC): {c['body']}"
+        for c in comments
+    )
 
 
-def run_columns(*, metadata_keys: list[str]) -> list[str]:
-    return [*RUN_HEAD, *(f"metadata.{k}" for k in metadata_keys), *RUN_TAIL]
+class RunLayout:
+    """The flat columns of a run export (CSV and Parquet), fixed before the first row:
+    metadata keys of the whole dataset and every reviewer who answered in the run, so
+    filtered and whole-run exports of one run have the same columns."""
+
+    def __init__(self, *, metadata_keys: list[str], reviewers: list[str]) -> None:
+        self.metadata_keys = metadata_keys
+        self.reviewers = reviewers
+        self.columns: list[tuple[str, Kind]] = [
+            *RUN_HEAD,
+            *((f"metadata.{k}", "meta") for k in metadata_keys),
+            *RUN_TAIL,
+            *RUN_EXTRA,
+            *(
+                (f"answer.{name}.{part}", kind)
+                for name in reviewers
+                for part, kind in ANSWER_GROUP
+            ),
+        ]
+        self._head = [name for name, _ in RUN_HEAD]
+        self._tail = [name for name, _ in (*RUN_TAIL, *RUN_EXTRA)]
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.columns]
+
+    def values(self, record: dict[str, Any]) -> list[Any]:
+        """The record's values in column order (still Python types)."""
+        values = [record[name] for name in self._head]
+        if self.metadata_keys:
+            meta = record["metadata"]
+            values.extend(meta.get(k) for k in self.metadata_keys)
+        for name in self._tail:
+            value = record[name]
+            if name == "override_notes":
+                value = NOTES_SEPARATOR.join(value) if value else None
+            elif name == "comments":
+                value = _comments_text(value)
+            values.append(value)
+        if self.reviewers:
+            latest = {a["reviewer"]: a for a in record["answers"]}
+            for name in self.reviewers:
+                answer = latest.get(name)
+                if answer is None:
+                    values.extend((None, None, None))
+                else:
+                    values.extend((answer["passed"], answer["score"], answer["note"]))
+        return values
+
+
+def run_layout(*, run: Run) -> RunLayout:
+    return RunLayout(
+        metadata_keys=dataset_metadata_keys(dataset=run.dataset),
+        reviewers=run_answer_reviewers(run=run),
+    )
+
+
+def run_columns(
+    *, metadata_keys: list[str], reviewers: Collection[str] = ()
+) -> list[str]:
+    return RunLayout(metadata_keys=metadata_keys, reviewers=list(reviewers)).names
+
+
+# ------------------------------------------------------------------ CSV / JSONL
+
+
+def _json_cell(value: Any) -> str:
+    # JSON text of a list or object starts with [ or {: never formula-like; a JSON
+    # string (starts with a quote) or number is not either.
+    return "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _list_cell(value: Any) -> str:
+    return json.dumps(value if isinstance(value, list) else [], ensure_ascii=False)
+
+
+def _time_cell(value: Any) -> str:
+    return "" if value is None else value.isoformat()
+
+
+_CSV_CELL: dict[str, Callable[[Any], str]] = {
+    "time": _time_cell,
+    "json": _json_cell,
+    "list": _list_cell,
+}
 
 
 def _csv_cells(
@@ -294,10 +487,7 @@ def _csv_cells(
     meta = record["metadata"]
     cells.extend(cell(meta.get(k)) for k in keys)
     for column in tail:
-        value = record[column]
-        if column == "override_notes":
-            value = NOTES_SEPARATOR.join(value)
-        cells.append(cell(value))
+        cells.append(cell(record[column]))
     return cells
 
 
@@ -319,11 +509,28 @@ def _csv_stream(
     yield buffer.getvalue().encode("utf-8")
 
 
+def _run_csv_rows(
+    records: Iterable[dict[str, Any]], layout: RunLayout
+) -> Iterator[list[str]]:
+    cells = [_CSV_CELL.get(kind, safe_cell) for _, kind in layout.columns]
+    for record in records:
+        yield [
+            to_cell(value)
+            for to_cell, value in zip(cells, layout.values(record), strict=True)
+        ]
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
 def _jsonl_stream(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     parts: list[str] = []
     size = 0
     for record in records:
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps(record, ensure_ascii=False, default=_json_default) + "\n"
         parts.append(line)
         size += len(line)
         if size >= FLUSH_BYTES:
@@ -341,18 +548,37 @@ def run_export_stream(
     excel: bool = False,
     ids: Collection[int] | None = None,
 ) -> Iterator[bytes]:
-    """The run's results (or the filtered subset, or the `ids`) as CSV or JSONL bytes,
-    in pieces.
+    """The run's results (or the filtered subset, or the `ids`) as CSV, JSONL or
+    Parquet bytes, in pieces.
 
-    The column set is fixed before the first row (metadata keys of the whole dataset),
-    so filtered and whole-run exports of one run have the same columns.
+    The column set is fixed before the first row (`RunLayout`), so filtered and
+    whole-run exports of one run have the same columns. `excel` is for CSV only.
     """
-    qs = run_export_queryset(run=run, query=query, user=user, ids=ids)
+    who = user or AnonymousUser()
+    qs = run_export_queryset(run=run, query=query, user=who, ids=ids)
+    records = _result_records(qs, run, who)
     if fmt == "jsonl":
-        return _jsonl_stream(_result_records(qs, run))
-    keys = dataset_metadata_keys(dataset=run.dataset)
-    rows = _result_csv_rows(qs, run, keys)
-    return _csv_stream(run_columns(metadata_keys=keys), rows, excel=excel)
+        return _jsonl_stream(records)
+    layout = run_layout(run=run)
+    if fmt == "parquet":
+        # pyarrow is imported on the first Parquet export, not by every process
+        # that loads the URL conf.
+        from evalsite.exports.parquet import parquet_stream
+
+        return parquet_stream(
+            layout.columns,
+            (layout.values(record) for record in records),
+            rows_per_group=PARQUET_ROWS,
+            metadata={
+                "evalsite.run_id": str(run.pk),
+                "evalsite.run_name": run.name,
+                "evalsite.dataset_id": str(run.dataset_id),
+                "evalsite.filtered": str(
+                    bool((query and query.is_filtered()) or ids is not None)
+                ).lower(),
+            },
+        )
+    return _csv_stream(layout.names, _run_csv_rows(records, layout), excel=excel)
 
 
 # ------------------------------------------------------------------ datasets
@@ -387,7 +613,7 @@ def _item_records(dataset: Dataset) -> Iterator[dict[str, Any]]:
 
 
 def dataset_export_stream(
-    *, dataset: Dataset, fmt: Format, excel: bool = False
+    *, dataset: Dataset, fmt: DatasetFormat, excel: bool = False
 ) -> Iterator[bytes]:
     records = _item_records(dataset)
     if fmt == "jsonl":
@@ -397,5 +623,25 @@ def dataset_export_stream(
     return _csv_stream(dataset_columns(metadata_keys=keys), rows, excel=excel)
 
 
-def export_filename(*, kind: str, pk: int, fmt: Format, filtered: bool = False) -> str:
-    return f"{kind}-{pk}{'-filtered' if filtered else ''}.{fmt}"
+def export_filename(
+    *,
+    kind: str,
+    pk: int,
+    fmt: Format,
+    filtered: bool = False,
+    excel: bool = False,
+    name: str = "",
+) -> str:
+    """A safe, distinct attachment name: "<name>-run-12[-filtered][-excel].csv".
+
+    The object's name goes in as an ASCII slug (letters, digits, hyphens, at most 60)
+    so no quote, slash or control character reaches Content-Disposition; the Excel CSV
+    variant gets its own name so both downloads can sit side by side."""
+    slug = slugify(name)[:60].strip("-")
+    parts = [slug] if slug else []
+    parts.append(f"{kind}-{pk}")
+    if filtered:
+        parts.append("filtered")
+    if excel and fmt == "csv":
+        parts.append("excel")
+    return f"{'-'.join(parts)}.{fmt}"

@@ -17,6 +17,11 @@ urlpatterns = [
         name="run_jsonl",
     ),
     path(
+        "projects/<int:project_id>/runs/<int:run_id>/export.parquet",
+        views.run_parquet,
+        name="run_parquet",
+    ),
+    path(
         "projects/<int:project_id>/datasets/<int:dataset_id>/export.csv",
         views.dataset_csv,
         name="dataset_csv",

@@ -1,8 +1,9 @@
 """Export pages: the run's results (whole or the explorer's current filter) and datasets.
 
 Any member may export (viewers too); outsiders get 404. `?excel=1` adds a UTF-8 BOM to
-CSV; `ids` (repeated) exports only those results of the run (the explorer's bulk
-export); every other query parameter is the results explorer's filter.
+CSV (and names the file …-excel.csv); `ids` (repeated) exports only those results of the
+run (the explorer's bulk export); every other query parameter is the results explorer's
+filter. Runs export as CSV, JSONL or Parquet; datasets as CSV or JSONL.
 """
 
 from __future__ import annotations
@@ -53,19 +54,20 @@ def _run_export(
             request.GET, run_scorers=run.run_scorers.all()
         )
         ids = _ids(request)
+        excel = _excel(request)
         stream = services.run_export_stream(
             run=run,
             fmt=fmt,
             query=query,
             user=request.user,
-            excel=_excel(request),
+            excel=excel,
             ids=ids,
         )
     except ApplicationError as exc:  # a ResultQueryError, or ids not of this run
         return HttpResponse(exc.message, status=400, content_type="text/plain")
     filtered = query.is_filtered() or ids is not None
     filename = services.export_filename(
-        kind="run", pk=run.pk, fmt=fmt, filtered=filtered
+        kind="run", pk=run.pk, fmt=fmt, filtered=filtered, excel=excel, name=run.name
     )
     return export_response(stream, fmt=fmt, filename=filename)
 
@@ -84,19 +86,27 @@ def run_jsonl(
     return _run_export(request, project_id, run_id, "jsonl")
 
 
+@require_GET
+def run_parquet(
+    request: AuthenticatedHttpRequest, project_id: int, run_id: int
+) -> HttpResponseBase:
+    return _run_export(request, project_id, run_id, "parquet")
+
+
 def _dataset_export(
     request: AuthenticatedHttpRequest,
     project_id: int,
     dataset_id: int,
-    fmt: services.Format,
+    fmt: services.DatasetFormat,
 ) -> HttpResponseBase:
     dataset = dataset_get_for_user(
         user=request.user, pk=dataset_id, project_id=project_id
     )
-    stream = services.dataset_export_stream(
-        dataset=dataset, fmt=fmt, excel=_excel(request)
+    excel = _excel(request)
+    stream = services.dataset_export_stream(dataset=dataset, fmt=fmt, excel=excel)
+    filename = services.export_filename(
+        kind="dataset", pk=dataset.pk, fmt=fmt, excel=excel, name=dataset.name
     )
-    filename = services.export_filename(kind="dataset", pk=dataset.pk, fmt=fmt)
     return export_response(stream, fmt=fmt, filename=filename)
 
 

@@ -7,9 +7,11 @@ import json
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import slugify
 
 from evalsite.accounts.services import api_token_create
 from evalsite.evals.models import Result
+from evalsite.exports.services import RUN_EXTRA
 from tests.conftest import bearer, login
 from tests.exports.builders import QA_DATASET, make_run_with_score
 from tests.factories import (
@@ -22,6 +24,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 SECRET = "sk-live-SUPERSECRET-0123456789"
+RUN_EXTRA_NAMES = [name for name, _ in RUN_EXTRA]
 
 
 @pytest.fixture
@@ -80,7 +83,11 @@ def test_csv_has_one_row_per_item_and_scorer_with_every_column(client, owner, ru
 
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
-    assert f'filename="run-{run.pk}.csv"' in response["Content-Disposition"]
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="{slugify(run.name)}-run-{run.pk}.csv"'
+        if run.name
+        else f'attachment; filename="run-{run.pk}.csv"'
+    )
     rows = _csv_rows(response)
     assert len(rows) == 4
     assert list(rows[0]) == [
@@ -105,6 +112,8 @@ def test_csv_has_one_row_per_item_and_scorer_with_every_column(client, owner, ru
         "override_notes",
         "reason",
         "error",
+        # What reviewers and the judge added (tests/exports/test_export_everything.py).
+        *RUN_EXTRA_NAMES,
     ]
     row = rows[0]
     assert row["input"] == "What is the capital of France?"
