@@ -11,6 +11,7 @@ from evalsite.review.views import (
     guidelines,
     item,
     overrides,
+    pairwise,
     preferences,
     queues,
     rescore,
@@ -96,4 +97,21 @@ urlpatterns = [
     ),
     path("preferences/", preferences.preferences, name="preferences"),
     path(f"{P}results/<int:result_id>/diff/", flow.result_diff, name="result_diff"),
+    # Pairwise review (issue 19 part 2): which of two runs' outputs is better.
+    path(
+        f"{P}runs/<int:run_id>/pairwise/",
+        pairwise.pairwise_create,
+        name="pairwise_create",
+    ),
+    path(
+        f"{P}runs/<int:run_id>/pairwise/agreement/",
+        pairwise.pairwise_run_agreement,
+        name="pairwise_run_agreement",
+    ),
+    path(f"{P}pairwise/<int:pairwise_id>/", pairwise.pairwise_detail, name="pairwise"),
+    path(
+        f"{P}pairwise/<int:pairwise_id>/<int:position>/answer/",
+        pairwise.pairwise_answer_view,
+        name="pairwise_answer",
+    ),
 ]

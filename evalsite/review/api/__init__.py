@@ -11,6 +11,7 @@ from evalsite.review.api import (
     explorer,
     guidelines,
     overrides,
+    pairwise,
     queues,
     rescore,
     reviews,
@@ -26,6 +27,7 @@ for _module in (
     comments,
     queues,
     reviews,
+    pairwise,
 ):
     router.add_router("", _module.router)
 router.add_router("", guidelines.router)

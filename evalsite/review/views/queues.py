@@ -203,6 +203,11 @@ def queue_detail(
     else:
         return HttpResponse(
             f"pos must be a number between 1 and {queue.size}.",
+    if queue.is_pairwise:
+        # Queue lists link every queue here; a pairwise one has its own page.
+        return HttpResponseRedirect(
+            reverse("review:pairwise", args=[project_id, queue.pk])
+        )
             status=400,
             content_type="text/plain",
         )

@@ -1,0 +1,86 @@
+"""Pairwise preferences: win rates with Wilson score intervals.
+
+A pairwise review asks reviewers which of two outputs for the same input is better
+(A, B or a tie). The figures here take the answers' counts:
+
+- a run's win rate over the decisive answers (ties left out), with a 95 % Wilson
+  score interval: wins / (wins + losses). Ties are reported beside it, never folded
+  in silently; `tie_half` gives the "ties count half" rate as well.
+- the left/right bias: the share of decisive answers that chose the output shown on
+  the left, with its Wilson interval (0.5 means no bias).
+
+Each answer counts once. With several reviewers per pair the answers on one pair are
+not independent, so the interval is narrower than a per-pair one would be; the
+caller states this where it shows the figure.
+
+Plain Python (no Django), like the rest of `scoring/`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# The normal quantile for a two-sided 95 % interval.
+Z95 = 1.959963984540054
+
+
+def wilson_interval(
+    successes: int, n: int, *, z: float = Z95
+) -> tuple[float | None, float | None]:
+    """The Wilson score interval of a binomial proportion; (None, None) when n is 0.
+
+    centre = (p + z²/2n) / (1 + z²/n), half width = z √(p(1-p)/n + z²/4n²) / (1 + z²/n).
+    """
+    if n <= 0:
+        return None, None
+    if not 0 <= successes <= n:
+        raise ValueError("successes must be between 0 and n")
+    p = successes / n
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class WinRate:
+    """One side's record against the other: wins, losses and ties (answers)."""
+
+    wins: int
+    losses: int
+    ties: int
+
+    @property
+    def answers(self) -> int:
+        return self.wins + self.losses + self.ties
+
+    @property
+    def decisive(self) -> int:
+        return self.wins + self.losses
+
+    @property
+    def rate(self) -> float | None:
+        """Wins over decisive answers (ties excluded)."""
+        return self.wins / self.decisive if self.decisive else None
+
+    @property
+    def interval(self) -> tuple[float | None, float | None]:
+        return wilson_interval(self.wins, self.decisive)
+
+    @property
+    def tie_half(self) -> float | None:
+        """(wins + ties / 2) / answers: the rate when a tie counts half a win."""
+        return (self.wins + self.ties / 2) / self.answers if self.answers else None
+
+    @property
+    def tie_share(self) -> float | None:
+        return self.ties / self.answers if self.answers else None
+
+
+def win_rates(*, a: int, b: int, tie: int) -> tuple[WinRate, WinRate]:
+    """Run A's and run B's records from the answers' counts."""
+    if min(a, b, tie) < 0:
+        raise ValueError("counts cannot be negative")
+    return WinRate(wins=a, losses=b, ties=tie), WinRate(wins=b, losses=a, ties=tie)
