@@ -18,6 +18,7 @@ def test_buttons_carry_the_current_filter_to_every_format():
         in html
     )
     assert 'href="/projects/3/runs/7/export.jsonl?final=fail&amp;q=a%26b"' in html
+    assert 'href="/projects/3/runs/7/export.parquet?final=fail&amp;q=a%26b"' in html
 
 
 def test_buttons_without_filters_export_the_whole_run():
@@ -28,3 +29,5 @@ def test_buttons_without_filters_export_the_whole_run():
     )
     assert 'href="/projects/3/runs/7/export.csv"' in html
     assert 'href="/projects/3/runs/7/export.jsonl"' in html
+    assert 'href="/projects/3/runs/7/export.parquet"' in html
+    assert ">Parquet</a>" in html
