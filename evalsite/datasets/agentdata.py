@@ -8,7 +8,7 @@ Field names are the keys of the case `scoring` reads (scoring/toolcalls.py):
 - ``conversation``: a list of messages ``{"role", "content"}`` (``name``,
   ``tool_call_id`` and ``tool_calls`` are kept when given; a null content is "").
 - ``tool_calls``: the calls the agent made, in order: ``{"name", "arguments"?,
-  "result"?, "id"?}``.
+  "result"?, "success"?, "id"?}`` (``"success": false`` marks a failed call).
 - ``expected_tool_calls``, ``expected_trajectory``: the same calls, or plain tool
   names.
 
@@ -52,7 +52,8 @@ MAX_ENTRIES = 1000
 MAX_ROLE_CHARS = 64
 MAX_NAME_CHARS = 200
 MESSAGE_KEYS = ("role", "content", "name", "tool_call_id", "tool_calls")
-CALL_KEYS = ("name", "arguments", "result", "id")
+# "success": false marks a failed call (the trajectory kind counts retries after one).
+CALL_KEYS = ("name", "arguments", "result", "success", "id")
 
 _CALL_EXAMPLE = '{"name": "search", "arguments": {"q": "..."}, "result": "..."}'
 _MESSAGE_EXAMPLE = '{"role": "user", "content": "..."}'
@@ -121,6 +122,8 @@ def _call(entry: Any, where: str) -> dict[str, Any]:
         )
     _unknown_keys(entry, CALL_KEYS, where)
     _name(entry.get("name"), where)
+    if "success" in entry and not isinstance(entry["success"], bool):
+        raise AgentDataError(f'{where}\'s "success" must be true or false.')
     if "id" in entry and not isinstance(entry["id"], str | int):
         raise AgentDataError(f'{where}\'s "id" must be a text or a number.')
     return entry

@@ -3,9 +3,11 @@ JSON Schema) and the run start form."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from evalsite.datasets.models import Dataset
 from evalsite.evals.models import JudgeConnection, ScorerConfig
@@ -76,6 +78,70 @@ class JudgeForm(forms.Form):
         )
 
 
+class ListOptionField(forms.Field):
+    """A list-of-texts option in a textarea, one entry per line (a JSON array is read
+    too). Shown the same way, so an edit form round-trips it: a plain CharField showed
+    the list's Python repr, which saved back as names like "['search'"."""
+
+    widget = forms.Textarea
+
+    def __init__(self, *, split_commas: bool = False, **kwargs: Any) -> None:
+        # The option says it is comma-separated (tool names): "a, b" on one line is two.
+        self.split_commas = split_commas
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            if all(isinstance(v, str) and "\n" not in v for v in value):
+                return "\n".join(value)
+            return json.dumps(list(value), ensure_ascii=False)
+        return value
+
+    def to_python(self, value: Any) -> list[Any] | None:
+        if isinstance(value, list):
+            return value
+        text = (value or "").strip()
+        if not text:
+            return None
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(
+                    f"Not a valid JSON array ({exc.msg}); or write one entry per line."
+                ) from None
+            if not isinstance(parsed, list):
+                raise ValidationError("Expected a JSON array, or one entry per line.")
+            return parsed
+        entries: list[str] = []
+        for line in text.splitlines():
+            parts = line.split(",") if self.split_commas else [line]
+            entries.extend(part.strip() for part in parts if part.strip())
+        return entries
+
+
+class JsonOptionField(forms.Field):
+    """An option whose value is JSON the generated fields cannot lay out (a list of
+    objects, a free-form object): edited as JSON text."""
+
+    widget = forms.Textarea
+
+    def prepare_value(self, value: Any) -> Any:
+        if value is None or isinstance(value, str):
+            return value
+        return json.dumps(value, ensure_ascii=False, indent=2)
+
+    def to_python(self, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return None
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"Not valid JSON: {exc.msg}.") from None
+
+
 def _option_fields(
     schema: dict[str, Any], prefix: str, defaults: dict[str, Any]
 ) -> tuple[dict[str, forms.Field], set[str]]:
@@ -101,6 +167,35 @@ def _option_fields(
         nullable = "null" in types
         label = prop.get("title") or name
         help_text = prop.get("description", "")
+        if "array" in types or ("object" in types and not prop.get("properties")):
+            schema_of: dict[str, Any] = next(
+                (a for a in [prop, *prop.get("anyOf", [])] if a.get("type") == "array"),
+                {},
+            )
+            rows = len(default) + 1 if isinstance(default, list) else 3
+            if (
+                "array" in types
+                and (schema_of.get("items") or {}).get("type") == "string"
+            ):
+                fields[key] = ListOptionField(
+                    required=False,
+                    label=label,
+                    help_text=(help_text + " One per line.").strip(),
+                    initial=default,
+                    widget=forms.Textarea(attrs={"rows": min(max(rows, 3), 12)}),
+                    split_commas="comma" in help_text,
+                )
+            else:
+                fields[key] = JsonOptionField(
+                    required=False,
+                    label=label,
+                    help_text=(help_text + " As JSON.").strip(),
+                    initial=default,
+                    widget=forms.Textarea(attrs={"rows": 6, "class": "json-editor"}),
+                )
+            if nullable:
+                nullable_names.add(key)
+            continue
         if "object" in types:
             nested, nested_nullable = _option_fields(
                 prop, f"{key}.", default if isinstance(default, dict) else {}

@@ -567,16 +567,22 @@ def test_viewer_cannot_reach_write_lookups(project, viewer, dataset, scorers):
         scorer_get_for_user(user=viewer, pk=scorers[0].pk, write=True)
 
 
-def test_kinds_that_need_agent_data_are_not_offered_yet(project, owner):
-    """tool_call_accuracy reads an item's tool calls, which datasets cannot hold yet:
-    refused with a reason rather than a run where every result errors."""
+def test_kinds_that_need_agent_data_are_offered_now_datasets_hold_it(project, owner):
+    """tool_call_accuracy reads an item's tool calls, which datasets hold since issue 18
+    part 2 (evalsite.datasets.agentdata): offered like every kind whose fields items
+    hold; a kind the library does not know is still refused."""
     from evalsite.evals.forms import ScorerForm
     from evalsite.evals.services import scorer_create
     from evalsite.evals.services.scorers import SCORER_KINDS
 
-    assert "tool_call_accuracy" not in SCORER_KINDS
-    assert "faithfulness" in SCORER_KINDS
+    assert {"tool_call_accuracy", "trajectory_accuracy", "faithfulness"} <= set(
+        SCORER_KINDS
+    )
     form = ScorerForm(project_id=project.pk, kind="faithfulness")
-    assert "tool_call_accuracy" not in dict(form.fields["kind"].choices)
-    with pytest.raises(ApplicationError, match="needs tool_calls"):
-        scorer_create(project=project, user=owner, name="t", kind="tool_call_accuracy")
+    assert "tool_call_accuracy" in dict(form.fields["kind"].choices)
+    scorer = scorer_create(
+        project=project, user=owner, name="t", kind="tool_call_accuracy"
+    )
+    assert scorer.options["expected_tool_order"] is None
+    with pytest.raises(ApplicationError, match="Unknown scorer kind"):
+        scorer_create(project=project, user=owner, name="t", kind="no_such_kind")

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.evals.models import JudgeConnection, RunScorer, ScorerConfig
 from evalsite.lib.text import text_check_storable, unstorable_in
 from scoring import KINDS, OptionsError, UnknownKindError, validate_options
@@ -18,10 +19,10 @@ from scoring import KINDS, OptionsError, UnknownKindError, validate_options
 UNSET: Any = object()
 
 
-# What a dataset item holds. A kind that needs more (an agent's tool calls, say) is in
-# the scoring library but not offered here until datasets can carry it: every item
-# would otherwise end in "the item has no tool_calls".
-ITEM_FIELDS = frozenset({"input", "output", "context", "reference"})
+# What a dataset item holds (Item.as_case's keys). A kind that needs more is in the
+# scoring library but not offered here until datasets can carry it: every item would
+# otherwise end in "the item has no <field>".
+ITEM_FIELDS = frozenset({"input", "output", "context", "reference", *AGENT_FIELDS})
 SCORER_KINDS = tuple(
     name for name, spec in KINDS.items() if set(spec.required_fields) <= ITEM_FIELDS
 )
