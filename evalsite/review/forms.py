@@ -9,6 +9,8 @@ from django.forms.utils import ErrorDict
 
 from evalsite.evals.models import Result, RunScorer
 from evalsite.review.schemas import ResultQuery, ResultQueryError
+from evalsite.review.selectors.compare import ONLY_CHOICES as COMPARE_ONLY_CHOICES
+from evalsite.review.selectors.compare import SIDE_LABELS as COMPARE_SIDE_LABELS
 from evalsite.review.selectors.explorer import DEFAULT_SORT, Q_MAX_LENGTH, SORT_LABELS
 from evalsite.review.services.comments import COMMENT_MAX_LENGTH
 from evalsite.review.services.guidelines import GUIDELINE_MAX_LENGTH
@@ -129,23 +131,23 @@ class RescoreForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    """?a=<run>&b=<run> of one project and one dataset; scorer = run A's RunScorer id."""
+    """?runs=<A>&runs=<B>[&runs=<C>&runs=<D>] of one project (run A the baseline; the
+    older ?a=&b= spelling still works), how items match (match=key|input, key=<metadata
+    key>), which other run's items to list (against), run A's scorer, filter, page."""
 
-    a = forms.IntegerField(min_value=1, label="Run A (baseline)")
-    b = forms.IntegerField(min_value=1, label="Run B (candidate)")
-    scorer = forms.IntegerField(required=False, min_value=1)
-    only = forms.ChoiceField(
+    match = forms.ChoiceField(
         required=False,
-        choices=[
-            ("", "All items"),
-            ("regressions", "Regressions"),
-            ("improvements", "Improvements"),
-            ("flips", "Pass/fail flips"),
-            ("changed", "Changed"),
-        ],
+        choices=[("key", "By metadata key"), ("input", "By identical input")],
+        label="Match items",
     )
+    key = forms.CharField(required=False, max_length=100, label="Key")
+    against = forms.IntegerField(required=False, min_value=1)
+    scorer = forms.IntegerField(required=False, min_value=1)
+    only = forms.ChoiceField(required=False, choices=COMPARE_ONLY_CHOICES)
     page = forms.IntegerField(required=False, min_value=1)
     per_page = forms.IntegerField(required=False, min_value=1, max_value=500)
+    a_item = forms.IntegerField(required=False, min_value=1)
+    b_item = forms.IntegerField(required=False, min_value=1)
 
     def __init__(self, *args: Any, project: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -157,38 +159,47 @@ class CompareForm(forms.Form):
             .select_related("dataset")
             .order_by("-created_at", "-id")[:200]
         )
+        data = self.data
+        raw = data.getlist("runs") if hasattr(data, "getlist") else []
+        if not raw:
+            raw = [v for v in (data.get("a"), data.get("b")) if v]
+        # The optional C and D selects send "" when left empty.
+        self.raw_runs: list[str] = [str(v) for v in raw if str(v).strip()]
+        self.foreign_run = False
 
-    def _run(self, field_name: str) -> Any:
-        from evalsite.evals.models import Run
-
-        pk: Any = self.cleaned_data.get(field_name)
-        run = (
-            Run.objects.select_related("dataset")
-            .filter(project=self.project, pk=pk)
-            .first()
-        )
-        if run is None:
-            raise forms.ValidationError("No such run in this project.")
-        return run
-
-    def clean_a(self) -> Any:
-        return self._run("a")
-
-    def clean_b(self) -> Any:
-        return self._run("b")
+    @property
+    def slots(self) -> list[tuple[str, str]]:
+        """(side label, chosen run id or "") for the A–D selects."""
+        chosen = [*self.raw_runs, "", "", "", ""]
+        return list(zip(COMPARE_SIDE_LABELS, chosen, strict=False))
 
     def clean(self) -> dict[str, Any]:
+        from evalsite.evals.models import Run
+
         data: dict[str, Any] = super().clean()  # type: ignore[assignment]  # BaseForm.clean returns cleaned_data, never None
-        a, b = data.get("a"), data.get("b")
-        if a is not None and b is not None:
-            if a.pk == b.pk:
-                self.add_error("b", "Choose two different runs.")
-            elif a.dataset_id != b.dataset_id:
-                self.add_error(
-                    "b",
-                    f"Run B is on {b.dataset}, run A on {a.dataset}: compare runs of "
-                    "the same dataset.",
-                )
+        ids: list[int] = []
+        for raw in self.raw_runs:
+            try:
+                ids.append(int(raw))
+            except ValueError:
+                self.add_error(None, f"{raw!r} is not a run id.")
+                return data
+        if not 2 <= len(ids) <= 4:
+            self.add_error(None, f"Choose 2 to 4 runs to compare ({len(ids)} chosen).")
+            return data
+        if len(set(ids)) != len(ids):
+            self.add_error(None, "Choose two different runs.")
+            return data
+        found = Run.objects.select_related("dataset").in_bulk(ids, field_name="pk")
+        runs = [found.get(pk) for pk in ids]
+        if any(r is None or r.project_id != self.project.pk for r in runs):
+            # The view answers 404, as for any other id outside the project.
+            self.foreign_run = True
+            self.add_error(None, "No such run in this project.")
+            return data
+        data["runs"] = runs
+        data["match"] = data.get("match") or "key"
+        data["key"] = (data.get("key") or "").strip() or "id"
         return data
 
 

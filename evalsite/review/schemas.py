@@ -208,6 +208,11 @@ class RescoreOut(Schema):
 
 
 class ComparePairOut(Schema):
+    """One scorer of run A against the same scorer (kind and name) of another run,
+    over the matched items. mean_delta_ci_*: 95 % paired t-interval; mean_delta_p:
+    paired t-test; sign_test_p: exact sign test, regressed vs improved; mcnemar_p:
+    exact McNemar test on pass/fail flips."""
+
     scorer_id: int = Field(description="Run A's run scorer id.")
     b_scorer_id: int
     name: str
@@ -224,13 +229,41 @@ class ComparePairOut(Schema):
     a_mean: float | None = None
     b_mean: float | None = None
     mean_delta: float | None = None
+    mean_delta_ci_low: float | None = None
+    mean_delta_ci_high: float | None = None
+    mean_delta_p: float | None = None
+    sign_test_p: float | None = None
     a_pass_rate: float | None = None
     b_pass_rate: float | None = None
+    pass_rate_delta: float | None = None
+    mcnemar_p: float | None = None
+
+
+class CompareMatchOut(Schema):
+    """How run A's items and another run's matched (item level)."""
+
+    same_dataset: bool
+    items_a: int
+    items_b: int
+    matched: int
+    only_in_a: int = Field(description="Removed: A's items the other run lacks.")
+    only_in_b: int = Field(description="Added: the other run's items A lacks.")
+    no_key_a: int
+    no_key_b: int
+
+
+class CompareCandidateOut(Schema):
+    run_id: int
+    label: str
+    match: CompareMatchOut
+    pairs: list[ComparePairOut]
 
 
 class CompareRowOut(Schema):
-    item_id: int
+    item_id: int = Field(description="Run A's item.")
     item_index: int
+    b_item_id: int
+    b_item_index: int | None = None
     a_result_id: int
     b_result_id: int | None = None
     a_status: str
@@ -247,13 +280,29 @@ class CompareRowOut(Schema):
 class CompareOut(Schema):
     run_a: int
     run_b: int
-    pairs: list[ComparePairOut]
+    runs: list[int]
+    match_mode: Literal["key", "input"]
+    match_key: str | None = None
+    tests: dict[str, str] = Field(
+        description="The statistical test behind each figure."
+    )
+    candidates: list[CompareCandidateOut]
+    pairs: list[ComparePairOut] = Field(description="Run B's pairs (candidates[0]).")
+    against: int = Field(description="The run whose items are listed against run A.")
     scorer_id: int | None = None
     count: int
     items: list[CompareRowOut]
 
 
 class CompareQueryIn(Schema):
+    match: Literal["key", "input"] = "key"
+    key: str = Field(default="id", min_length=1, max_length=100)
+    also: list[ObjectId] = Field(
+        default_factory=list, max_length=2, description="Runs C and D (optional)."
+    )
+    against: ObjectId | None = Field(
+        default=None, description="List the items of this run (default: run B)."
+    )
     scorer_id: ObjectId | None = None
     only: Literal["", "regressions", "improvements", "flips", "changed"] = ""
     limit: int = Field(default=50, ge=1, le=500)

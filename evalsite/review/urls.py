@@ -42,6 +42,7 @@ urlpatterns = [
     path(f"{P}runs/<int:run_id>/items/<int:item_id>/", item.run_item, name="run_item"),
     path(f"{P}runs/<int:run_id>/rescore/", rescore.rescore, name="rescore"),
     path(f"{P}compare/", compare.compare, name="compare"),
+    path(f"{P}compare/item/", compare.compare_item, name="compare_item"),
     # Results explorer, review queues, assigned work, comments, audit log.
     path(f"{P}runs/<int:run_id>/results/", explorer.explorer, name="explorer"),
     path(

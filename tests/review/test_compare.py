@@ -1,4 +1,4 @@
-"""Compare two runs of one dataset: direction-aware regressions first, flips, counts."""
+"""Compare runs: direction-aware regressions first, flips, counts, tests, pages."""
 
 from __future__ import annotations
 
@@ -82,6 +82,8 @@ def test_api_orders_regressions_first_per_direction(client, viewer, runs):
     )
     assert data["items"][0]["delta"] == pytest.approx(-0.5)
     assert [i["regression"] for i in data["items"]] == [True, True, False, False]
+    match = data["candidates"][0]["match"]
+    assert match["same_dataset"] and match["matched"] == 4
 
     data = client.get(
         f"/api/runs/{a.pk}/compare/{b.pk}?scorer_id={hall['scorer_id']}"
@@ -97,22 +99,27 @@ def test_api_orders_regressions_first_per_direction(client, viewer, runs):
         f"/api/runs/{a.pk}/compare/{b.pk}?only=regressions&limit=1"
     ).json()
     assert only["count"] == 2 and [i["item_index"] for i in only["items"]] == [1]
+    flips = client.get(f"/api/runs/{a.pk}/compare/{b.pk}?only=flips").json()
+    assert sorted(i["pass_flip"] for i in flips["items"]) == [
+        "fail_to_pass",
+        "pass_to_fail",
+    ]
+    improved = client.get(f"/api/runs/{a.pk}/compare/{b.pk}?only=improvements").json()
+    assert [i["item_index"] for i in improved["items"]] == [2]
 
 
-def test_other_dataset_is_rejected(client, owner, project, runs):
-    a, _ = runs
-    other = make_run(
-        project,
-        kinds=["faithfulness"],
-        dataset=DatasetFactory(project=project, name="o", rows=case_rows(1)),
-    )
-    login(client, owner)
-    resp = client.get(f"/api/runs/{a.pk}/compare/{other.pk}")
-    assert resp.status_code == 400 and resp.json()["errors"][0]["field"] == "other_id"
-    page = client.get(
-        reverse("review:compare", args=[project.pk]) + f"?a={a.pk}&b={other.pk}"
-    )
-    assert page.status_code == 400 and "same dataset" in page.content.decode()
+def test_api_states_the_tests_and_their_figures(client, viewer, runs):
+    a, b = runs
+    data = login(client, viewer).get(f"/api/runs/{a.pk}/compare/{b.pk}").json()
+    assert "paired t" in data["tests"]["mean"] and "McNemar" in data["tests"]["pass"]
+    faith = data["pairs"][0]
+    # deltas −0.5, −0.5, +1, 0: mean 0, so the interval straddles 0 and p = 1
+    assert faith["mean_delta_ci_low"] < 0 < faith["mean_delta_ci_high"]
+    assert faith["mean_delta_p"] == pytest.approx(1.0)
+    assert faith["sign_test_p"] == pytest.approx(1.0)  # 1 up, 2 down
+    assert faith["mcnemar_p"] == pytest.approx(1.0)  # 1 each way
+    assert faith["a_pass_rate"] == pytest.approx(0.75)
+    assert faith["pass_rate_delta"] == pytest.approx(0.0)
 
 
 def test_compare_page_paginates_and_serves_the_partial(client, viewer, project, runs):
@@ -124,22 +131,93 @@ def test_compare_page_paginates_and_serves_the_partial(client, viewer, project, 
         .content.decode()
     )
     assert 'id="compare-summary"' in html and "page 1 of 2" in html
+    assert "exact McNemar test" in html and "paired t-interval" in html
     rows = html.split('id="compare-rows"')[1]
     assert rows.index('data-item="1"') < rows.index('data-item="0"')
     assert 'data-item="3"' not in rows
     partial = client.get(
-        f"{url}?a={a.pk}&b={b.pk}&page=2&per_page=2", HTTP_HX_REQUEST="true"
+        f"{url}?runs={a.pk}&runs={b.pk}&page=2&per_page=2", HTTP_HX_REQUEST="true"
     )
     body = partial.content.decode()
     assert (
         body.lstrip().startswith('<div id="compare-body"') and 'data-item="2"' in body
     )
+    # links in the partial keep their path (no {% url as %} outside the region)
+    assert f'href="{url}?runs={a.pk}' in body
 
 
-def test_runs_of_another_project_are_not_found(client, outsider, runs):
+def test_compare_page_filters_regressed_and_changed_verdict(
+    client, viewer, project, runs
+):
+    a, b = runs
+    url = reverse("review:compare", args=[project.pk])
+    login(client, viewer)
+    html = client.get(f"{url}?runs={a.pk}&runs={b.pk}&only=regressions").content
+    rows = html.decode().split('id="compare-rows"')[1]
+    assert 'data-item="1"' in rows and 'data-item="0"' in rows
+    assert 'data-item="2"' not in rows and 'data-item="3"' not in rows
+    html = client.get(f"{url}?runs={a.pk}&runs={b.pk}&only=flips").content.decode()
+    rows = html.split('id="compare-rows"')[1]
+    assert 'data-item="1"' in rows and 'data-item="2"' in rows
+    assert 'data-item="0"' not in rows
+    assert client.get(f"{url}?runs={a.pk}&runs={b.pk}&only=bogus").status_code == 400
+
+
+def test_compare_page_needs_two_to_four_distinct_runs(client, viewer, project, runs):
+    a, b = runs
+    url = reverse("review:compare", args=[project.pk])
+    login(client, viewer)
+    assert client.get(url).status_code == 200  # the empty form
+    one = client.get(f"{url}?runs={a.pk}")
+    assert one.status_code == 400 and "Choose 2 to 4 runs" in one.content.decode()
+    same = client.get(f"{url}?runs={a.pk}&runs={a.pk}")
+    assert same.status_code == 400 and "different runs" in same.content.decode()
+    five = "&".join(f"runs={pk}" for pk in [a.pk, b.pk, a.pk, b.pk, a.pk])
+    assert client.get(f"{url}?{five}").status_code == 400
+    assert client.get(f"{url}?runs=x&runs={a.pk}").status_code == 400
+    assert client.post(f"{url}?runs={a.pk}&runs={b.pk}").status_code == 405
+
+
+def test_runs_of_another_project_are_not_found(client, outsider, project, runs):
     a, b = runs
     login(client, outsider)
     assert client.get(f"/api/runs/{a.pk}/compare/{b.pk}").status_code == 404
     own = outsider.memberships.get().project
-    page = client.get(reverse("review:compare", args=[own.pk]) + f"?a={a.pk}&b={b.pk}")
-    assert page.status_code == 400  # not runs of this project: the form says so
+    own_run = make_run(own, kinds=["faithfulness"])
+    # the outsider's own run against a run of a project they cannot see
+    assert client.get(f"/api/runs/{own_run.pk}/compare/{a.pk}").status_code == 404
+    assert (
+        client.get(f"/api/runs/{own_run.pk}/compare/{own_run.pk}?also={a.pk}")
+    ).status_code == 404
+    page = client.get(
+        reverse("review:compare", args=[own.pk]) + f"?runs={own_run.pk}&runs={a.pk}"
+    )
+    assert page.status_code == 404
+    assert (
+        client.get(
+            reverse("review:compare", args=[project.pk]) + f"?runs={a.pk}&runs={b.pk}"
+        ).status_code
+        == 404
+    )
+
+
+def test_member_with_runs_in_two_projects_cannot_mix_them(
+    client, owner, project, runs
+):
+    from evalsite.accounts.models import Role
+    from tests.factories import MembershipFactory
+
+    a, _ = runs
+    other = MembershipFactory(user=owner, role=Role.OWNER).project
+    foreign = make_run(other, kinds=["faithfulness"])
+    login(client, owner)
+    assert client.get(f"/api/runs/{a.pk}/compare/{foreign.pk}").status_code == 404
+    url = reverse("review:compare", args=[project.pk])
+    assert client.get(f"{url}?runs={a.pk}&runs={foreign.pk}").status_code == 404
+
+
+def test_login_required(client, project, runs):
+    a, b = runs
+    assert client.get(f"/api/runs/{a.pk}/compare/{b.pk}").status_code == 401
+    url = reverse("review:compare", args=[project.pk])
+    assert client.get(f"{url}?runs={a.pk}&runs={b.pk}").status_code == 302

@@ -1,19 +1,30 @@
-"""Review API: two runs of one dataset side by side."""
+"""Review API: 2–4 runs compared, run A the baseline, items matched across datasets."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404
 from ninja import Query, Router
 
-from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review import selectors
 from evalsite.review.schemas import CompareOut, CompareQueryIn
+from evalsite.review.selectors.compare import STATS_METHODS, ScorerDelta
+from evalsite.review.selectors.matching import MatchSpec
 
 router = Router(tags=["review"])
+
+
+def _pair(d: ScorerDelta) -> dict[str, Any]:
+    return {
+        "scorer_id": d.a.pk,
+        "b_scorer_id": d.b.pk,
+        "name": d.a.name,
+        "kind": d.a.kind,
+        "direction": d.direction,
+        **d.summary(),
+    }
 
 
 @router.get("/runs/{run_id}/compare/{other_id}", response=CompareOut)
@@ -23,57 +34,81 @@ def runs_compare(
     other_id: int,
     query: Query[CompareQueryIn],
 ) -> dict[str, Any]:
+    """Run {run_id} (A) against {other_id} (B) and the optional `also` runs (C, D):
+    per scorer the mean and pass-rate deltas with their tests, and one run's matched
+    items against A (`against`, default B), regressions first. Every run must be of
+    run A's project (else 404); items match item by item on one dataset, else by
+    `match`/`key` (a duplicate key is a 400 naming it)."""
     run_a = run_get_for_user(user=request.user, pk=run_id)
-    run_b = run_get_for_user(user=request.user, pk=other_id)
-    if run_a.project_id != run_b.project_id:
-        raise Http404("No such run.")
-    if run_a.dataset_id != run_b.dataset_id:
-        raise ApplicationError(
-            "Compare runs of the same dataset.",
-            field_errors={"other_id": f"run {run_b.pk} is on another dataset"},
-        )
-    comparison = selectors.runs_compare(run_a=run_a, run_b=run_b)
-    pair = comparison.pair_for(query.scorer_id)
+    runs = [run_a] + [
+        run_get_for_user(user=request.user, pk=pk, project_id=run_a.project_id)
+        for pk in [other_id, *query.also]
+    ]
+    spec = MatchSpec(mode=query.match, key=query.key)
+    comparison = selectors.runs_compare(runs=runs, spec=spec)
+    candidate = comparison.candidate_for(query.against)
+    delta = candidate.delta_for(query.scorer_id) or next(iter(candidate.deltas), None)
     items: list[dict[str, Any]] = []
     count = 0
-    if pair is not None:
-        rows = comparison.rows(pair=pair, only=query.only)
-        count = rows.count()
-        for row in rows[query.offset : query.offset + query.limit]:
-            items.append(
-                {
-                    "item_id": row.item_id,
-                    "item_index": row.item.index,
-                    "a_result_id": row.pk,
-                    "b_result_id": row.b_id,
-                    "a_status": row.status,
-                    "b_status": row.b_status,
-                    "a_score": row.a_score,
-                    "b_score": row.b_score,
-                    "delta": row.delta,
-                    "a_passed": row.final_passed,
-                    "b_passed": row.b_passed,
-                    "regression": row.flip == 2 or (row.badness or 0) > 0,
-                    "pass_flip": {2: "pass_to_fail", 1: "fail_to_pass"}.get(
-                        row.flip, ""
-                    ),
-                }
-            )
+    if delta is not None:
+        page = selectors.compare_rows(
+            comparison=comparison,
+            candidate=candidate,
+            delta=delta,
+            only=query.only,
+            per_page=query.limit,
+            offset=query.offset,
+        )
+        count = page.count
+        items = [
+            {
+                "item_id": row.a_item_id,
+                "item_index": row.item_index,
+                "b_item_id": row.b_item_id,
+                "b_item_index": row.b_item.index if row.b_item else None,
+                "a_result_id": row.a_result_id,
+                "b_result_id": row.b_result_id,
+                "a_status": row.a_status,
+                "b_status": row.b_status,
+                "a_score": row.a_score,
+                "b_score": row.b_score,
+                "delta": row.delta,
+                "a_passed": row.a_passed,
+                "b_passed": row.b_passed,
+                "regression": row.regression,
+                "pass_flip": row.pass_flip,
+            }
+            for row in page
+        ]
+    candidates = [
+        {
+            "run_id": c.run.pk,
+            "label": c.label,
+            "match": {
+                "same_dataset": c.match.same_dataset,
+                "items_a": c.match.items_a,
+                "items_b": c.match.items_b,
+                "matched": c.match.matched,
+                "only_in_a": c.match.only_in_a,
+                "only_in_b": c.match.only_in_b,
+                "no_key_a": c.match.no_key_a,
+                "no_key_b": c.match.no_key_b,
+            },
+            "pairs": [_pair(d) for d in c.deltas],
+        }
+        for c in comparison.candidates
+    ]
     return {
         "run_a": run_a.pk,
-        "run_b": run_b.pk,
-        "pairs": [
-            {
-                "scorer_id": p.a.pk,
-                "b_scorer_id": p.b.pk,
-                "name": p.a.name,
-                "kind": p.a.kind,
-                "direction": p.direction,
-                **p.summary(),
-            }
-            for p in comparison.pairs
-        ],
-        "scorer_id": pair.a.pk if pair else None,
+        "run_b": runs[1].pk,
+        "runs": [r.pk for r in runs],
+        "match_mode": spec.mode,
+        "match_key": spec.key if spec.mode == "key" else None,
+        "tests": STATS_METHODS,
+        "candidates": candidates,
+        "pairs": candidates[0]["pairs"],
+        "against": candidate.run.pk,
+        "scorer_id": delta.a.pk if delta else None,
         "count": count,
         "items": items,
     }

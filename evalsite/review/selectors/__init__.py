@@ -24,7 +24,13 @@ from evalsite.review.selectors.audit import (
     audit_list_for_run,
 )
 from evalsite.review.selectors.comments import comment_list
-from evalsite.review.selectors.compare import ComparePair, Comparison, runs_compare
+from evalsite.review.selectors.compare import (
+    Comparison,
+    ScorerDelta,
+    compare_item,
+    compare_rows,
+    runs_compare,
+)
 from evalsite.review.selectors.explorer import (
     COUNT_CAP,
     DEFAULT_SORT,
@@ -64,7 +70,6 @@ __all__ = [
     "AnalysisRow",
     "AnalysisView",
     "COUNT_CAP",
-    "ComparePair",
     "Comparison",
     "DEFAULT_SORT",
     "FieldControl",
@@ -104,6 +109,9 @@ __all__ = [
     "review_row",
     "review_row_of",
     "run_aggregates",
+    "ScorerDelta",
+    "compare_item",
+    "compare_rows",
     "runs_compare",
     "stratified_sample_size",
 ]

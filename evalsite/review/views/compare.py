@@ -1,42 +1,116 @@
-"""The run comparison page."""
+"""The run comparison page (2–4 runs) and its side-by-side view of one matched item."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from evalsite.accounts.selectors import project_get_for_user
+from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.review import selectors
 from evalsite.review.forms import CompareForm
+from evalsite.review.selectors.compare import ONLY_CHOICES, SIDE_LABELS, STATS_METHODS
+from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
+from evalsite.review.selectors.matching import MatchSpec, normalise_input
+
+TEMPLATE = "review/compare.html"
+
+
+def _compare_context(
+    request: AuthenticatedHttpRequest, project_id: int, *, with_item: bool
+) -> tuple[dict[str, Any], int]:
+    """Parse the form, compare, and (with_item) load the chosen matched item.
+
+    Steps: the project (404 for outsiders); the form (400 when invalid); the
+    comparison (400 with the reason on a duplicate key or bad match rule); the
+    page of rows of the chosen run and scorer; the side-by-side item.
+    """
+    project = project_get_for_user(user=request.user, pk=project_id)
+    form = CompareForm(request.GET or None, project=project)
+    context: dict[str, Any] = {
+        "project": project,
+        "form": form,
+        "side_labels": SIDE_LABELS,
+        "methods": STATS_METHODS,
+        # In the context, not {% url as %} in the page: the htmx partials need them.
+        "compare_url": reverse("review:compare", args=[project.pk]),
+        "item_url": reverse("review:compare_item", args=[project.pk]),
+    }
+    if not form.is_bound:
+        return context, 200
+    if not form.is_valid():
+        if form.foreign_run:
+            raise Http404("No such run in this project.")
+        return context, 400
+    data = form.cleaned_data
+    try:
+        spec = MatchSpec(mode=data["match"], key=data["key"])
+        comparison = selectors.runs_compare(runs=data["runs"], spec=spec)
+    except ApplicationError as exc:
+        context["compare_error"] = exc.message
+        return context, 400
+    candidate = comparison.candidate_for(data.get("against"))
+    delta = candidate.delta_for(data.get("scorer"))
+    if delta is None and candidate.deltas:
+        delta = candidate.deltas[0]
+    context.update(comparison=comparison, candidate=candidate, delta=delta)
+    if delta is not None:
+        only = data.get("only") or ""
+        context["filters"] = [
+            (value, label, delta.rows_by_only.get(value, 0), value == only)
+            for value, label in ONLY_CHOICES
+        ]
+        try:
+            context["page"] = selectors.compare_rows(
+                comparison=comparison,
+                candidate=candidate,
+                delta=delta,
+                only=only,
+                number=data.get("page") or 1,
+                per_page=data.get("per_page") or 50,
+            )
+        except ApplicationError as exc:
+            context["compare_error"] = exc.message
+            return context, 400
+    if with_item:
+        if not (data.get("a_item") and data.get("b_item")):
+            context["compare_error"] = "Choose an item of the list (a_item and b_item)."
+            return context, 400
+        side = selectors.compare_item(
+            comparison=comparison,
+            candidate=candidate,
+            a_item_id=data["a_item"],
+            b_item_id=data["b_item"],
+        )
+        context.update(
+            side=side,
+            diff=word_diff_cached(side.a_item.output or "", side.b_item.output or ""),
+            same_input=normalise_input(side.a_item.input)
+            == normalise_input(side.b_item.input),
+            diff_limit=WORD_DIFF_MAX_WORDS,
+        )
+    return context, 200
 
 
 @require_GET
 @vary_on_htmx
 def compare(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
-    project = project_get_for_user(user=request.user, pk=project_id)
-    form = CompareForm(request.GET or None, project=project)
-    context: dict[str, Any] = {"project": project, "form": form}
-    status = 200
-    if form.is_bound and form.is_valid():
-        data = form.cleaned_data
-        comparison = selectors.runs_compare(run_a=data["a"], run_b=data["b"])
-        pair = comparison.pair_for(data.get("scorer"))
-        context.update(
-            comparison=comparison,
-            pair=pair,
-            page=comparison.page(
-                number=data.get("page") or 1,
-                per_page=data.get("per_page") or 50,
-                only=data.get("only") or "",
-                scorer=pair.a.pk if pair else None,
-            ),
-        )
-    elif form.is_bound:
-        status = 400
-    template = partial(request, "review/compare.html", "compare-body")
+    context, status = _compare_context(request, project_id, with_item=False)
+    template = partial(request, TEMPLATE, "compare-body")
+    return render(request, template, context, status=status)
+
+
+@require_GET
+@vary_on_htmx
+def compare_item(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
+    """One matched item of run A and another run side by side: inputs, outputs with a
+    word diff of the outputs, every paired scorer's results."""
+    context, status = _compare_context(request, project_id, with_item=True)
+    template = partial(request, TEMPLATE, "compare-side-by-side")
     return render(request, template, context, status=status)
