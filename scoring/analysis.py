@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic_core import ErrorDetails
 
 from scoring.errors import AnalysisError, UnknownKindError
+from scoring.kinds_agent import AGENT_ANALYSIS_MODELS
 
 __all__ = [
     "ANALYSIS_MODELS",
@@ -177,6 +178,8 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
     "tone_consistency": TextAnalysis,
     "tool_call_accuracy": TextAnalysis,
     "trajectory_accuracy": TextAnalysis,
+    **AGENT_ANALYSIS_MODELS,
+    "trajectory": TextAnalysis,
 }
 
 

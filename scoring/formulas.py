@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scoring.analysis import validate_analysis
+from scoring.kinds_agent import AGENT_SCORE_FUNCTIONS
 from scoring.options import check_kind, validate_options
 from scoring.registry import KINDS
 
@@ -172,6 +173,8 @@ SCORE_FUNCTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any]], float]] = 
     "tone_consistency": score_text_ratio,
     "tool_call_accuracy": score_text_ratio,
     "trajectory_accuracy": score_text_ratio,
+    **AGENT_SCORE_FUNCTIONS,
+    "trajectory": score_text_ratio,
 }
 
 

@@ -38,6 +38,12 @@ from scoring.egress import (
 )
 from scoring.errors import AnalysisError, CaseError, JudgeError
 from scoring.formulas import compute_score, passes
+from scoring.kinds_agent_prompts import (
+    AGENT_STEPS,
+    agent_analyse,
+    agent_first_messages,
+    validate_agent_case,
+)
 from scoring.options import validate_options
 from scoring.prompts import (
     STEPS,
@@ -210,6 +216,8 @@ def validate_case(
                 + ("missing" if context is None else "empty"),
                 field="context",
             )
+    if kind in AGENT_STEPS:
+        validate_agent_case(kind, case)
 
 
 def _check_text(name: str, value: str, limit: int) -> None:
@@ -240,7 +248,11 @@ class _Run:
         self.steps: list[StepRecord] = []
 
     def step(self, name: str, messages: Messages) -> Plan[Reply]:
-        step = get_step(self.kind, name)
+        step = (
+            AGENT_STEPS[self.kind][0]
+            if self.kind in AGENT_STEPS
+            else get_step(self.kind, name)
+        )
         try:
             reply, record = yield from step_plan(
                 step, messages, self.settings, self.rng
@@ -259,6 +271,8 @@ def _analyse(
 ) -> Plan[dict[str, Any]]:
     kind = run.kind
     context = list(case.get("context") or [])
+    if kind in AGENT_STEPS:  # scoring.kinds_agent_prompts: one step each
+        return (yield from agent_analyse(run, case, options))
     first = STEPS[kind][0].name
     if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
         reply = yield from run.step(first, first_step_messages(kind, case, options))
@@ -484,6 +498,13 @@ def preview_prompts(
     if not spec.needs_judge:
         return []
     opts = validate_options(kind, dict(options) if options else None)
+    if kind in AGENT_STEPS:
+        return [
+            {
+                "step": AGENT_STEPS[kind][0].name,
+                "messages": agent_first_messages(kind, case, opts),
+            }
+        ]
     names = [s.name for s in STEPS[kind]]
     out: list[dict[str, Any]] = [
         {"step": names[0], "messages": first_step_messages(kind, case, opts)}
@@ -510,6 +531,14 @@ def estimate_tokens(
     if kind == "context_relevance" and not context:
         return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     output = str(case.get("output") or "")
+    if kind in AGENT_STEPS:
+        entries = len(case.get("tool_calls") or []) + len(opts.get("criteria") or [])
+        prompt_chars = _chars(agent_first_messages(kind, case, opts))
+        return {
+            "calls": 1,
+            "prompt_tokens": math.ceil(prompt_chars / 4),
+            "completion_tokens": math.ceil((entries * 90 + 200) / 4),
+        }
     items = sentences_for_estimate(output)
     verdict_chars = 90
     calls = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -305,6 +306,215 @@ class TrajectoryAccuracyOptions(CommonOptions):
     )
 
 
+# ----------------------------------------------------------------- agent kinds (issue 18)
+
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+
+
+def _criteria(value: Any) -> Any:
+    """A rubric as a text (one required criterion per non-blank line, list markers such
+    as "-", "*", "1." stripped, as Mastra reads one), a list of texts (all required) or a
+    list of ``{"description", "required"}``."""
+    if isinstance(value, str):
+        lines = (_LIST_MARKER.sub("", line).strip() for line in value.split("\n"))
+        return [{"description": line, "required": True} for line in lines if line]
+    if isinstance(value, list):
+        return [
+            {"description": item, "required": True} if isinstance(item, str) else item
+            for item in value
+        ]
+    return value
+
+
+def _not_blank(value: Any) -> Any:
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+    return value
+
+
+Criterion = Annotated[
+    str, BeforeValidator(_not_blank), Field(min_length=1, max_length=2000)
+]
+
+
+class RubricCriterion(_Options):
+    description: Criterion = Field(title="Criterion")
+    required: bool = Field(
+        default=True,
+        title="Required",
+        description="Optional criteria count only when the rubric has no required one.",
+        strict=True,
+    )
+
+
+DEFAULT_RUBRIC_CRITERIA: list[dict[str, Any]] = [
+    {"description": "The output answers the task it was given.", "required": True},
+    {
+        "description": "The output is correct and does not invent facts.",
+        "required": True,
+    },
+]
+
+
+class RubricOptions(CommonOptions):
+    criteria: Annotated[
+        list[RubricCriterion],
+        BeforeValidator(_criteria),
+        Field(min_length=1, max_length=50),
+    ] = Field(
+        default_factory=lambda: [
+            RubricCriterion.model_validate(c) for c in DEFAULT_RUBRIC_CRITERIA
+        ],
+        title="Criteria",
+        description=(
+            "The rubric: one criterion per line (all required), or a list of "
+            '{"description", "required"}. The score is the scale when every required '
+            "criterion is met (every criterion when none is required), else 0."
+        ),
+    )
+
+
+DEFAULT_MULTI_TURN_CRITERION = (
+    "The assistant answered every request the user made in the conversation, "
+    "correctly and helpfully."
+)
+
+
+class MultiTurnJudgeOptions(CommonOptions):
+    criterion: Criterion = Field(
+        default=DEFAULT_MULTI_TURN_CRITERION,
+        title="Criterion",
+        description=(
+            "What the whole conversation must achieve, in plain words. The score is "
+            "the scale when the judge finds it satisfied, else 0."
+        ),
+    )
+
+
+def _tool_list(value: Any) -> Any:
+    """Tools as a list of {"name", "description"}, or a text with one "name: description"
+    per line (a form field); blank: none."""
+    if isinstance(value, str):
+        tools = []
+        for line in value.split("\n"):
+            name, _, description = line.partition(":")
+            if name.strip():
+                tools.append({"name": name.strip(), "description": description.strip()})
+        return tools
+    return value
+
+
+class AvailableTool(_Options):
+    name: ToolName = Field(title="Tool name")
+    description: str = Field(default="", max_length=2000, title="What it does")
+
+
+class ToolCallAccuracyLLMOptions(CommonOptions):
+    available_tools: Annotated[
+        list[AvailableTool], BeforeValidator(_tool_list), Field(max_length=200)
+    ] = Field(
+        default_factory=list,
+        title="Available tools",
+        description=(
+            "The tools the agent could call, one 'name: description' per line; the "
+            "judge reads them to decide which calls were appropriate or missing."
+        ),
+    )
+
+
+class TrajectoryAccuracyLLMOptions(CommonOptions):
+    expected_tool_order: Annotated[
+        list[ToolName] | None, BeforeValidator(_name_list)
+    ] = Field(
+        default=None,
+        title="Expected tools",
+        description=(
+            "The tools the agent should call, in order (comma-separated). Leave empty "
+            "to use the item's expected trajectory (or expected tool calls), or to let "
+            "the judge assess the trajectory from the task alone."
+        ),
+    )
+
+
+def _sequences(value: Any) -> Any:
+    """Forbidden sequences as lists of names, or a text with one comma-separated
+    sequence per line; blank: none."""
+    if isinstance(value, str):
+        rows = [
+            [n.strip() for n in line.split(",") if n.strip()]
+            for line in value.split("\n")
+        ]
+        return [row for row in rows if row]
+    return value
+
+
+def _names_or_empty(value: Any) -> Any:
+    names = _name_list(value)
+    return [] if names is None else names
+
+
+class TrajectoryWeights(_Options):
+    accuracy: Number = Field(default=0.4, ge=0, le=100, title="Accuracy")
+    efficiency: Number = Field(default=0.3, ge=0, le=100, title="Efficiency")
+    tool_failures: Number = Field(default=0.2, ge=0, le=100, title="Tool failures")
+    blacklist: Number = Field(default=0.1, ge=0, le=100, title="Blacklist")
+
+
+class TrajectoryOptions(TrajectoryAccuracyOptions):
+    max_steps: int | None = Field(
+        default=None,
+        ge=0,
+        le=100_000,
+        title="Step budget",
+        description="Most tool calls allowed; each call over it costs max_steps-th of the efficiency.",
+    )
+    no_redundant_calls: bool | None = Field(
+        default=None,
+        title="Penalise redundant calls",
+        description=(
+            "A call repeating the previous one (same tool, same arguments) costs 0.2 of "
+            "the efficiency. Empty: checked only when a step budget is set."
+        ),
+        strict=True,
+    )
+    blacklisted_tools: Annotated[
+        list[ToolName], BeforeValidator(_names_or_empty), Field(max_length=200)
+    ] = Field(
+        default_factory=list,
+        title="Forbidden tools",
+        description="Calling any of these (comma-separated) makes the score 0.",
+    )
+    blacklisted_sequences: Annotated[
+        list[Annotated[list[ToolName], Field(min_length=1, max_length=50)]],
+        BeforeValidator(_sequences),
+        Field(max_length=100),
+    ] = Field(
+        default_factory=list,
+        title="Forbidden sequences",
+        description=(
+            "One comma-separated sequence per line; calling one back to back makes "
+            "the score 0."
+        ),
+    )
+    max_retries_per_tool: int = Field(
+        default=2,
+        ge=0,
+        le=1000,
+        title="Retries allowed per tool",
+        description=(
+            'Retries after a failed call ("success": false) beyond this cost 0.2 of the '
+            "tool-failure dimension each."
+        ),
+    )
+    weights: TrajectoryWeights = Field(
+        default_factory=TrajectoryWeights,
+        title="Weights",
+        description="Weight of each dimension that applies; they are normalised to sum to 1.",
+    )
+
+
 OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "faithfulness": CommonOptions,
     "hallucination": CommonOptions,
@@ -322,6 +532,11 @@ OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "tone_consistency": ToneConsistencyOptions,
     "tool_call_accuracy": ToolCallAccuracyOptions,
     "trajectory_accuracy": TrajectoryAccuracyOptions,
+    "rubric": RubricOptions,
+    "multi_turn_judge": MultiTurnJudgeOptions,
+    "tool_call_accuracy_llm": ToolCallAccuracyLLMOptions,
+    "trajectory_accuracy_llm": TrajectoryAccuracyLLMOptions,
+    "trajectory": TrajectoryOptions,
 }
 
 

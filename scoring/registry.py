@@ -305,6 +305,91 @@ _RAW: list[dict[str, Any]] = [
         "overridable": {},
         "value_labels": {},
     },
+    {
+        "name": "rubric",
+        "label": "Rubric checklist",
+        "description": (
+            "The judge checks the output against each criterion of your rubric; the "
+            "score is the full scale when every required criterion is met (every "
+            "criterion when none is required), else 0."
+        ),
+        "needs_judge": True,
+        "required_fields": ("output",),
+        "direction": "higher",
+        "steps": ("criteria",),
+        "overridable": {"criteria.*.satisfied": [True, False]},
+        "value_labels": {"criteria.*.satisfied": {"true": "met", "false": "not met"}},
+    },
+    {
+        "name": "multi_turn_judge",
+        "label": "Multi-turn judge",
+        "description": (
+            "The judge reads the whole conversation and decides whether it satisfies "
+            "one criterion you write: the full scale if it does, else 0."
+        ),
+        "needs_judge": True,
+        "required_fields": ("output",),
+        "direction": "higher",
+        "steps": ("conversation_verdict",),
+        "overridable": {"satisfied": [True, False]},
+        "value_labels": {"satisfied": {"true": "satisfied", "false": "not satisfied"}},
+    },
+    {
+        "name": "tool_call_accuracy_llm",
+        "label": "Tool call accuracy (judge)",
+        "description": (
+            "The judge decides whether each tool call the agent made was appropriate "
+            "for the request; the score is the share of appropriate calls (with no "
+            "call: 1, or 0 when a tool was needed)."
+        ),
+        "needs_judge": True,
+        "required_fields": ("input", "tool_calls"),
+        "direction": "higher",
+        "steps": ("tool_evaluations",),
+        "overridable": {"evaluations.*.appropriate": [True, False]},
+        "value_labels": {
+            "evaluations.*.appropriate": {
+                "true": "appropriate",
+                "false": "inappropriate",
+            }
+        },
+    },
+    {
+        "name": "trajectory_accuracy_llm",
+        "label": "Trajectory accuracy (judge)",
+        "description": (
+            "The judge assesses the agent's sequence of tool calls, against the "
+            "expected trajectory when there is one: 0.6 x share of necessary steps + "
+            "0.3 x share in a logical order - 0.1 x share missing (at most 0.9)."
+        ),
+        "needs_judge": True,
+        "required_fields": ("tool_calls",),
+        "direction": "higher",
+        "steps": ("trajectory_steps",),
+        "overridable": {
+            "steps.*.necessary": [True, False],
+            "steps.*.in_order": [True, False],
+        },
+        "value_labels": {
+            "steps.*.necessary": {"true": "necessary", "false": "unnecessary"},
+            "steps.*.in_order": {"true": "in order", "false": "out of order"},
+        },
+    },
+    {
+        "name": "trajectory",
+        "label": "Trajectory",
+        "description": (
+            "The agent's tool calls scored on accuracy against the expected "
+            "trajectory, efficiency (step budget, repeated calls), retries after "
+            "failures and forbidden tools, weighted. No judge."
+        ),
+        "needs_judge": False,
+        "required_fields": ("tool_calls",),
+        "direction": "higher",
+        "steps": (),
+        "overridable": {},
+        "value_labels": {},
+    },
 ]
 
 KINDS: dict[str, KindSpec] = {

@@ -35,6 +35,7 @@ from stop_words import get_stop_words  # type: ignore[import-untyped]
 from scoring.errors import CaseError
 from scoring.options import check_kind, validate_options
 from scoring.toolcalls import tool_call_accuracy, trajectory_accuracy
+from scoring.trajectory import trajectory
 from scoring.types import Case
 
 __all__ = [
@@ -541,6 +542,7 @@ _ANALYZERS: dict[str, Callable[[Case, dict[str, Any]], dict[str, Any]]] = {
     "tone_consistency": _tone_consistency,
     "tool_call_accuracy": tool_call_accuracy,
     "trajectory_accuracy": trajectory_accuracy,
+    "trajectory": trajectory,
 }
 
 

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from evalsite.accounts.models import Project
+from evalsite.datasets.agentdata import AGENT_FIELDS
 
 
 class Dataset(models.Model):
@@ -51,6 +52,13 @@ class Dataset(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
+
+    @property
+    def agent_fields(self) -> list[str]:
+        """The agent fields (evalsite.datasets.agentdata.AGENT_FIELDS) a column was
+        mapped to on upload, in their order: the ones exports add for this dataset."""
+        mapping = self.mapping if isinstance(self.mapping, dict) else {}
+        return [name for name in AGENT_FIELDS if mapping.get(name)]
 
 
 class Item(models.Model):

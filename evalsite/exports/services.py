@@ -54,6 +54,11 @@ and are left exact. Judge connections (and so API keys) are never read here beyo
 their prices.
 
 To add an item column, add it to ITEM_COLUMNS: every format follows.
+
+A dataset with agent data (a column mapped to an agent field on upload:
+`Dataset.agent_fields`) adds those fields after `reference`, in run and dataset exports
+alike (`AGENT_COLUMNS`: text as text, lists as JSON, empty when the item has none);
+other datasets' exports keep the columns above.
 """
 
 from __future__ import annotations
@@ -107,6 +112,15 @@ ITEM_COLUMNS: tuple[tuple[str, str, Kind], ...] = (
     ("context", "context", "list"),
     ("reference", "reference", "str"),
 )
+# Agent data (evalsite.datasets.agentdata), only for datasets that have it.
+AGENT_COLUMNS: dict[str, Kind] = {
+    "system_prompt": "str",
+    "conversation": "json",
+    "tool_calls": "json",
+    "expected_tool_calls": "json",
+    "expected_trajectory": "json",
+    "baseline_output": "str",
+}
 RUN_HEAD: tuple[tuple[str, Kind], ...] = (
     ("result_id", "int"),
     ("item_id", "int"),
@@ -179,11 +193,22 @@ _RESULT_VALUES = (
     "reviewed_at",
     "reason",
     "error",
+    *(f"item__{name}" for name in AGENT_COLUMNS),
 )
 _ITEM_AT = 3  # position of the first ITEM_COLUMNS value in a _RESULT_VALUES row
 _AFTER_ITEM = _ITEM_AT + len(ITEM_COLUMNS)
 _REVIEWED_BY_AT = _RESULT_VALUES.index("reviewed_by_id")
-_ITEM_VALUES = ("id", "index", "input", "output", "context", "reference", "metadata")
+_AGENT_AT = len(_RESULT_VALUES) - len(AGENT_COLUMNS)
+_ITEM_VALUES = (
+    "id",
+    "index",
+    "input",
+    "output",
+    "context",
+    "reference",
+    "metadata",
+    *AGENT_COLUMNS,
+)
 
 MEDIA_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -304,6 +329,10 @@ def _result_records(
     flatten it with `_flat_values`)."""
     scorers = _run_scorers(run)
     unknown = _Scorer("", "")
+    agent = [
+        (name, _AGENT_AT + list(AGENT_COLUMNS).index(name))
+        for name in run.dataset.agent_fields
+    ]
     for chunk, extras in _result_chunks(qs, user):
         for row in chunk:
             result_id = row[0]
@@ -317,6 +346,8 @@ def _result_records(
                 if kind == "list" and not isinstance(value, list):
                     value = []
                 record[column] = value
+            for name, at in agent:
+                record[name] = row[at]
             (
                 metadata,
                 run_scorer_id,
@@ -330,7 +361,7 @@ def _result_records(
                 reviewed_at,
                 reason,
                 error,
-            ) = row[_AFTER_ITEM:]
+            ) = row[_AFTER_ITEM:_AGENT_AT]
             scorer = scorers.get(run_scorer_id, unknown)
             usage = extras.usage.get(result_id, _NO_USAGE)
             entry = extras.entries.get(result_id)
@@ -397,11 +428,19 @@ class RunLayout:
     metadata keys of the whole dataset and every reviewer who answered in the run, so
     filtered and whole-run exports of one run have the same columns."""
 
-    def __init__(self, *, metadata_keys: list[str], reviewers: list[str]) -> None:
+    def __init__(
+        self,
+        *,
+        metadata_keys: list[str],
+        reviewers: list[str],
+        agent_fields: Collection[str] = (),
+    ) -> None:
         self.metadata_keys = metadata_keys
         self.reviewers = reviewers
+        agent = [(name, AGENT_COLUMNS[name]) for name in agent_fields]
         self.columns: list[tuple[str, Kind]] = [
             *RUN_HEAD,
+            *agent,
             *((f"metadata.{k}", "meta") for k in metadata_keys),
             *RUN_TAIL,
             *RUN_EXTRA,
@@ -411,7 +450,7 @@ class RunLayout:
                 for part, kind in ANSWER_GROUP
             ),
         ]
-        self._head = [name for name, _ in RUN_HEAD]
+        self._head = [name for name, _ in (*RUN_HEAD, *agent)]
         self._tail = [name for name, _ in (*RUN_TAIL, *RUN_EXTRA)]
 
     @property
@@ -446,6 +485,7 @@ def run_layout(*, run: Run) -> RunLayout:
     return RunLayout(
         metadata_keys=dataset_metadata_keys(dataset=run.dataset),
         reviewers=run_answer_reviewers(run=run),
+        agent_fields=run.dataset.agent_fields,
     )
 
 
@@ -584,13 +624,13 @@ def run_export_stream(
 # ------------------------------------------------------------------ datasets
 
 
-def dataset_columns(*, metadata_keys: list[str]) -> list[str]:
+def dataset_columns(
+    *, metadata_keys: list[str], agent_fields: Collection[str] = ()
+) -> list[str]:
     """Metadata keys as plain columns (so the file uploads again with the default mapping),
     prefixed "metadata." only where a key would clash with a fixed column."""
-    return [
-        *DATASET_HEAD,
-        *(f"metadata.{k}" if k in DATASET_HEAD else k for k in metadata_keys),
-    ]
+    head = [*DATASET_HEAD, *agent_fields]
+    return [*head, *(f"metadata.{k}" if k in head else k for k in metadata_keys)]
 
 
 def _item_records(dataset: Dataset) -> Iterator[dict[str, Any]]:
@@ -600,8 +640,12 @@ def _item_records(dataset: Dataset) -> Iterator[dict[str, Any]]:
         .values_list(*_ITEM_VALUES)
         .iterator(chunk_size=CHUNK_SIZE)
     )
-    for item_id, index, input_, output, context, reference, metadata in rows:
-        yield {
+    agent = [
+        (name, 7 + list(AGENT_COLUMNS).index(name)) for name in dataset.agent_fields
+    ]
+    for row in rows:
+        item_id, index, input_, output, context, reference, metadata = row[:7]
+        record = {
             "item_id": item_id,
             "index": index,
             "input": input_,
@@ -610,6 +654,9 @@ def _item_records(dataset: Dataset) -> Iterator[dict[str, Any]]:
             "reference": reference,
             "metadata": metadata if isinstance(metadata, dict) else {},
         }
+        for name, at in agent:
+            record[name] = row[at]
+        yield record
 
 
 def dataset_export_stream(
@@ -619,8 +666,26 @@ def dataset_export_stream(
     if fmt == "jsonl":
         return _jsonl_stream(records)
     keys = dataset_metadata_keys(dataset=dataset)
-    rows = (_csv_cells(r, DATASET_HEAD, keys, ()) for r in records)
-    return _csv_stream(dataset_columns(metadata_keys=keys), rows, excel=excel)
+    agent = dataset.agent_fields
+    rows = (_dataset_csv_cells(r, keys, agent) for r in records)
+    return _csv_stream(
+        dataset_columns(metadata_keys=keys, agent_fields=agent), rows, excel=excel
+    )
+
+
+def _dataset_csv_cells(
+    record: dict[str, Any], keys: list[str], agent: list[str]
+) -> list[str]:
+    cells = _csv_cells(record, DATASET_HEAD, [], ())
+    cells.extend(
+        _json_cell(record[name])
+        if AGENT_COLUMNS[name] == "json"
+        else safe_cell(record[name])
+        for name in agent
+    )
+    meta = record["metadata"]
+    cells.extend(safe_cell(meta.get(k)) for k in keys)
+    return cells
 
 
 def export_filename(

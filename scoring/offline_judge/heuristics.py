@@ -760,6 +760,10 @@ def _reason_text(kind: str, score_text: str, analysis: Mapping[str, Any]) -> str
 def answer(step: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """The reply object for a step (``kind__name``); KeyError for an unknown step."""
     kind, _, name = step.partition("__")
+    from scoring.offline_judge.agent import AGENT_KINDS, agent_answer  # imports this
+
+    if kind in AGENT_KINDS:
+        return agent_answer(step, body)
     blocks = user_blocks(body)
     output = blocks.get("output")
     context = blocks.items("context")

@@ -20,6 +20,9 @@ CASE = {
     "output": "The Eiffel Tower was built in 1889. It is in Berlin.",
     "context": ["The Eiffel Tower was completed in 1889 in Paris."],
     "reference": "It was completed in 1889.",
+    # Agent data, for the kinds that judge an agent (scoring.kinds_agent).
+    "conversation": [{"role": "user", "content": "When was the Eiffel Tower built?"}],
+    "tool_calls": [{"name": "search", "arguments": {"q": "Eiffel Tower built"}}],
 }
 
 

@@ -26,6 +26,12 @@ ALL_KINDS = {
     "tone_consistency",
     "tool_call_accuracy",
     "trajectory_accuracy",
+    # agent kinds (scoring.kinds_agent, scoring.trajectory)
+    "rubric",
+    "multi_turn_judge",
+    "tool_call_accuracy_llm",
+    "trajectory_accuracy_llm",
+    "trajectory",
 }
 
 
@@ -40,6 +46,7 @@ def test_every_kind_is_registered():
         "tone_consistency",
         "tool_call_accuracy",
         "trajectory_accuracy",
+        "trajectory",
     }
 
 

@@ -1,0 +1,460 @@
+"""Judge steps of the agent kinds judged by an LLM (see ``scoring.kinds_agent``).
+
+Each kind has one step; its reply is checked against the item (one verdict per criterion,
+by number) and assembled into the analysis. The item's data travels in the same kind of
+neutralised data blocks as every other prompt (``scoring.prompts``), with tags of its own
+(``<turn>``, ``<tool_call>``, ``<criterion>``...). Our prompts are our own: they show the
+judge more than Mastra's do (the user's turns and the system prompt beside the
+assistant's, a call's arguments and result); the numbers depend only on the verdicts.
+
+The item's agent data uses the keys of ``scoring.toolcalls``: ``conversation`` (messages
+``{"role", "content"}``), ``tool_calls`` (``{"name", "arguments"?, "result"?}``),
+``expected_trajectory`` / ``expected_tool_calls`` (calls or plain names) and
+``system_prompt``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from pydantic import Field
+
+from scoring.client import Plan
+from scoring.errors import CaseError, JudgeError
+from scoring.prompts import STEPS, Messages, Reply, Step, _system, block, neutralise
+from scoring.toolcalls import _steps, tool_names
+
+__all__ = [
+    "AGENT_STEPS",
+    "agent_analyse",
+    "agent_first_messages",
+    "assistant_turns",
+    "validate_agent_case",
+]
+
+AGENT_TAGS = (
+    "turn",
+    "tool_call",
+    "expected_step",
+    "criterion",
+    "system_prompt",
+    "available_tools",
+    "criterion_text",
+)
+_AGENT_TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(AGENT_TAGS) + r")\b", re.I)
+
+
+def agent_neutralise(text: str) -> str:
+    """``scoring.prompts.neutralise`` for our tags and the agent tags alike."""
+    return neutralise(
+        _AGENT_TAG_RE.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+    )
+
+
+def agent_block(tag: str, text: str, index: int | None = None, **attrs: str) -> str:
+    extra = "".join(f' {k}="{v}"' for k, v in attrs.items())
+    at = f' index="{index}"' if index is not None else ""
+    return f"<{tag}{at}{extra}>\n{agent_neutralise(text)}\n</{tag}>"
+
+
+# --------------------------------------------------------------------------- replies
+
+
+class CriterionReply(Reply):
+    number: int = Field(ge=1)
+    satisfied: bool
+    reason: str
+
+
+class RubricReply(Reply):
+    criteria: list[CriterionReply]
+    overall_assessment: str
+
+
+class ConversationVerdictReply(Reply):
+    satisfied: bool
+    reason: str
+
+
+class ToolEvaluationReply(Reply):
+    tool: str
+    appropriate: bool
+    reason: str
+
+
+class ToolEvaluationsReply(Reply):
+    evaluations: list[ToolEvaluationReply]
+    missing_tools: list[str]
+    overall_assessment: str
+
+
+class StepEvaluationReply(Reply):
+    name: str
+    necessary: bool
+    in_order: bool
+    reason: str
+
+
+class TrajectoryStepsReply(Reply):
+    steps: list[StepEvaluationReply]
+    missing_steps: list[str]
+    extra_steps: list[str]
+    overall_assessment: str
+
+
+AGENT_STEPS: dict[str, tuple[Step, ...]] = {
+    "rubric": (Step("rubric", "criteria", RubricReply),),
+    "multi_turn_judge": (
+        Step("multi_turn_judge", "conversation_verdict", ConversationVerdictReply),
+    ),
+    "tool_call_accuracy_llm": (
+        Step("tool_call_accuracy_llm", "tool_evaluations", ToolEvaluationsReply),
+    ),
+    "trajectory_accuracy_llm": (
+        Step("trajectory_accuracy_llm", "trajectory_steps", TrajectoryStepsReply),
+    ),
+}
+
+# Registered beside the other kinds' steps, so that STEPS lists every LLM kind (scoring
+# imports this module through scoring.judge).
+STEPS.update(AGENT_STEPS)
+
+# --------------------------------------------------------------------------- prompt text
+
+ROLE = {
+    "rubric": "You are an exacting grader checking an agent's output against a rubric of criteria.",
+    "multi_turn_judge": "You are an exacting grader judging a whole multi-turn conversation against one criterion.",
+    "tool_call_accuracy_llm": "You are an evaluator of an AI agent's choice of tools.",
+    "trajectory_accuracy_llm": "You are an evaluator of the sequence of actions an AI agent took.",
+}
+
+RUBRIC_TASK = """\
+Decide, for every numbered <criterion>, whether the agent's output in <output> satisfies \
+it, given the task in <input>. Judge each criterion on its own, from what the output \
+actually contains: a criterion is satisfied only when the output clearly and fully meets \
+it; when in doubt it is not satisfied. Effort, intent and partial progress do not count. \
+Whether a criterion is required or optional does not change how you judge it.
+Return exactly one entry per criterion, with its number. The reason is one sentence \
+saying what is present or missing; overall_assessment sums up in one or two sentences."""
+
+MULTI_TURN_TASK = """\
+Decide whether the conversation, taken as a whole, satisfies the criterion in \
+<criterion_text>. The conversation is given turn by turn in <turn> blocks (the user's \
+turns for context, the assistant's turns as the evidence); evidence may be spread over \
+several assistant turns. Satisfied only when the assistant's turns clearly and fully meet \
+the criterion; when in doubt, not satisfied. Do not assume anything the assistant did not \
+say. The reason is one or two sentences naming the turns (by number) that decided it."""
+
+TOOL_TASK = """\
+Decide whether each tool call the agent made (the <tool_call> blocks, in order) was \
+appropriate for the user's request in <input>, given the agent's reply in <output> and \
+the tools it could use (<available_tools>). A call is appropriate only when it directly \
+serves what the user explicitly asked for; a call that is merely related or helpful but \
+not asked for is not appropriate. missing_tools lists tools the agent should have called \
+for the request but did not (an empty list when none). When the agent called no tool, \
+return no evaluations, and list the tools it needed in missing_tools (none when asking \
+the user for missing details was the right choice).
+Return one evaluation per call, in order, naming its tool. The reason is one sentence; \
+overall_assessment sums up in one sentence."""
+
+TRAJECTORY_TASK = """\
+Assess the sequence of tool calls the agent made (the <tool_call> blocks, in order) to \
+fulfil the request in <input>, given its final reply in <output>. When expected steps are \
+given (<expected_step> blocks), compare with them: the expected order is a guideline for \
+logical dependencies, not an absolute rule. Without them, judge from the task: \
+completeness, efficiency, ordering and appropriateness.
+For every call: necessary (was the step needed for the task; a redundant repeat is not) \
+and in_order (was it in a logical position in the sequence). missing_steps: steps that \
+should have been taken but were not; extra_steps: unnecessary or redundant steps. Empty \
+lists when there are none.
+Return one entry per call, in order, naming its tool. The reason is one sentence; \
+overall_assessment sums up in one sentence."""
+
+ANSWERS = {
+    "rubric": '{"criteria": [{"number": <int, from 1>, "satisfied": true | false, "reason": "<one sentence>"}, ...], "overall_assessment": "<one or two sentences>"}',
+    "multi_turn_judge": '{"satisfied": true | false, "reason": "<one or two sentences>"}',
+    "tool_call_accuracy_llm": '{"evaluations": [{"tool": "<tool name>", "appropriate": true | false, "reason": "<one sentence>"}, ...], "missing_tools": ["<tool name>", ...], "overall_assessment": "<one sentence>"}',
+    "trajectory_accuracy_llm": '{"steps": [{"name": "<tool name>", "necessary": true | false, "in_order": true | false, "reason": "<one sentence>"}, ...], "missing_steps": ["<step>", ...], "extra_steps": ["<step>", ...], "overall_assessment": "<one sentence>"}',
+}
+
+_TASKS = {
+    "rubric": RUBRIC_TASK,
+    "multi_turn_judge": MULTI_TURN_TASK,
+    "tool_call_accuracy_llm": TOOL_TASK,
+    "trajectory_accuracy_llm": TRAJECTORY_TASK,
+}
+
+# --------------------------------------------------------------------------- case data
+
+
+def _text(case: Mapping[str, Any], field: str) -> str:
+    value = case.get(field)
+    return value if isinstance(value, str) else ""
+
+
+def conversation(case: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The item's messages ``{"role", "content"}``, checked; the item's ``output`` is
+    the last assistant turn when the conversation does not already end with it."""
+    value = case.get("conversation")
+    messages: list[dict[str, str]] = []
+    if value is not None:
+        if not isinstance(value, list | tuple):
+            raise CaseError(
+                f"the item's conversation must be a list of messages, got {type(value).__name__}",
+                field="conversation",
+            )
+        for i, message in enumerate(value):
+            role = message.get("role") if isinstance(message, Mapping) else None
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if not isinstance(role, str) or not role.strip():
+                raise CaseError(
+                    f"conversation[{i}] needs a role (user, assistant...)",
+                    field=f"conversation[{i}].role",
+                )
+            if content is None:
+                content = ""
+            if not isinstance(content, str):
+                raise CaseError(
+                    f"conversation[{i}]'s content must be text, not {type(content).__name__}",
+                    field=f"conversation[{i}].content",
+                )
+            messages.append({"role": role.strip().lower(), "content": content})
+    output = _text(case, "output")
+    if output.strip():
+        last = next((m for m in reversed(messages) if m["role"] == "assistant"), None)
+        if (
+            last is None
+            or messages[-1] is not last
+            or last["content"].strip() != output.strip()
+        ):
+            messages.append({"role": "assistant", "content": output})
+    return messages
+
+
+def assistant_turns(case: Mapping[str, Any]) -> list[str]:
+    """The assistant's non-blank turns, trimmed, in order (what Mastra grades)."""
+    return [
+        m["content"].strip()
+        for m in conversation(case)
+        if m["role"] == "assistant" and m["content"].strip()
+    ]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _call_text(step: Mapping[str, Any]) -> str:
+    lines = [f"tool: {step['name']}"]
+    if "arguments" in step:
+        lines.append(f"arguments: {_json(step['arguments'])}")
+    if "result" in step:
+        result = step["result"]
+        lines.append(
+            f"result: {result if isinstance(result, str) else _json(result)}"[:2000]
+        )
+    return "\n".join(lines)
+
+
+def _calls_blocks(case: Mapping[str, Any]) -> str:
+    calls = _steps(case, "tool_calls") or []
+    if not calls:
+        return "(the agent called no tool)"
+    return "\n".join(
+        agent_block("tool_call", _call_text(c), i) for i, c in enumerate(calls)
+    )
+
+
+def expected_steps(
+    case: Mapping[str, Any], options: Mapping[str, Any]
+) -> list[dict[str, Any]] | None:
+    order = options.get("expected_tool_order")
+    if order:
+        return [{"name": name} for name in order]
+    for field in ("expected_trajectory", "expected_tool_calls"):
+        if case.get(field) is not None:
+            return _steps(case, field) or []
+    return None
+
+
+def _input_block(case: Mapping[str, Any]) -> str:
+    text = _text(case, "input")
+    return (
+        block("input", text) if text.strip() else "<input>\n(no input given)\n</input>"
+    )
+
+
+def _system_block(case: Mapping[str, Any]) -> str:
+    text = _text(case, "system_prompt")
+    if not text.strip():
+        return ""
+    return agent_block("system_prompt", text) + "\n\n"
+
+
+def agent_first_messages(
+    kind: str, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Messages:
+    """The messages of the kind's only step."""
+    step = AGENT_STEPS[kind][0].name
+    if kind == "rubric":
+        criteria = "\n".join(
+            agent_block(
+                "criterion",
+                c["description"],
+                i + 1,
+                kind="required" if c["required"] else "optional",
+            )
+            for i, c in enumerate(options["criteria"])
+        )
+        user = (
+            f"{_input_block(case)}\n\n{block('output', _text(case, 'output'))}\n\n"
+            f"{criteria}\n\nJudge every criterion."
+        )
+    elif kind == "multi_turn_judge":
+        turns = conversation(case)
+        transcript = (
+            "\n".join(
+                agent_block("turn", m["content"], i + 1, role=m["role"])
+                for i, m in enumerate(turns)
+            )
+            or "(no messages)"
+        )
+        user = (
+            f"{agent_block('criterion_text', str(options['criterion']))}\n\n"
+            f"{_system_block(case)}{transcript}\n\n"
+            "Does the conversation satisfy the criterion?"
+        )
+    elif kind == "tool_call_accuracy_llm":
+        tools = options.get("available_tools") or []
+        listed = "\n".join(
+            f"{t['name']}: {t.get('description') or '(no description)'}" for t in tools
+        )
+        user = (
+            f"{_system_block(case)}{_input_block(case)}\n\n"
+            f"{block('output', _text(case, 'output'))}\n\n{_calls_blocks(case)}\n\n"
+            f"{agent_block('available_tools', listed or '(not listed)')}\n\n"
+            "Judge every tool call."
+        )
+    elif kind == "trajectory_accuracy_llm":
+        expected = expected_steps(case, options)
+        wanted = (
+            "\n".join(
+                agent_block("expected_step", _call_text(s), i)
+                for i, s in enumerate(expected)
+            )
+            if expected
+            else "(no expected trajectory: judge from the task)"
+        )
+        user = (
+            f"{_input_block(case)}\n\n{block('output', _text(case, 'output'))}\n\n"
+            f"{_calls_blocks(case)}\n\n{wanted}\n\nAssess every step."
+        )
+    else:
+        raise KeyError(f"no judge prompts for kind {kind!r}")
+    system = _system(ROLE[kind], _TASKS[kind], ANSWERS[kind], f"{kind}__{step}")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def validate_agent_case(kind: str, case: Mapping[str, Any]) -> None:
+    """CaseError (naming the field) when the item lacks what ``kind`` needs."""
+    if kind == "multi_turn_judge":
+        if not assistant_turns(case):
+            raise CaseError(
+                "multi_turn_judge needs a conversation with at least one assistant turn "
+                "(or an output)",
+                field="conversation",
+            )
+        return
+    if kind in ("tool_call_accuracy_llm", "trajectory_accuracy_llm"):
+        tool_names(case, "tool_calls", required=True)
+        for field in ("expected_trajectory", "expected_tool_calls"):
+            tool_names(case, field, required=False)
+        if kind == "tool_call_accuracy_llm" and not _text(case, "input").strip():
+            raise CaseError(
+                "tool_call_accuracy_llm needs a non-empty input (the request)",
+                field="input",
+            )
+        return
+    if kind == "rubric" and not _text(case, "output").strip():
+        raise CaseError("rubric needs a non-empty output", field="output")
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+class _Runner(Protocol):
+    kind: str
+
+    def step(self, name: str, messages: Messages) -> Plan[Reply]: ...
+
+    @property
+    def steps(self) -> list[Any]: ...
+
+
+def _fail(run: _Runner, message: str) -> JudgeError:
+    record = run.steps[-1]
+    record.error = message
+    return JudgeError(f"{run.kind}: {message}", raw=record.raw, steps=run.steps)
+
+
+def _rubric(
+    run: _Runner, reply: RubricReply, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    criteria = list(options["criteria"])
+    by_number: dict[int, CriterionReply] = {}
+    for entry in reply.criteria:
+        if entry.number > len(criteria) or entry.number in by_number:
+            raise _fail(
+                run,
+                f"criterion number {entry.number} is out of range or repeated "
+                f"(the rubric has {len(criteria)} criteria)",
+            )
+        by_number[entry.number] = entry
+    missing = [n for n in range(1, len(criteria) + 1) if n not in by_number]
+    if missing:
+        raise _fail(run, f"the judge gave no verdict for criterion {missing[0]}")
+    return {
+        "criteria": [
+            {
+                "criterion": c["description"],
+                "required": c["required"],
+                "satisfied": by_number[n].satisfied,
+                "reason": by_number[n].reason,
+            }
+            for n, c in enumerate(criteria, 1)
+        ],
+        "reason": reply.overall_assessment,
+    }
+
+
+def agent_analyse(
+    run: _Runner, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """Run the kind's step and assemble its analysis (scoring.kinds_agent shapes)."""
+    kind = run.kind
+    step = AGENT_STEPS[kind][0].name
+    reply = yield from run.step(step, agent_first_messages(kind, case, options))
+    if isinstance(reply, RubricReply):
+        return _rubric(run, reply, options)
+    if isinstance(reply, ConversationVerdictReply):
+        return {"satisfied": reply.satisfied, "reason": reply.reason}
+    if isinstance(reply, ToolEvaluationsReply):
+        return {
+            "evaluations": [e.model_dump() for e in reply.evaluations],
+            "missing_tools": list(reply.missing_tools),
+            "reason": reply.overall_assessment,
+        }
+    if isinstance(reply, TrajectoryStepsReply):
+        return {
+            "steps": [s.model_dump() for s in reply.steps],
+            "missing_steps": list(reply.missing_steps),
+            "extra_steps": list(reply.extra_steps),
+            "reason": reply.overall_assessment,
+        }
+    raise KeyError(kind)
