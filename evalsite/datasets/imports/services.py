@@ -1,0 +1,374 @@
+"""Read another tool's file for import: detect it, preview it, spill it to disk, and
+create the dataset from it. The run that holds its verdicts is created a layer up, in
+evalsite.review.services.imports (datasets may not import evals), in the same
+transaction as the dataset.
+
+1. Detect the tool (promptfoo results, Langfuse dataset items, LangSmith examples)
+   unless the user chose it, and read the file row by row with the upload's bounds
+   (size, nesting, cell size, storable text: datasets.parsing's Limits and checks).
+2. Write the rows to a JSON Lines file on disk (memory stays bounded by one row) and the
+   verdicts to another; any row problem stops here, before anything is written.
+3. (review.services.imports) In one transaction: datasets.services.dataset_create reads that JSON Lines file as an
+   ordinary upload (versions, batching, the same checks), then the verdicts become a
+   finished run with a factuality scorer whose results reviewers can override like any
+   judge's. A failure anywhere rolls both back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+from django.contrib.auth.models import User
+from django.core.files import File
+
+from evalsite.accounts.models import Project
+from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets.imports import langfuse, langsmith, promptfoo
+from evalsite.datasets.imports.base import (
+    PREVIEW_ROWS,
+    TOOLS,
+    ImportedRow,
+    ImportFailed,
+    ImportSummary,
+    Verdict,
+)
+from evalsite.datasets.models import Dataset
+from evalsite.datasets.parsing import (
+    FileFormat,
+    Limits,
+    ParseError,
+    Problem,
+    RawRow,
+    _text_chunks,
+    detect_format,
+    iter_raw_rows,
+)
+from evalsite.datasets.services import (
+    MAX_PROBLEMS,
+    DatasetUploadError,
+    UploadFile,
+    _limits,
+    _summary,
+    dataset_check_upload,
+    dataset_create,
+)
+
+_HEAD_BYTES = 64 * 1024
+# How many rows auto-detection reads looking for the first readable one.
+_DETECT_ROWS = 20
+
+
+@dataclass
+class ImportPreview:
+    tool: str
+    summary: ImportSummary
+    rows: list[ImportedRow] = field(default_factory=list)
+    name: str = ""
+
+    @property
+    def makes_run(self) -> bool:
+        return self.summary.verdict_total > 0
+
+
+class _Reader(Protocol):
+    summary: ImportSummary
+    scorer_options: dict[str, Any] | None
+    grader: str
+
+    def rows(self) -> Iterator[ImportedRow | Problem]: ...
+
+
+class _TableReader:
+    """Langfuse or LangSmith rows from CSV, JSON Lines or a JSON array."""
+
+    def __init__(
+        self, binary: BinaryIO, *, tool: str, file_format: FileFormat, limits: Limits
+    ) -> None:
+        self._binary = binary
+        self._module = langfuse if tool == "langfuse" else langsmith
+        self._format = file_format
+        self._limits = limits
+        self.summary = ImportSummary(tool=tool, file_format=file_format)
+        self.scorer_options: dict[str, Any] | None = None
+        self.grader = ""
+
+    def rows(self) -> Iterator[ImportedRow | Problem]:
+        columns: list[str] = []
+        index = 0
+        for raw in iter_raw_rows(self._binary, self._format, columns, self._limits):
+            if isinstance(raw, Problem):
+                yield raw
+                continue
+            out = self._module.row(
+                raw,
+                index=index,
+                file_format=self._format,
+                limits=self._limits,
+                summary=self.summary,
+            )
+            if isinstance(out, ImportedRow):
+                index += 1
+            yield out
+        self._module.finish(self.summary)
+
+
+def _binary(file: UploadFile) -> BinaryIO:
+    file.seek(0)
+    return file  # type: ignore[return-value]
+
+
+def _error(exc: ParseError | ImportFailed) -> DatasetUploadError:
+    return DatasetUploadError(exc.message, exc.problems)
+
+
+def _first_columns(
+    file: UploadFile, file_format: FileFormat, limits: Limits
+) -> list[str]:
+    """The columns of the file's first readable row (its header, for CSV)."""
+    columns: list[str] = []
+    for n, raw in enumerate(iter_raw_rows(_binary(file), file_format, columns, limits)):
+        if isinstance(raw, RawRow):
+            return list(raw.values)
+        if n >= _DETECT_ROWS:
+            break
+    return columns
+
+
+def import_detect(
+    *, file: UploadFile, tool: str | None = None
+) -> tuple[str, FileFormat]:
+    """(tool, file format) of a file: the user's choice of tool, else detected.
+
+    Raises DatasetUploadError naming what was found when no tool's format fits.
+    """
+    if tool and tool not in TOOLS:
+        raise ApplicationError(
+            f"Unknown tool {tool!r}; choose one of {', '.join(TOOLS)} (or leave it "
+            "empty to detect it).",
+            field_errors={"tool": "Unknown tool."},
+        )
+    head = _binary(file).read(_HEAD_BYTES)
+    filename = os.path.basename(file.name or "")
+    if tool == "promptfoo" or (
+        not tool and promptfoo.looks_like(head.decode("utf-8", "replace"))
+    ):
+        return "promptfoo", "json"
+    limits = _limits()
+    try:
+        file_format = detect_format(filename, None, head)
+        if tool:
+            return tool, file_format
+        columns = _first_columns(file, file_format, limits)
+    except ParseError as exc:
+        raise _error(exc) from None
+    if langfuse.looks_like(columns):
+        return "langfuse", file_format
+    if langsmith.looks_like(columns):
+        return "langsmith", file_format
+    shown = ", ".join(columns[:20]) or "none"
+    raise DatasetUploadError(
+        "This file is not one evalsite can import from another tool: expected "
+        "promptfoo results (promptfoo eval -o results.json), Langfuse dataset items "
+        "(columns input, expectedOutput, ...) or LangSmith examples (inputs, outputs, "
+        f"or inputs.<key> columns). Columns found: {shown}. A plain CSV or JSON Lines "
+        "file is a dataset upload instead; or choose the tool if you know it.",
+        [Problem(f"Unrecognised format; columns found: {shown}.", column="format")],
+    )
+
+
+def _reader(
+    file: UploadFile,
+    *,
+    tool: str,
+    file_format: FileFormat,
+    input_var: str | None,
+    limits: Limits,
+) -> _Reader:
+    if tool == "promptfoo":
+        return promptfoo.PromptfooReader(
+            _text_chunks(_binary(file)), limits=limits, input_var=input_var
+        )
+    return _TableReader(
+        _binary(file), tool=tool, file_format=file_format, limits=limits
+    )
+
+
+def _scan(reader: _Reader, on_row: Any) -> None:
+    """Read every row, calling on_row(row); raise DatasetUploadError listing the first
+    problems when any row cannot be imported (nothing is imported then)."""
+    problems: list[Problem] = []
+    count = 0
+    try:
+        for out in reader.rows():
+            if isinstance(out, Problem):
+                problems.append(out)
+                if len(problems) >= MAX_PROBLEMS:
+                    break
+                continue
+            if not problems:
+                on_row(out)
+            count += 1
+    except (ParseError, ImportFailed) as exc:
+        if problems:
+            all_problems = (problems + exc.problems)[:MAX_PROBLEMS]
+            raise DatasetUploadError(_summary(all_problems), all_problems) from None
+        raise _error(exc) from None
+    if problems:
+        raise DatasetUploadError(_summary(problems), problems)
+    if count == 0:
+        raise DatasetUploadError("The file has no rows to import.")
+
+
+def _default_name(file: UploadFile) -> str:
+    stem = os.path.splitext(os.path.basename(file.name or ""))[0]
+    return (stem or "imported")[:200]
+
+
+def import_preview(
+    *,
+    file: UploadFile,
+    tool: str | None = None,
+    input_var: str | None = None,
+) -> ImportPreview:
+    """What importing `file` would create: the first items, counts and warnings.
+
+    Reads the whole file (the counts are of every row) with the upload's bounds; raises
+    DatasetUploadError for what import_create would refuse.
+    """
+    dataset_check_upload(file=file)
+    tool, file_format = import_detect(file=file, tool=tool)
+    reader = _reader(
+        file,
+        tool=tool,
+        file_format=file_format,
+        input_var=input_var,
+        limits=_limits(),
+    )
+    rows: list[ImportedRow] = []
+
+    def keep(row: ImportedRow) -> None:
+        if len(rows) < PREVIEW_ROWS:
+            rows.append(row)
+
+    _scan(reader, keep)
+    summary = reader.summary
+    summary.scorer = _scorer_name(tool) if summary.verdict_total else ""
+    return ImportPreview(
+        tool=tool, summary=summary, rows=rows, name=_default_name(file)
+    )
+
+
+def _scorer_name(tool: str) -> str:
+    return f"factuality ({tool})"
+
+
+@dataclass
+class ImportSpill:
+    """A file read into JSON Lines on disk: the items, and the verdicts by item index."""
+
+    tool: str
+    summary: ImportSummary
+    items_path: Path
+    verdicts_path: Path
+    filename: str
+    default_name: str
+    # Agent fields some row has (mapped only then: a mapped column in no row is refused).
+    agent_fields: set[str] = field(default_factory=set)
+    scorer_options: dict[str, Any] | None = None
+    grader: str = ""
+
+    @property
+    def scorer_name(self) -> str:
+        return _scorer_name(self.tool)
+
+    def verdicts(self) -> Iterator[tuple[int, dict[str, Any] | None, str, str]]:
+        """(item index, analysis or None, reason, error) of each verdict."""
+        with open(self.verdicts_path, encoding="utf-8") as lines:
+            for line in lines:
+                index, analysis, reason, error = json.loads(line)
+                yield index, analysis, reason, error
+
+
+def _verdict_line(index: int, verdict: Verdict) -> str:
+    return json.dumps(
+        [index, verdict.analysis, verdict.reason, verdict.error], ensure_ascii=False
+    )
+
+
+@contextmanager
+def import_spill(
+    *,
+    file: UploadFile,
+    tool: str | None = None,
+    input_var: str | None = None,
+) -> Iterator[ImportSpill]:
+    """Read `file` (detected or of `tool`) row by row onto disk, for as long as the
+    context lasts. Raises DatasetUploadError, listing the first problems, when any row
+    cannot be imported: nothing is written anywhere but a temporary directory."""
+    dataset_check_upload(file=file)
+    tool, file_format = import_detect(file=file, tool=tool)
+    reader = _reader(
+        file,
+        tool=tool,
+        file_format=file_format,
+        input_var=input_var,
+        limits=_limits(),
+    )
+    with tempfile.TemporaryDirectory(prefix="evalsite-import-") as tmp:
+        spill = ImportSpill(
+            tool=tool,
+            summary=reader.summary,
+            items_path=Path(tmp) / "items.jsonl",
+            verdicts_path=Path(tmp) / "verdicts.jsonl",
+            filename=os.path.basename(file.name or "")[:255] or "import.jsonl",
+            default_name=_default_name(file),
+        )
+        with (
+            open(spill.items_path, "w", encoding="utf-8") as items,
+            open(spill.verdicts_path, "w", encoding="utf-8") as verdicts,
+        ):
+
+            def write(row: ImportedRow) -> None:
+                record = row.as_item()
+                spill.agent_fields.update(
+                    k for k in ("system_prompt", "conversation") if k in record
+                )
+                items.write(json.dumps(record, ensure_ascii=False) + "\n")
+                if row.verdict is not None:
+                    verdicts.write(_verdict_line(row.index, row.verdict) + "\n")
+
+            _scan(reader, write)
+        spill.scorer_options = reader.scorer_options
+        spill.grader = reader.grader
+        yield spill
+
+
+def import_dataset_create(
+    *, project: Project, user: User | None, spill: ImportSpill, name: str = ""
+) -> Dataset:
+    """The spilled items as a new version of dataset `name` (default: the file's name),
+    through datasets.services.dataset_create. Runs in the caller's transaction when
+    there is one, so the caller can add the run to the same all-or-nothing write."""
+    mapping: dict[str, Any] = {
+        "input": "input",
+        "output": "output",
+        "context": "context",
+        "reference": "reference",
+        **{k: k for k in sorted(spill.agent_fields)},
+    }
+    with open(spill.items_path, "rb") as spilled:
+        return dataset_create(
+            project=project,
+            user=user,
+            file=File(spilled, name=spill.filename),
+            name=(name or "").strip() or spill.default_name,
+            mapping=mapping,
+            file_format="jsonl",
+        )

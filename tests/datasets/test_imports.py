@@ -1,0 +1,340 @@
+"""Imports from other tools, on files those tools wrote (tests/fixtures/imports).
+
+promptfoo_results.json is real promptfoo 0.123.1 output (make_promptfoo_fixture.sh);
+the Langfuse and LangSmith files follow their exporters' code, cited in the fixture
+README.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from evalsite.core.exceptions import ApplicationError
+from evalsite.datasets.imports.services import import_preview
+from evalsite.datasets.models import Dataset, Item
+from evalsite.datasets.services import DatasetUploadError
+from evalsite.evals.models import Result, Run
+from evalsite.review.models import AuditEvent
+from evalsite.review.services.imports import import_create
+from evalsite.review.services.overrides import override_create
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"
+
+
+def fixture(name: str, as_name: str | None = None) -> SimpleUploadedFile:
+    return SimpleUploadedFile(as_name or name, (FIXTURES / name).read_bytes())
+
+
+def upload(name: str, data: str | bytes) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data.encode() if isinstance(data, str) else data)
+
+
+def promptfoo_doc() -> dict:
+    return json.loads((FIXTURES / "promptfoo_results.json").read_text())
+
+
+# ---------------------------------------------------------------- promptfoo
+
+
+@pytest.mark.django_db
+def test_promptfoo_fixture_is_promptfoo_0_123_1():
+    doc = promptfoo_doc()
+    assert doc["metadata"]["promptfooVersion"] == "0.123.1"
+    assert doc["results"]["version"] == 3
+
+
+@pytest.mark.django_db
+def test_promptfoo_import_makes_items_and_a_finished_factuality_run(project, owner):
+    outcome = import_create(
+        project=project, user=owner, file=fixture("promptfoo_results.json")
+    )
+    dataset = outcome.dataset
+    assert dataset.name == "promptfoo_results"
+    assert dataset.item_count == 7
+    items = list(Item.objects.filter(dataset=dataset).order_by("index"))
+    first = items[0]
+    # The var named "question" is the input; the factuality value the reference.
+    assert first.input == "What is the capital of France?"
+    assert first.output == "Paris is the capital of France."
+    assert first.reference == "The capital of France is Paris."
+    pf = first.metadata["promptfoo"]
+    assert pf["vars"] == {
+        "topic": "geography",
+        "question": "What is the capital of France?",
+    }
+    assert (
+        pf["prompt"]
+        == "Answer in one sentence (geography): What is the capital of France?"
+    )
+    assert pf["provider"] == "canned-model"
+    # Other assertion types are kept, with their grades.
+    assert pf["assertions"] == [
+        {
+            "type": "icontains",
+            "value": "paris",
+            "pass": True,
+            "score": 1,
+            "reason": "Assertion passed",
+        }
+    ]
+    # The errored test: no output, the error kept.
+    swallow = items[6]
+    assert swallow.output == ""
+    assert "simulated timeout" in swallow.metadata["promptfoo"]["error"]
+    assert swallow.reference == "About 11 metres per second."
+
+    run = outcome.run
+    assert run is not None
+    assert run.dataset_id == dataset.pk
+    assert run.status == Run.Status.DONE_WITH_ERRORS
+    assert run.is_finished
+    (run_scorer,) = run.run_scorers.all()
+    assert run_scorer.kind == "factuality"
+    assert run_scorer.judge_snapshot["model"] == "file://grader.js"
+    results = {
+        r.item.index: r for r in Result.objects.filter(run=run).select_related("item")
+    }
+    # Tests 0-4 and 6 assert factuality; test 5 (icontains only) has no verdict.
+    assert sorted(results) == [0, 1, 2, 3, 4, 6]
+    assert run.total == 6
+    mars = results[3]
+    assert mars.status == Result.Status.OK
+    assert mars.analysis == {
+        "category": "D",
+        "reason": "The submission says Mars has one moon; the expert answer says two, "
+        "Phobos and Deimos.",
+    }
+    assert mars.judge_score == 0.0 and mars.judge_passed is False
+    assert mars.final_passed is False
+    # promptfoo's own reason names the category when the judge gave none.
+    jupiter = results[4]
+    assert jupiter.analysis["category"] == "C"
+    assert jupiter.analysis["reason"].startswith("Category C: ")
+    assert jupiter.judge_passed is True
+    # A pass whose category promptfoo did not keep: one that scores and passes the same.
+    paris = results[0]
+    assert paris.analysis == {
+        "category": "C",
+        "reason": "Both answers say that Paris is the capital of France.",
+    }
+    assert paris.judge_score == 1.0 and paris.judge_passed is True
+    assert items[0].metadata["promptfoo"]["factuality_category_inferred"] is True
+    assert results[6].status == Result.Status.ERROR
+    assert "simulated timeout" in results[6].error
+
+    summary = outcome.summary
+    assert summary.verdicts == {"pass": 4, "fail": 1, "error": 1}
+    assert summary.other_assertions == {"icontains": 2, "javascript": 1}
+    assert any("did not say their category" in w for w in summary.warnings)
+    assert AuditEvent.objects.filter(action="import.create", run=run).exists()
+
+
+@pytest.mark.django_db
+def test_imported_verdict_can_be_overridden_by_a_reviewer(project, owner):
+    run = import_create(
+        project=project, user=owner, file=fixture("promptfoo_results.json")
+    ).run
+    mars = Result.objects.get(run=run, item__index=3)
+    override = override_create(
+        result=mars, user=owner, kind="verdict", path="category", value="E"
+    )
+    result = override.result
+    assert result.final_analysis["category"] == "E"
+    assert result.final_score == 1.0
+    assert result.final_passed is True
+    assert result.judge_passed is False  # the judge's verdict stays
+    assert result.overridden and result.reviewed
+
+
+@pytest.mark.django_db
+def test_promptfoo_input_var_choice(project, owner):
+    preview = import_preview(file=fixture("promptfoo_results.json"), input_var="topic")
+    assert preview.rows[0].input == "geography"
+    assert preview.summary.input_choices == ["topic", "question", "(rendered prompt)"]
+    preview = import_preview(
+        file=fixture("promptfoo_results.json"), input_var="(rendered prompt)"
+    )
+    assert preview.rows[0].input.startswith("Answer in one sentence (geography)")
+    with pytest.raises(DatasetUploadError, match="no var named 'nope'|var 'nope'"):
+        import_preview(file=fixture("promptfoo_results.json"), input_var="nope")
+
+
+@pytest.mark.django_db
+def test_promptfoo_preview_counts_and_writes_nothing(project):
+    preview = import_preview(file=fixture("promptfoo_results.json"))
+    assert preview.tool == "promptfoo"
+    assert preview.makes_run
+    assert preview.summary.rows == 7
+    assert preview.summary.details["promptfoo_version"] == "0.123.1"
+    assert preview.summary.input_source == "var question"
+    assert len(preview.rows) == 7
+    assert not Dataset.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("version", [2, 4, "3", None])
+def test_promptfoo_unknown_version_is_refused(project, owner, version):
+    doc = promptfoo_doc()
+    doc["results"]["version"] = version
+    with pytest.raises(DatasetUploadError) as exc:
+        import_create(
+            project=project,
+            user=owner,
+            file=upload("results.json", json.dumps(doc)),
+            tool="promptfoo",
+        )
+    assert "version" in exc.value.message
+    assert not Dataset.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_promptfoo_factuality_scores_from_the_test_options(project, owner):
+    """With distinct category scores, the score tells the category; our scorer gets the
+    same scores so a reviewer's override recomputes as promptfoo would."""
+    doc = promptfoo_doc()
+    scores = {
+        "subset": 0.9,
+        "superset": 0.8,
+        "agree": 1,
+        "disagree": 0,
+        "differButFactual": 0.7,
+    }
+    for row in doc["results"]["results"]:
+        row["testCase"]["options"]["factuality"] = scores
+        for comp in (row.get("gradingResult") or {}).get("componentResults", []):
+            if comp["assertion"]["type"] == "factuality" and comp["pass"]:
+                comp["score"] = 0.9 if row["testIdx"] == 1 else comp["score"]
+    run = import_create(
+        project=project, user=owner, file=upload("r.json", json.dumps(doc))
+    ).run
+    hamlet = Result.objects.get(run=run, item__index=1)
+    assert hamlet.analysis["category"] == "A"
+    assert hamlet.judge_score == pytest.approx(0.9)
+    assert run.run_scorers.get().options["category_scores"]["superset"] == 0.8
+
+
+@pytest.mark.django_db
+def test_promptfoo_rows_without_factuality_make_no_run(project, owner):
+    doc = promptfoo_doc()
+    for row in doc["results"]["results"]:
+        grading = row.get("gradingResult") or {}
+        grading["componentResults"] = [
+            c
+            for c in grading.get("componentResults", [])
+            if c["assertion"]["type"] != "factuality"
+        ]
+        row["testCase"]["assert"] = [
+            a for a in row["testCase"]["assert"] if a["type"] != "factuality"
+        ]
+    outcome = import_create(
+        project=project, user=owner, file=upload("r.json", json.dumps(doc))
+    )
+    assert outcome.run is None
+    assert outcome.dataset.item_count == 7
+    assert not Run.objects.exists()
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "data", "expected"),
+    [
+        ("x.csv", "a,b\n1,2\n", "not one evalsite can import"),
+        (
+            "x.json",
+            '{"evalId": "e", "results": {"version": 3, "results": [',
+            "malformed",
+        ),
+        (
+            "x.json",
+            '{"evalId": "e", "results": {"version": 3, "results": []}}',
+            "no results",
+        ),
+        ("x.json", '{"evalId": "e", "results": {"results": [{}]}}', "version"),
+        ("x.json", "", "empty"),
+    ],
+)
+def test_bad_files_get_a_clear_error_and_import_nothing(
+    project, owner, name, data, expected
+):
+    with pytest.raises(DatasetUploadError) as exc:
+        import_create(project=project, user=owner, file=upload(name, data))
+    assert (
+        expected in exc.value.message.lower()
+        or expected in str([p.message for p in exc.value.problems]).lower()
+    )
+    assert not Dataset.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_deeply_nested_promptfoo_row_is_refused(project, owner, settings):
+    doc = promptfoo_doc()
+    deep: object = "x"
+    for _ in range(settings.DATASET_MAX_NESTING + 5):
+        deep = {"a": deep}
+    doc["results"]["results"][2]["testCase"]["metadata"] = deep
+    with pytest.raises(DatasetUploadError) as exc:
+        import_create(
+            project=project, user=owner, file=upload("r.json", json.dumps(doc))
+        )
+    assert "nested more than" in exc.value.message
+    assert "results.results[3]" in exc.value.message
+    assert not Dataset.objects.exists()
+
+
+@pytest.mark.django_db
+def test_huge_promptfoo_value_is_refused_while_it_streams(project, owner, settings):
+    settings.DATASET_MAX_CELL_CHARS = 1000
+    doc = promptfoo_doc()
+    doc["results"]["results"][1]["response"]["output"] = "y" * 100_000
+    with pytest.raises(DatasetUploadError) as exc:
+        import_create(
+            project=project, user=owner, file=upload("r.json", json.dumps(doc))
+        )
+    assert "characters long" in exc.value.message
+    assert not Dataset.objects.exists()
+
+
+@pytest.mark.django_db
+def test_huge_skipped_parts_cost_nothing(project, owner):
+    """promptfoo's config (skipped) may be far larger than a row may be."""
+    doc = promptfoo_doc()
+    doc["config"]["huge"] = "z" * 6_000_000
+    outcome = import_create(
+        project=project, user=owner, file=upload("r.json", json.dumps(doc))
+    )
+    assert outcome.dataset.item_count == 7
+
+
+@pytest.mark.django_db
+def test_unknown_tool_is_refused(project, owner):
+    with pytest.raises(ApplicationError, match="Unknown tool"):
+        import_create(
+            project=project,
+            user=owner,
+            file=fixture("promptfoo_results.json"),
+            tool="braintrust",
+        )
+
+
+@pytest.mark.django_db
+def test_a_failure_after_the_dataset_rolls_everything_back(project, owner, monkeypatch):
+    from evalsite.review.services import imports
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(imports, "_insert_results", boom)
+    with pytest.raises(RuntimeError):
+        import_create(
+            project=project, user=owner, file=fixture("promptfoo_results.json")
+        )
+    assert not Dataset.objects.exists()
+    assert not Run.objects.exists()
+    assert not Item.objects.exists()
