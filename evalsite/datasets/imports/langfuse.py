@@ -103,14 +103,14 @@ def row(
     if info.get("status") == "ARCHIVED":
         summary.count(
             "archived",
-            "{n} item{s} are archived in Langfuse; they are imported like the others "
+            "Archived in Langfuse: {n} item{s}, imported like the others "
             "(metadata.langfuse.status says which).",
         )
     if source.conversation is not None:
         summary.count(
             "chat",
-            "{n} input{s} were chat messages: each became the item's conversation, "
-            "its last user message the input.",
+            "Chat messages as input: {n} item{s}, each with the messages as its "
+            "conversation and the last user message as its input.",
         )
     metadata["langfuse"] = info
     return ImportedRow(

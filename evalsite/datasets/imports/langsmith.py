@@ -21,6 +21,7 @@ conversation.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from evalsite.datasets.imports.base import (
@@ -70,6 +71,18 @@ def _prefixed(values: dict[str, Any], prefixes: tuple[str, ...]) -> dict[str, An
                 out[key[len(prefix) :]] = value
                 break
     return out
+
+
+def _number(value: Any) -> Any:
+    """A CSV cell holding a number (a feedback score, seconds) as that number."""
+    if isinstance(value, str):
+        for kind in (int, float):
+            try:
+                number = kind(value)
+            except ValueError:
+                continue
+            return number if math.isfinite(number) else value
+    return value
 
 
 def row(
@@ -125,7 +138,12 @@ def row(
         info["outputs" if "outputs" in values else "reference"] = expected
     if output.rest is not None:
         info["run_outputs"] = produced
-    feedback = _prefixed(values, (_FEEDBACK_PREFIX,))
+    feedback = {
+        k: _number(v) if file_format == "csv" else v
+        for k, v in _prefixed(values, (_FEEDBACK_PREFIX,)).items()
+    }
+    if file_format == "csv" and "execution_time" in info:
+        info["execution_time"] = _number(info["execution_time"])
     if feedback:
         info["feedback"] = feedback
         summary.count(
@@ -143,8 +161,8 @@ def row(
     if source.conversation is not None:
         summary.count(
             "chat",
-            "{n} input{s} were chat messages: each became the item's conversation, "
-            "its last user message the input.",
+            "Chat messages as input: {n} item{s}, each with the messages as its "
+            "conversation and the last user message as its input.",
         )
     if experiment:
         summary.details["experiment"] = True
