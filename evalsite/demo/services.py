@@ -1,5 +1,6 @@
 """The demo: B's dataset, six scorers on the offline judge, a finished run and a first
-pass of reviews.
+pass of reviews; and a support agent's tool calls, scored by the code scorers of tool
+calls in a run of their own.
 
 `make run` loads it before any worker is up, so the run is executed here, in-process,
 against a private offline judge server on a free port (never through the broker).
@@ -47,6 +48,13 @@ DEMO_SCORERS: list[tuple[str, str, dict[str, Any]]] = [
     ("Answer relevancy", "answer_relevancy", {}),
     ("Content similarity", "content_similarity", {}),
 ]
+DEMO_AGENT_DATA = DEMO_DATA.with_name("support_agent.jsonl")
+DEMO_AGENT_DATASET_NAME = "Support agent tool calls (demo)"
+DEMO_AGENT_RUN_NAME = "Agent demo run (tool calls)"
+DEMO_AGENT_SCORERS: list[tuple[str, str, dict[str, Any]]] = [
+    ("Tool call accuracy", "tool_call_accuracy", {}),
+    ("Trajectory accuracy", "trajectory_accuracy", {"ordering": "relaxed"}),
+]
 _THREADS = 4
 
 
@@ -75,9 +83,14 @@ def demo_load(
     3. The six demo scorers (matched by name).
     4. With `with_run` and no finished run yet: a run of all six, judged to completion
        here by a thread pool against a private offline judge.
+    5. The agent dataset, its two scorers and (with `with_run`) their run.
     """
     judge = judge_create_offline(project)
-    dataset = project.datasets.order_by("created_at", "pk").first()
+    dataset = (
+        project.datasets.exclude(name=DEMO_AGENT_DATASET_NAME)
+        .order_by("created_at", "pk")
+        .first()
+    )
     if dataset is None:
         dataset = dataset_create_from_path(
             project=project, user=user, path=DEMO_DATA, name=DEMO_DATASET_NAME
@@ -100,8 +113,9 @@ def demo_load(
         scorers.append(scorer)
     finished = Run.objects.filter(
         project=project, status__in=(Run.Status.DONE, Run.Status.DONE_WITH_ERRORS)
-    )
+    ).exclude(name=DEMO_AGENT_RUN_NAME)
     if not with_run or finished.exists():
+        _demo_agent(project=project, user=user, with_run=with_run, stdout=stdout)
         return
     started = time.monotonic()
     run = run_start(
@@ -135,6 +149,58 @@ def demo_load(
     _say(stdout, f"demo reviews: {reviewed} faithfulness results reviewed by 'demo'")
     queues = _demo_team_review(run=run, user=user)
     _say(stdout, f"demo team review: {queues}")
+    _demo_agent(project=project, user=user, with_run=with_run, stdout=stdout)
+
+
+def _demo_agent(
+    *, project: Project, user: User, with_run: bool, stdout: _Writer | None
+) -> None:
+    """The agent dataset (support_agent.jsonl), its tool-call scorers and a finished
+    run of them: code scorers, computed here without a judge. Idempotent."""
+    dataset = project.datasets.filter(name=DEMO_AGENT_DATASET_NAME).first()
+    if dataset is None:
+        dataset = dataset_create_from_path(
+            project=project,
+            user=user,
+            path=DEMO_AGENT_DATA,
+            name=DEMO_AGENT_DATASET_NAME,
+        )
+        _say(stdout, f"demo agent dataset: {dataset.item_count} items")
+    scorers = []
+    for name, kind, options in DEMO_AGENT_SCORERS:
+        scorer = ScorerConfig.objects.filter(
+            project=project, name=name, archived=False
+        ).first()
+        if scorer is None:
+            scorer = scorer_create(
+                project=project, user=user, name=name, kind=kind, options=options
+            )
+        scorers.append(scorer)
+    if (
+        not with_run
+        or Run.objects.filter(project=project, name=DEMO_AGENT_RUN_NAME)
+        .exclude(status__in=(Run.Status.CANCELLED, Run.Status.FAILED))
+        .exists()
+    ):
+        return
+    run = run_start(
+        project=project,
+        user=user,
+        dataset=dataset,
+        scorers=scorers,
+        name=DEMO_AGENT_RUN_NAME,
+        enqueue=False,
+    )
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, started_at=timezone.now()
+    )
+    for pk in (
+        Result.objects.filter(run=run).order_by("pk").values_list("pk", flat=True)
+    ):
+        result_score(result_id=pk)
+    run_finish_if_complete(run_id=run.pk)
+    run.refresh_from_db()
+    _say(stdout, f"demo agent run #{run.pk}: {run.get_status_display()}")
 
 
 def _demo_reviews(*, run: Run, user: User) -> int:

@@ -8,6 +8,11 @@ import pytest
 from django.core.management import call_command
 
 from evalsite.accounts.models import Project
+from evalsite.demo.services import (
+    DEMO_AGENT_DATASET_NAME,
+    DEMO_AGENT_RUN_NAME,
+    DEMO_DATASET_NAME,
+)
 from evalsite.evals.models import Result, Run
 from evalsite.review.models import Override, ReviewQueue
 
@@ -20,10 +25,10 @@ def test_load_demo_builds_a_finished_reviewed_run_once():
     call_command("load_demo", stdout=out)  # idempotent: nothing new the second time
 
     project = Project.objects.get(memberships__user__username="demo")
-    assert project.datasets.count() == 1
-    dataset = project.datasets.get()
+    assert project.datasets.count() == 2  # the RAG dataset and the agent's
+    dataset = project.datasets.get(name=DEMO_DATASET_NAME)
     assert dataset.item_count >= 50
-    run = Run.objects.get(project=project)
+    run = Run.objects.exclude(name=DEMO_AGENT_RUN_NAME).get(project=project)
     assert run.status == Run.Status.DONE
     scorer_count = run.run_scorers.count()
     assert scorer_count >= 5
@@ -56,3 +61,27 @@ def test_load_demo_builds_a_finished_reviewed_run_once():
     yours = ReviewQueue.objects.get(project=project, name__startswith="Your turn")
     assert yours.overlap == 2
     assert set(yours.entries.values_list("state", "answers")) == {("open", 1)}
+
+
+def test_load_demo_scores_the_agent_dataset_by_its_tool_calls():
+    call_command("load_demo", stdout=StringIO())
+    call_command("load_demo", stdout=StringIO())  # idempotent
+
+    project = Project.objects.get(memberships__user__username="demo")
+    dataset = project.datasets.get(name=DEMO_AGENT_DATASET_NAME)
+    assert dataset.item_count == 10
+    item = dataset.items.get(index=0)
+    assert item.system_prompt and item.conversation and item.tool_calls
+    run = Run.objects.get(project=project, name=DEMO_AGENT_RUN_NAME)
+    assert run.status == Run.Status.DONE
+    scores: dict[tuple[str, str], list[float]] = {}
+    for kind, case_type, score in Result.objects.filter(run=run).values_list(
+        "run_scorer__kind", "item__metadata__case_type", "judge_score"
+    ):
+        scores.setdefault((kind, case_type), []).append(score)
+    # The correct runs score 1 on both; the faulty ones below 1 on trajectory accuracy.
+    assert set(scores["tool_call_accuracy", "correct"]) == {1.0}
+    assert set(scores["trajectory_accuracy", "correct"]) == {1.0}
+    for case_type in ("wrong_order", "missing_tool", "wrong_arguments"):
+        assert max(scores["trajectory_accuracy", case_type]) < 1, case_type
+    assert set(scores["tool_call_accuracy", "missing_tool"]) == {0.0}
