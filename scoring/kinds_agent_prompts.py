@@ -24,7 +24,7 @@ from pydantic import Field
 
 from scoring.client import Plan
 from scoring.errors import CaseError, JudgeError
-from scoring.prompts import STEPS, Messages, Reply, Step, _system, block, neutralise
+from scoring.prompts import STEPS, Messages, Reply, Step, _system, neutralise
 from scoring.toolcalls import _steps, tool_names
 
 __all__ = [
@@ -283,7 +283,9 @@ def expected_steps(
 def _input_block(case: Mapping[str, Any]) -> str:
     text = _text(case, "input")
     return (
-        block("input", text) if text.strip() else "<input>\n(no input given)\n</input>"
+        agent_block("input", text)
+        if text.strip()
+        else "<input>\n(no input given)\n</input>"
     )
 
 
@@ -310,7 +312,7 @@ def agent_first_messages(
             for i, c in enumerate(options["criteria"])
         )
         user = (
-            f"{_input_block(case)}\n\n{block('output', _text(case, 'output'))}\n\n"
+            f"{_input_block(case)}\n\n{agent_block('output', _text(case, 'output'))}\n\n"
             f"{criteria}\n\nJudge every criterion."
         )
     elif kind == "multi_turn_judge":
@@ -334,7 +336,7 @@ def agent_first_messages(
         )
         user = (
             f"{_system_block(case)}{_input_block(case)}\n\n"
-            f"{block('output', _text(case, 'output'))}\n\n{_calls_blocks(case)}\n\n"
+            f"{agent_block('output', _text(case, 'output'))}\n\n{_calls_blocks(case)}\n\n"
             f"{agent_block('available_tools', listed or '(not listed)')}\n\n"
             "Judge every tool call."
         )
@@ -349,7 +351,7 @@ def agent_first_messages(
             else "(no expected trajectory: judge from the task)"
         )
         user = (
-            f"{_input_block(case)}\n\n{block('output', _text(case, 'output'))}\n\n"
+            f"{_input_block(case)}\n\n{agent_block('output', _text(case, 'output'))}\n\n"
             f"{_calls_blocks(case)}\n\n{wanted}\n\nAssess every step."
         )
     else:
