@@ -241,5 +241,8 @@ def dataset_detail(
                 for c in dataset.columns
                 if c not in set((dataset.mapping or {}).values())
             ],
+            "agent_mapping": [
+                (name, dataset.mapping[name]) for name in dataset.agent_fields
+            ],
         },
     )

@@ -416,3 +416,31 @@ def test_mapping_page_shows_agent_problems(client, project, owner, settings, tmp
 def test_application_error_is_the_base_of_upload_errors():
     # The API maps ApplicationError to 400 once: agent problems ride on it.
     assert issubclass(DatasetUploadError, ApplicationError)
+
+
+@pytest.mark.django_db
+def test_dataset_page_sums_up_each_items_agent_data(client, project, owner):
+    dataset = dataset_create(
+        project=project,
+        user=owner,
+        file=upload("agent.jsonl", jsonl(AGENT_ROW, {"input": "q", "output": "a"})),
+        name="agent",
+    )
+    plain = dataset_create(
+        project=project,
+        user=owner,
+        file=upload("d.csv", b"input,output\nq,a\n"),
+        name="d",
+    )
+    login(client, owner)
+    body = client.get(
+        reverse("datasets:detail", args=[project.pk, dataset.pk])
+    ).content.decode()
+    assert "<th>tool_calls</th><td>tool_calls</td>" in body  # the mapping
+    assert "<th>Agent</th>" in body
+    assert "5 turns" in body
+    assert "2 tool calls: <code>search_flights</code>, <code>summarise</code>" in body
+    plain_body = client.get(
+        reverse("datasets:detail", args=[project.pk, plain.pk])
+    ).content.decode()
+    assert "<th>Agent</th>" not in plain_body
