@@ -148,6 +148,11 @@ class CompareForm(forms.Form):
     per_page = forms.IntegerField(required=False, min_value=1, max_value=500)
     a_item = forms.IntegerField(required=False, min_value=1)
     b_item = forms.IntegerField(required=False, min_value=1)
+    # The runs list sends its ticked runs newest first; order=oldest makes the
+    # oldest the baseline (A), as a before → after comparison reads.
+    order = forms.ChoiceField(
+        required=False, choices=[("", "as chosen"), ("oldest", "oldest first")]
+    )
 
     def __init__(self, *args: Any, project: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -197,6 +202,8 @@ class CompareForm(forms.Form):
             self.foreign_run = True
             self.add_error(None, "No such run in this project.")
             return data
+        if data.get("order") == "oldest":
+            runs.sort(key=lambda r: (r.created_at, r.pk))  # type: ignore[union-attr]  # None refused above
         data["runs"] = runs
         data["match"] = data.get("match") or "key"
         data["key"] = (data.get("key") or "").strip() or "id"

@@ -168,8 +168,12 @@ def test_compare_page_needs_two_to_four_distinct_runs(client, viewer, project, r
     url = reverse("review:compare", args=[project.pk])
     login(client, viewer)
     assert client.get(url).status_code == 200  # the empty form
-    one = client.get(f"{url}?runs={a.pk}")
-    assert one.status_code == 400 and "Choose 2 to 4 runs" in one.content.decode()
+    one = client.get(f"{url}?runs={a.pk}")  # from a run page: A chosen, B to pick
+    assert one.status_code == 200 and "Choose a run B" in one.content.decode()
+    one = client.get(f"{url}?runs={a.pk}&only=flips")
+    assert one.status_code == 200 and f'value="{a.pk}" selected' in one.content.decode()
+    three_same = client.get(f"{url}?runs={a.pk}&runs={b.pk}&runs={a.pk}")
+    assert three_same.status_code == 400
     same = client.get(f"{url}?runs={a.pk}&runs={a.pk}")
     assert same.status_code == 400 and "different runs" in same.content.decode()
     five = "&".join(f"runs={pk}" for pk in [a.pk, b.pk, a.pk, b.pk, a.pk])
@@ -201,9 +205,7 @@ def test_runs_of_another_project_are_not_found(client, outsider, project, runs):
     )
 
 
-def test_member_with_runs_in_two_projects_cannot_mix_them(
-    client, owner, project, runs
-):
+def test_member_with_runs_in_two_projects_cannot_mix_them(client, owner, project, runs):
     from evalsite.accounts.models import Role
     from tests.factories import MembershipFactory
 

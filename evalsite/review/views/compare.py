@@ -44,6 +44,10 @@ def _compare_context(
     }
     if not form.is_bound:
         return context, 200
+    if len(form.raw_runs) == 1 and not with_item:
+        # From a run page's "Compare with other runs": run A chosen, B still to pick.
+        context["compare_prompt"] = "Choose a run B (and optionally C and D)."
+        return context, 200
     if not form.is_valid():
         if form.foreign_run:
             raise Http404("No such run in this project.")
