@@ -102,6 +102,7 @@ def _mount_routers() -> None:
     api.add_router("", evals_router)
     api.add_router("", review_router)
     api.add_router("", "evalsite.exports.api.router")
+    api.add_router("", "evalsite.review.api.imports.router")
 
 
 _mount_routers()

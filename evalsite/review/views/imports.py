@@ -1,0 +1,219 @@
+"""The Import page: a file from promptfoo, Langfuse or LangSmith, previewed, then
+imported as a dataset (and a finished run of its judge verdicts).
+
+Here rather than in the datasets views because the run it makes is the evals app's
+and datasets sits below evals in the app layers. The file is uploaded once and kept on
+disk between the two steps, as the dataset upload does (datasets.uploads).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from django.contrib import messages
+from django.core.files import File
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from evalsite.accounts.models import Project
+from evalsite.accounts.selectors import project_get_for_user
+from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.datasets import uploads
+from evalsite.datasets.imports.base import TOOL_LABELS, ImportedRow
+from evalsite.datasets.imports.forms import ConfirmForm, ImportForm, PreviewOptionsForm
+from evalsite.datasets.imports.services import (
+    ImportPreview,
+    import_detect,
+    import_preview,
+)
+from evalsite.datasets.parsing import Problem
+from evalsite.datasets.services import dataset_check_upload
+from evalsite.review.services.imports import import_create
+
+_SESSION_KEY = "dataset_imports"
+
+
+def _problems_of(exc: ApplicationError) -> list[Problem]:
+    problems = getattr(exc, "problems", None)
+    if problems:
+        return list(problems)
+    return [Problem(msg, column=field) for field, msg in exc.field_errors.items()]
+
+
+@require_http_methods(["GET", "POST"])
+def import_start(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
+    """Step 1: the file and (optionally) its tool; kept on disk for the preview."""
+    project = project_get_for_user(user=request.user, pk=project_id, write=True)
+    if request.method == "GET":
+        return render(
+            request, "datasets/import.html", {"project": project, "form": ImportForm()}
+        )
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return render(
+            request,
+            "datasets/import.html",
+            {"project": project, "form": form},
+            status=400,
+        )
+    upload = form.cleaned_data["file"]
+    tool = form.cleaned_data["tool"] or None
+    try:
+        # Size first, so an oversized file is refused before it is copied anywhere;
+        # then whether it is a format we import at all.
+        dataset_check_upload(file=upload)
+        import_detect(file=upload, tool=tool)
+        token = uploads.upload_store(file=upload)
+    except ApplicationError as exc:
+        return render(
+            request,
+            "datasets/import.html",
+            {
+                "project": project,
+                "form": form,
+                "error": exc.message,
+                "problems": _problems_of(exc),
+            },
+            status=400,
+        )
+    now = time.time()
+    pending = {
+        t: info
+        for t, info in request.session.get(_SESSION_KEY, {}).items()
+        if now - info.get("created", 0) <= uploads.MAX_AGE_SECONDS
+    }
+    pending[token] = {
+        "project_id": project.pk,
+        "user_id": request.user.pk,
+        "filename": os.path.basename(upload.name or ""),
+        "name": form.cleaned_data["name"],
+        "tool": tool or "",
+        "created": now,
+    }
+    request.session[_SESSION_KEY] = pending
+    return redirect("imports:preview", project_id=project.pk, token=token)
+
+
+def _pending(
+    request: AuthenticatedHttpRequest, project: Project, token: str
+) -> tuple[dict[str, Any], File[bytes]]:
+    """The stored file for `token` if this user started it in this project, else 404."""
+    info = request.session.get(_SESSION_KEY, {}).get(token)
+    if (
+        not info
+        or info.get("project_id") != project.pk
+        or info.get("user_id") != request.user.pk
+        or time.time() - info.get("created", 0) > uploads.MAX_AGE_SECONDS
+    ):
+        raise Http404("This import has expired; choose the file again.")
+    path = uploads.upload_path(token)
+    if path is None:
+        raise Http404("This import has expired; choose the file again.")
+    return info, File(open(path, "rb"), name=info["filename"])  # noqa: SIM115
+
+
+def _forget(request: AuthenticatedHttpRequest, token: str) -> None:
+    uploads.upload_discard(token)
+    pending = request.session.get(_SESSION_KEY, {})
+    pending.pop(token, None)
+    request.session[_SESSION_KEY] = pending
+
+
+def _row_cells(row: ImportedRow) -> dict[str, Any]:
+    verdict = row.verdict
+    if verdict is None:
+        shown = ""
+    elif verdict.analysis is None:
+        shown = f"error: {verdict.error}"
+    else:
+        shown = (
+            f"{verdict.analysis['category']} ({'pass' if verdict.passed else 'fail'})"
+        )
+        if verdict.inferred:
+            shown += " · category not in the file"
+    return {"row": row, "verdict": shown}
+
+
+@require_http_methods(["GET", "POST"])
+def import_preview_view(
+    request: AuthenticatedHttpRequest, project_id: int, token: str
+) -> HttpResponse:
+    """Step 2: what will be imported (counts, warnings, first items); then import it."""
+    project = project_get_for_user(user=request.user, pk=project_id, write=True)
+    info, file = _pending(request, project, token)
+    source = request.POST if request.method == "POST" else request.GET
+    options = PreviewOptionsForm(
+        source
+        if ("tool" in source or "input_var" in source)
+        else {"tool": info.get("tool", "")}
+    )
+    if not options.is_valid():
+        return HttpResponse("Invalid format or input choice.", status=400)
+    tool = options.cleaned_data["tool"] or None
+    input_var = options.cleaned_data["input_var"] or None
+    context: dict[str, Any] = {
+        "project": project,
+        "info": info,
+        "token": token,
+        "options": options,
+    }
+    with file:
+        try:
+            preview: ImportPreview | None = import_preview(
+                file=file, tool=tool, input_var=input_var
+            )
+        except ApplicationError as exc:
+            preview = None
+            context.update(error=exc.message, problems=_problems_of(exc))
+        if preview is not None:
+            context.update(
+                preview=preview,
+                tool_label=TOOL_LABELS.get(preview.tool, preview.tool),
+                summary=preview.summary,
+                # Plain dicts: a template looks `items` up in a Counter as a key.
+                counts=preview.summary.as_dict(),
+                rows=[_row_cells(r) for r in preview.rows],
+            )
+        initial = {
+            "name": info.get("name") or (preview.name if preview else ""),
+            "tool": tool or "",
+            "input_var": input_var or "",
+        }
+        if request.method == "GET" or preview is None:
+            context["form"] = ConfirmForm(initial=initial)
+            status = 200 if preview is not None or request.method == "GET" else 400
+            return render(
+                request, "datasets/import_preview.html", context, status=status
+            )
+        form = ConfirmForm(request.POST)
+        if not form.is_valid():
+            context["form"] = form
+            return render(request, "datasets/import_preview.html", context, status=400)
+        try:
+            outcome = import_create(
+                project=project,
+                user=request.user,
+                file=file,
+                name=form.cleaned_data["name"],
+                tool=tool,
+                input_var=input_var,
+                run_name=form.cleaned_data["run_name"],
+            )
+        except ApplicationError as exc:
+            context.update(form=form, error=exc.message, problems=_problems_of(exc))
+            return render(request, "datasets/import_preview.html", context, status=400)
+    _forget(request, token)
+    dataset, run = outcome.dataset, outcome.run
+    text = f"Imported {dataset.item_count} items as “{dataset.name}” v{dataset.version}"
+    if run is not None:
+        messages.success(
+            request,
+            f"{text}, and {run.total} {outcome.summary.scorer} verdicts as run “{run}”.",
+        )
+        return redirect("evals:run_detail", project_id=project.pk, pk=run.pk)
+    messages.success(request, f"{text}.")
+    return redirect("datasets:detail", project_id=project.pk, dataset_id=dataset.pk)
