@@ -138,3 +138,23 @@ def test_import_needs_csrf(project, owner):
     client = Client(enforce_csrf_checks=True)
     login(client, owner)
     assert start(client, project).status_code == 403
+
+
+def test_imported_run_pages_render(client, project, owner):
+    """The run page, its explorer and a result's review page take a run whose scorer
+    has no config and no judge connection (the grading happened in promptfoo)."""
+    login(client, owner)
+    preview_url = start(client, project)["Location"]
+    client.post(preview_url, {"name": "pf"})
+    run = Run.objects.get()
+    page = client.get(reverse("evals:run_detail", args=[project.pk, run.pk]))
+    assert page.status_code == 200
+    assert "file://grader.js" in page.content.decode()
+    page = client.get(reverse("review:explorer", args=[project.pk, run.pk]))
+    assert page.status_code == 200
+    result = run.results.get(item__index=3)
+    page = client.get(reverse("review:item", args=[project.pk, result.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Mars has two moons" in html
+    assert "disagrees" in html  # category D's label, overridable on this page
