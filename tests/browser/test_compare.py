@@ -1,0 +1,110 @@
+"""Real browser: from the runs list, tick two runs of two dataset versions, compare
+them, keep the regressed items and read one side by side with its word diff."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from evalsite.accounts.models import Role
+from tests.browser.conftest import login
+from tests.factories import (
+    DatasetFactory,
+    MembershipFactory,
+    ProjectFactory,
+    UserFactory,
+)
+from tests.review.builders import judged_claims, make_run
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+GOOD, HALF, BAD = (
+    judged_claims("yes", "yes"),
+    judged_claims("yes", "no"),
+    judged_claims("no", "no"),
+)
+
+
+def _rows(spec):
+    return [
+        {"input": q, "output": out, "metadata": {"id": key}} for key, q, out in spec
+    ]
+
+
+@pytest.fixture
+def scene():
+    project = ProjectFactory(name="Browser compare")
+    MembershipFactory(
+        project=project, user=UserFactory(username="victor"), role=Role.VIEWER
+    )
+    v1 = DatasetFactory(
+        project=project,
+        name="qa",
+        rows=_rows(
+            [
+                ("q1", "Capital of France?", "Paris is the capital of France."),
+                ("q2", "Largest planet?", "Jupiter is the largest planet."),
+                ("q3", "Removed question?", "Gone in v2."),
+            ]
+        ),
+    )
+    v2 = DatasetFactory(
+        project=project,
+        name="qa",
+        rows=_rows(
+            [
+                ("q2", "Largest planet?", "Jupiter is the largest planet."),
+                ("q1", "Capital of France?", "Lyon is the capital of France."),
+                ("q4", "Added question?", "New in v2."),
+            ]
+        ),
+    )
+    a = make_run(project, dataset=v1, analyses={"faithfulness": [GOOD, HALF, GOOD]})
+    b = make_run(project, dataset=v2, analyses={"faithfulness": [GOOD, BAD, GOOD]})
+    return project, a, b
+
+
+def test_runs_list_to_compare_filter_regressed_and_side_by_side(
+    page, live_server, scene
+):
+    project, a, b = scene
+    login(page, live_server, "victor", "pw")
+    page.goto(f"{live_server.url}/projects/{project.pk}/runs/")
+
+    page.check(f"#compare-runs input[name=runs][value='{a.pk}']")
+    page.check(f"#compare-runs input[name=runs][value='{b.pk}']")
+    page.click("#compare-selected")
+    page.wait_for_url(re.compile(r"/compare/\?"))
+
+    # The older run is the baseline; the versions' items matched by id.
+    summary = page.locator("#compare-summary")
+    assert f"#{a.pk}" in summary.locator("h3").first.inner_text().split(" vs ")[0]
+    match = page.locator("#compare-match-B").inner_text()
+    assert "2 matched" in match and "1 only in A (removed)" in match
+    assert "1 only in B (added)" in match
+    assert "McNemar" in page.locator("#compare-methods").inner_text()
+    assert page.locator("#compare-rows tbody tr").count() == 2
+
+    # Keep the regressed items (htmx swaps the body and pushes the URL).
+    page.click("#compare-filters a[data-only=regressions]")
+    page.wait_for_url(re.compile(r"only=regressions"))
+    rows = page.locator("#compare-rows tbody tr")
+    assert rows.count() == 1
+    assert "Capital of France?" in rows.first.inner_text()
+    assert "regression" in (rows.first.get_attribute("class") or "")
+
+    # Side by side, with the word diff of the two outputs.
+    rows.first.locator("a.compare-side").click()
+    side = page.locator("#compare-side-by-side")
+    side.locator("#compare-word-diff").wait_for()
+    assert "Paris is the capital of France." in side.inner_text()
+    assert "Lyon is the capital of France." in side.inner_text()
+    assert (
+        side.locator("#compare-word-diff pre del").first.inner_text().strip() == "Paris"
+    )
+    assert (
+        side.locator("#compare-word-diff pre ins").first.inner_text().strip() == "Lyon"
+    )
+    # The filter is still in place around it.
+    assert page.locator("#compare-rows tbody tr").count() == 1
