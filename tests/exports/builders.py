@@ -141,6 +141,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         project=project, run=run, name="failing", size=1, created_by=owner
     )
     entry = QueueEntryFactory(queue=queue, result=result, position=1)
+    pairwise = _pairwise_queue(project, run, other_run, item, owner)
     token, raw = api_token_create(user=owner, name="world")
     saved_filter = SavedFilterFactory(project=project, user=owner)
     invitation = InvitationFactory(project=project, created_by=owner)
@@ -163,6 +164,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         "audit": audit,
         "queue": queue,
         "entry": entry,
+        "pairwise": pairwise,
         "token": token,
         "raw_token": raw,
         "saved_filter": saved_filter,
@@ -174,3 +176,26 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         .first()
         or project.memberships.get(user=owner),
     }
+
+
+def _pairwise_queue(
+    project: Project, run: Run, other_run: Run, item: Any, owner: Any
+) -> Any:
+    """A pairwise queue of one pair (issue 19 part 2). Made directly: the service
+    refuses runs of one dataset, whose outputs are the same."""
+    from evalsite.review.models import PairwiseItem, ReviewQueue
+
+    queue = ReviewQueue.objects.create(
+        project=project,
+        run=run,
+        run_b=other_run,
+        kind=ReviewQueue.Kind.PAIRWISE,
+        name="pairwise",
+        size=1,
+        pairing={"match": "input", "seed": 0},
+        created_by=owner,
+    )
+    PairwiseItem.objects.create(
+        queue=queue, position=1, item_a=item, item_b=item, a_left=True
+    )
+    return queue

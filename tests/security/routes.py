@@ -92,6 +92,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "override_id": world["override"],
         "item_id": world["item"],
         "queue_id": world["queue"],
+        "pairwise_id": world["pairwise"],
         "token_id": world["token"],
         "membership_id": world["reviewer_membership"],
         "invitation_id": world["invitation"],

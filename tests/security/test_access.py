@@ -164,6 +164,10 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         ("POST", "/queues/{queue_id}/entries/{position}/adjudication"): {
             "passed": True
         },
+        ("POST", "/runs/{run_id}/pairwise"): {"run_b_id": world["other_run"].pk},
+        ("POST", "/pairwise/{pairwise_id}/pairs/{position}/preferences"): {
+            "side": "left"
+        },
     }
 
 

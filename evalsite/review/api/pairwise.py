@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.db.models import QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.http import Http404
 from django.urls import reverse
 from ninja import Field, Router, Schema, Status
@@ -343,7 +343,15 @@ def pairwise_pairs_api(
 ) -> QuerySet[PairwiseItem]:
     """The queue's pairs in order (no answers: read one pair for those)."""
     queue = pairwise_get_for_user(user=request.user, pk=pairwise_id)
-    return PairwiseItem.objects.filter(queue=queue).order_by("position")
+    return (
+        PairwiseItem.objects.filter(queue=queue)
+        .annotate(
+            complete=ExpressionWrapper(
+                Q(answers__gte=queue.overlap), output_field=BooleanField()
+            )
+        )
+        .order_by("position")
+    )
 
 
 @router.get("/pairwise/{pairwise_id}/pairs/{position}", response=PairOut)
