@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 # Pages whose ids cannot come from the world: the upload token lives in the session of
 # whoever uploaded, so even the owner gets 404 for a made-up one; an invitation link's
 # token is stored hashed only, so a made-up one is unknown to everyone alike.
-OWNER_404_OK = {"datasets:map", "accounts:invite"}
+OWNER_404_OK = {"datasets:map", "imports:preview", "accounts:invite"}
 
 # Operations that are not about one project's objects.
 UNSCOPED_OPS = {("GET", "/projects"), ("POST", "/projects")}
@@ -116,6 +116,7 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         ("POST", "/projects/{project_id}/invitations"): {"role": "owner", "days": 7},
         ("POST", "/projects/{project_id}/invitations/{invitation_id}/revoke"): None,
         ("POST", "/projects/{project_id}/datasets"): "multipart",
+        ("POST", "/projects/{project_id}/imports"): "multipart",
         ("POST", "/projects/{project_id}/judges"): {
             "name": "another",
             "base_url": "http://127.0.0.1:9/v1",
