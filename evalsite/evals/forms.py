@@ -121,25 +121,48 @@ class ListOptionField(forms.Field):
 
 
 class JsonOptionField(forms.Field):
-    """An option whose value is JSON the generated fields cannot lay out (a list of
-    objects, a free-form object): edited as JSON text."""
+    """A list or object option the generated fields cannot lay out (criteria, tool
+    lists with descriptions, sequences of tools): shown as JSON (a list of tool lists
+    as one comma-separated line each), read back as JSON when it starts with [ or {,
+    else handed as text to the option's own reader (the library reads, e.g., one
+    criterion per line), whose error shows on the field."""
 
     widget = forms.Textarea
 
     def prepare_value(self, value: Any) -> Any:
         if value is None or isinstance(value, str):
             return value
+        if (
+            isinstance(value, list)
+            and value
+            and all(
+                isinstance(row, list)
+                and row
+                and all(isinstance(v, str) and not set(v) & {",", "\n"} for v in row)
+                for row in value
+            )
+        ):
+            return "\n".join(", ".join(row) for row in value)
         return json.dumps(value, ensure_ascii=False, indent=2)
 
     def to_python(self, value: Any) -> Any:
         if not isinstance(value, str):
             return value
-        if not value.strip():
+        text = value.strip()
+        if not text:
             return None
+        if text[0] not in "[{":
+            return text
         try:
-            return json.loads(value)
+            return json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"Not valid JSON: {exc.msg}.") from None
+
+
+class _NullBooleanSelect(forms.NullBooleanSelect):
+    def __init__(self) -> None:
+        super().__init__()
+        self.choices = [("unknown", "— not set —"), ("true", "Yes"), ("false", "No")]
 
 
 def _option_fields(
@@ -189,7 +212,7 @@ def _option_fields(
                 fields[key] = JsonOptionField(
                     required=False,
                     label=label,
-                    help_text=(help_text + " As JSON.").strip(),
+                    help_text=(help_text + " Or as JSON.").strip(),
                     initial=default,
                     widget=forms.Textarea(attrs={"rows": 6, "class": "json-editor"}),
                 )
@@ -217,6 +240,15 @@ def _option_fields(
                 help_text=help_text + (" Leave empty for none." if nullable else ""),
                 initial=default,
                 widget=forms.NumberInput(attrs=attrs),
+            )
+        elif "boolean" in types and nullable:
+            # Unset (None) is its own choice: a checkbox would save it as false.
+            fields[key] = forms.NullBooleanField(
+                required=False,
+                label=label,
+                help_text=help_text,
+                initial=default,
+                widget=_NullBooleanSelect(),
             )
         elif "boolean" in types:
             fields[key] = forms.BooleanField(

@@ -218,3 +218,121 @@ def test_new_scorer_form_offers_the_agent_kinds(owner_client, project):
     assert 'value="tool_call_accuracy"' in body
     assert 'name="options.expected_tool_order"' in body
     assert 'name="options.ordering"' in body
+
+
+def _submitted(form: ScorerForm) -> dict[str, str]:
+    """What a browser submits for the form as shown: every field's shown value."""
+    data: dict[str, str] = {}
+    for name in ["name", "kind", "judge", *form.option_names]:
+        bound = form[name]
+        value = bound.value()
+        if bound.widget_type == "checkbox":
+            if value:
+                data[name] = "on"
+            continue
+        if name == "judge":
+            value = getattr(value, "pk", value)
+        data[name] = "" if value is None else str(value)
+    return data
+
+
+@pytest.mark.parametrize("kind", services.scorers.SCORER_KINDS)
+def test_every_kinds_options_round_trip_through_the_create_and_edit_forms(
+    kind, owner_client, project, judge
+):
+    """The form as shown, submitted unchanged, saves the kind's defaults; the edit
+    form shows them again and saving it changes nothing (list options included)."""
+    from scoring import KINDS, validate_options
+
+    form = ScorerForm(
+        project_id=project.pk,
+        kind=kind,
+        initial={"name": kind, "judge": judge if KINDS[kind].needs_judge else None},
+    )
+    data = _submitted(form)
+    create = reverse("evals:scorer_create", args=[project.pk])
+    response = owner_client.post(create, data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    scorer = ScorerConfig.objects.get(name=kind)
+    assert scorer.options == validate_options(kind, {})
+
+    edit = ScorerForm(
+        project_id=project.pk,
+        kind=kind,
+        current_options=scorer.options,
+        initial={"name": kind, "judge": scorer.judge},
+    )
+    response = owner_client.post(
+        reverse("evals:scorer_edit", args=[project.pk, scorer.pk]), _submitted(edit)
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    latest = ScorerConfig.objects.filter(name=kind).order_by("-pk").first()
+    assert latest is not None and latest.options == scorer.options
+
+
+def test_list_of_objects_option_reads_json_or_the_options_own_lines(project, judge):
+    for text in (
+        "Gives the price\nIs polite",
+        '[{"description": "Gives the price"}, {"description": "Is polite"}]',
+    ):
+        form = ScorerForm(
+            {
+                "name": "R",
+                "kind": "rubric",
+                "judge": judge.pk,
+                "options.scale": "1",
+                "options.threshold": "0.5",
+                "options.criteria": text,
+            },
+            project_id=project.pk,
+            kind="rubric",
+        )
+        assert form.is_valid(), form.errors
+        scorer = scorer_create(
+            project=project,
+            user=None,
+            name="R",
+            kind="rubric",
+            judge=judge,
+            options=form.options(),
+        )
+        assert [c["description"] for c in scorer.options["criteria"]] == [
+            "Gives the price",
+            "Is polite",
+        ]
+    shown = ScorerForm(
+        project_id=project.pk, kind="rubric", current_options=scorer.options
+    )["options.criteria"].value()
+    assert json.loads(shown)[0]["description"] == "Gives the price"
+    sequences = ScorerForm(
+        project_id=project.pk,
+        kind="trajectory",
+        current_options={"blacklisted_sequences": [["delete", "confirm"], ["a", "b"]]},
+    )["options.blacklisted_sequences"].value()
+    assert sequences == "delete, confirm\na, b"
+
+
+def test_a_nullable_yes_no_option_keeps_not_set_apart_from_no(project):
+    """trajectory's no_redundant_calls: None (not checked) is not False; a checkbox
+    saved every unset one as false."""
+    form = ScorerForm(
+        project_id=project.pk,
+        kind="trajectory",
+        current_options={"no_redundant_calls": True},
+    )
+    html = str(form["options.no_redundant_calls"])
+    assert '<option value="true" selected>Yes</option>' in html
+    for shown, saved in (("unknown", None), ("true", True), ("false", False)):
+        bound = ScorerForm(
+            {
+                "name": "T",
+                "kind": "trajectory",
+                "options.no_redundant_calls": shown,
+                "options.scale": "1",
+            },
+            project_id=project.pk,
+            kind="trajectory",
+        )
+        assert bound.is_valid(), bound.errors
+        options = bound.options()
+        assert options.get("no_redundant_calls", None) is saved
