@@ -10,7 +10,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Exists, Q, Sum
+from django.db.models.expressions import RawSQL
 
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import JudgeCall, Run
@@ -75,6 +76,53 @@ def run_answer_reviewers(*, run: Run) -> list[str]:
     )
 
 
+@dataclass(frozen=True)
+class RunExtras:
+    """Which kinds of additions a run has at all: an export skips the per-chunk query
+    of a kind the run has none of (most runs have no comments or queue answers)."""
+
+    notes: bool = True
+    comments: bool = True
+    reviews: bool = True
+    calls: bool = True
+
+
+def run_extras_present(*, run: Run) -> RunExtras:
+    """One query: whether any result of the run has an override note, a comment, a
+    queue entry or review, a judge call."""
+    found = (
+        Run.objects.filter(pk=run.pk)
+        .annotate(
+            has_notes=Exists(
+                Override.objects.filter(
+                    result__run_id=run.pk, reverted_at__isnull=True
+                ).exclude(note="")
+            ),
+            has_comments=Exists(Comment.objects.filter(result__run_id=run.pk)),
+            has_entries=Exists(QueueEntry.objects.filter(result__run_id=run.pk)),
+            has_reviews=Exists(Review.objects.filter(result__run_id=run.pk)),
+            has_calls=Exists(JudgeCall.objects.filter(result__run_id=run.pk)),
+        )
+        .values("has_notes", "has_comments", "has_entries", "has_reviews", "has_calls")
+        .get()
+    )
+    return RunExtras(
+        notes=found["has_notes"],
+        comments=found["has_comments"],
+        reviews=found["has_entries"] or found["has_reviews"],
+        calls=found["has_calls"],
+    )
+
+
+def _among(ids: list[int]) -> Any:
+    """`ids` as the right side of an `__in` lookup. On Postgres one array parameter:
+    building, sending and parsing an IN list of 2,000 placeholders costs more than the
+    query it belongs to."""
+    if connection.vendor == "postgresql":
+        return RawSQL("SELECT unnest(%s::bigint[])", [ids])
+    return ids
+
+
 @dataclass
 class Usage:
     """A result's judge calls, summed: cost is priced on the calls that were not
@@ -123,11 +171,16 @@ _STATE_RANK: dict[str, int] = {
 
 
 def result_batch_extras(
-    *, result_ids: list[int], reviewer_ids: set[int], user_id: int | None
+    *,
+    result_ids: list[int],
+    reviewer_ids: set[int],
+    user_id: int | None,
+    present: RunExtras = RunExtras(),  # noqa: B008 - frozen, never mutated
 ) -> BatchExtras:
     """Overrides' notes, reviewer names, comments, queue answers, adjudications, queue
-    entries and judge usage of these results: six queries whatever their number (the
-    export calls this once per chunk of 2,000, never per result).
+    entries and judge usage of these results: at most six queries whatever their
+    number (the export calls this once per chunk of 2,000, never per result), fewer
+    when the run has none of a kind (`present`).
 
     Blind review as in the reviews API (`answers_visible`): an answer on an entry of an
     overlap queue still taking answers is left out unless `user_id` answered that entry
@@ -137,12 +190,15 @@ def result_batch_extras(
     """
     extras = BatchExtras()
     user_model = get_user_model()
+    among = _among(result_ids)
 
     for result_id, note in (
-        Override.objects.filter(result_id__in=result_ids, reverted_at__isnull=True)
+        Override.objects.filter(result_id__in=among, reverted_at__isnull=True)
         .exclude(note="")
         .order_by("created_at", "id")
         .values_list("result_id", "note")
+        if present.notes
+        else ()
     ):
         extras.notes.setdefault(result_id, []).append(note)
 
@@ -153,9 +209,11 @@ def result_batch_extras(
         }
 
     for result_id, author, created_at, body in (
-        Comment.objects.filter(result_id__in=result_ids)
+        Comment.objects.filter(result_id__in=among)
         .order_by("created_at", "id")
         .values_list("result_id", "user__username", "created_at", "body")
+        if present.comments
+        else ()
     ):
         extras.comments.setdefault(result_id, []).append(
             {"author": author, "created_at": created_at, "body": body}
@@ -163,7 +221,7 @@ def result_batch_extras(
 
     entries: dict[tuple[int, int], tuple[int, str, dict[str, Any], Any]] = {}
     for result_id, queue_id, overlap, state, decision, decided_at in (
-        QueueEntry.objects.filter(result_id__in=result_ids)
+        QueueEntry.objects.filter(result_id__in=among)
         .order_by()
         .values_list(
             "result_id",
@@ -173,6 +231,8 @@ def result_batch_extras(
             "decision",
             "decided_at",
         )
+        if present.reviews
+        else ()
     ):
         entries[(result_id, queue_id)] = (overlap, state, decision, decided_at)
         if overlap < 2:
@@ -190,22 +250,26 @@ def result_batch_extras(
                 decided_at,
             )
 
-    reviews = list(
-        Review.objects.filter(result_id__in=result_ids)
-        .order_by("created_at", "id")
-        .values_list(
-            "result_id",
-            "queue_id",
-            "queue__name",
-            "kind",
-            "reviewer_id",
-            "reviewer__username",
-            "passed",
-            "score",
-            "flips",
-            "note",
-            "seconds",
-            "created_at",
+    reviews = (
+        []
+        if not present.reviews
+        else list(
+            Review.objects.filter(result_id__in=among)
+            .order_by("created_at", "id")
+            .values_list(
+                "result_id",
+                "queue_id",
+                "queue__name",
+                "kind",
+                "reviewer_id",
+                "reviewer__username",
+                "passed",
+                "score",
+                "flips",
+                "note",
+                "seconds",
+                "created_at",
+            )
         )
     )
     answered_by_user = {
@@ -275,7 +339,7 @@ def result_batch_extras(
         paid_prompt,
         paid_completion,
     ) in (
-        JudgeCall.objects.filter(result_id__in=result_ids)
+        JudgeCall.objects.filter(result_id__in=among)
         .order_by()
         .values("result_id")
         .annotate(
@@ -297,6 +361,8 @@ def result_batch_extras(
             "paid_prompt",
             "paid_completion",
         )
+        if present.calls
+        else ()
     ):
         extras.usage[result_id] = Usage(
             calls=calls,

@@ -68,6 +68,7 @@ import io
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, Literal
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -82,6 +83,7 @@ from evalsite.exports.selectors import (
     dataset_metadata_keys,
     result_batch_extras,
     run_answer_reviewers,
+    run_extras_present,
 )
 from evalsite.lib.csvsafe import safe_cell
 from evalsite.review.schemas import ResultQuery
@@ -302,12 +304,13 @@ def _cost(usage: Usage, price: tuple[float, float] | None) -> float | None:
 
 
 def _result_chunks(
-    qs: QuerySet[Result], user: AnyUser
+    qs: QuerySet[Result], run: Run, user: AnyUser
 ) -> Iterator[tuple[list[tuple[Any, ...]], BatchExtras]]:
     """Result rows as tuples (`_RESULT_VALUES`), 2000 at a time, with what reviewers
     and the judge added to that chunk (`result_batch_extras`: a fixed number of
     queries per chunk, never one per row, and never anything for the whole run)."""
     user_id = user.pk if user.is_authenticated else None
+    present = run_extras_present(run=run)
     rows = qs.values_list(*_RESULT_VALUES).iterator(chunk_size=CHUNK_SIZE)
     for chunk in _batched(rows, CHUNK_SIZE):
         extras = result_batch_extras(
@@ -318,6 +321,7 @@ def _result_chunks(
                 if row[_REVIEWED_BY_AT] is not None
             },
             user_id=user_id,
+            present=present,
         )
         yield chunk, extras
 
@@ -333,7 +337,7 @@ def _result_records(
         (name, _AGENT_AT + list(AGENT_COLUMNS).index(name))
         for name in run.dataset.agent_fields
     ]
-    for chunk, extras in _result_chunks(qs, user):
+    for chunk, extras in _result_chunks(qs, run, user):
         for row in chunk:
             result_id = row[0]
             record: dict[str, Any] = {
@@ -452,6 +456,11 @@ class RunLayout:
         ]
         self._head = [name for name, _ in (*RUN_HEAD, *agent)]
         self._tail = [name for name, _ in (*RUN_TAIL, *RUN_EXTRA)]
+        # itemgetter: one C call per row for each run of plain columns (the hot path).
+        self._get_head = itemgetter(*self._head)
+        self._get_tail = itemgetter(*self._tail)
+        self._notes_at = self._tail.index("override_notes")
+        self._comments_at = self._tail.index("comments")
 
     @property
     def names(self) -> list[str]:
@@ -459,17 +468,15 @@ class RunLayout:
 
     def values(self, record: dict[str, Any]) -> list[Any]:
         """The record's values in column order (still Python types)."""
-        values = [record[name] for name in self._head]
+        values = list(self._get_head(record))
         if self.metadata_keys:
             meta = record["metadata"]
-            values.extend(meta.get(k) for k in self.metadata_keys)
-        for name in self._tail:
-            value = record[name]
-            if name == "override_notes":
-                value = NOTES_SEPARATOR.join(value) if value else None
-            elif name == "comments":
-                value = _comments_text(value)
-            values.append(value)
+            values.extend([meta.get(k) for k in self.metadata_keys])
+        tail = list(self._get_tail(record))
+        notes = tail[self._notes_at]
+        tail[self._notes_at] = NOTES_SEPARATOR.join(notes) if notes else None
+        tail[self._comments_at] = _comments_text(tail[self._comments_at])
+        values += tail
         if self.reviewers:
             latest = {a["reviewer"]: a for a in record["answers"]}
             for name in self.reviewers:

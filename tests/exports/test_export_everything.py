@@ -13,6 +13,8 @@ import re
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evalsite.accounts.models import Role
@@ -434,16 +436,13 @@ def _annotated_run(project, owner, reviewer, n_items: int):
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_query_count_is_constant_per_chunk_not_per_result(
-    client, owner, reviewer, project, fmt, monkeypatch, django_assert_num_queries
+    client, owner, reviewer, project, fmt, monkeypatch
 ):
     monkeypatch.setattr(services, "CHUNK_SIZE", 10)
     runs = {n: _annotated_run(project, owner, reviewer, n) for n in (10, 20, 40)}
     login(client, owner)
     counts = {}
     for n, run in runs.items():
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
-
         with CaptureQueriesContext(connection) as ctx:
             body = _body(client.get(_url(run, fmt)))
         assert body
@@ -453,3 +452,19 @@ def test_query_count_is_constant_per_chunk_not_per_result(
     # entries, reviews, usage), whatever the chunk holds: never one per result.
     assert 0 < per_chunk <= 6, counts
     assert counts[40] - counts[20] == 2 * per_chunk, counts
+
+
+def test_a_run_without_additions_costs_no_query_per_chunk(
+    client, owner, project, monkeypatch
+):
+    monkeypatch.setattr(services, "CHUNK_SIZE", 10)
+    login(client, owner)
+    counts = []
+    for n in (10, 40):
+        run = make_run(project, n_items=n)
+        with CaptureQueriesContext(connection) as ctx:
+            assert len(_csv_rows(client.get(_url(run)))) == n
+        counts.append(len(ctx.captured_queries))
+    # No comments, notes, queue answers or judge calls anywhere in the run: one
+    # query said so, and no chunk asks again.
+    assert counts[0] == counts[1], counts
