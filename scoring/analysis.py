@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from scoring.errors import AnalysisError, UnknownKindError
 from scoring.kinds_agent import AGENT_ANALYSIS_MODELS
+from scoring.kinds_rag import ANALYSIS_MODELS as RAG_ANALYSIS_MODELS
 
 __all__ = [
     "ANALYSIS_MODELS",
@@ -180,6 +181,7 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
     "trajectory_accuracy": TextAnalysis,
     **AGENT_ANALYSIS_MODELS,
     "trajectory": TextAnalysis,
+    **RAG_ANALYSIS_MODELS,
 }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from scoring.analysis import validate_analysis
 from scoring.kinds_agent import AGENT_SCORE_FUNCTIONS
+from scoring.kinds_rag import SCORE_FUNCTIONS as RAG_SCORE_FUNCTIONS
 from scoring.options import check_kind, validate_options
 from scoring.registry import KINDS
 
@@ -175,6 +176,7 @@ SCORE_FUNCTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any]], float]] = 
     "trajectory_accuracy": score_text_ratio,
     **AGENT_SCORE_FUNCTIONS,
     "trajectory": score_text_ratio,
+    **RAG_SCORE_FUNCTIONS,
 }
 
 

@@ -44,6 +44,7 @@ from scoring.kinds_agent_prompts import (
     agent_first_messages,
     validate_agent_case,
 )
+from scoring.kinds_rag import RAG_KINDS, check_case, rag_analyse
 from scoring.options import validate_options
 from scoring.prompts import (
     STEPS,
@@ -78,7 +79,7 @@ __all__ = [
 # Kinds whose every step is a judge call; context_relevance without chunks is scored
 # locally (1 x scale, SCORERS.md), so it does not require context.
 _CONTEXT_KINDS = ("faithfulness", "hallucination", "context_precision")
-_FIELDS = ("input", "output", "reference")
+_FIELDS = ("input", "output", "reference", "baseline_output", "system_prompt")
 
 
 @dataclass
@@ -202,7 +203,7 @@ def validate_case(
     required = set(spec.required_fields)
     if kind in _CONTEXT_KINDS:
         required.add("context")
-    for name in ("input", "output", "reference"):
+    for name in _FIELDS:
         if name in required and not (case.get(name) or "").strip():
             what = "missing" if case.get(name) is None else "empty"
             raise CaseError(
@@ -273,6 +274,8 @@ def _analyse(
     context = list(case.get("context") or [])
     if kind in AGENT_STEPS:  # scoring.kinds_agent_prompts: one step each
         return (yield from agent_analyse(run, case, options))
+    if kind in RAG_KINDS:  # scoring.kinds_rag
+        return (yield from rag_analyse(run, case, options))
     first = STEPS[kind][0].name
     if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
         reply = yield from run.step(first, first_step_messages(kind, case, options))
@@ -337,6 +340,7 @@ def _local_reason(kind: str, analysis: Mapping[str, Any], score: float) -> str |
             "bias": "opinions",
             "toxicity": "statements",
             "context_precision": "chunk verdicts",
+            "context_recall": "claims in the reference",
         }.get(kind, "items")
         return f"The judge found no {what} to assess, so the score is {score:g}."
     return None
@@ -356,6 +360,8 @@ def _prepare(
 ) -> _Prepared:
     opts = validate_options(kind, dict(options) if options else None)
     validate_case(kind, case, max_field_chars=max_field_chars)
+    if kind in RAG_KINDS:
+        check_case(kind, case, opts)
     if not KINDS[kind].needs_judge:
         from scoring.textkinds import analyze_text
 

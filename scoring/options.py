@@ -515,6 +515,123 @@ class TrajectoryOptions(TrajectoryAccuracyOptions):
     )
 
 
+# ------------------------------------------- scoring.kinds_rag (issue 18): Mastra 1.10.2
+
+
+class AnswerSimilarityOptions(CommonOptions):
+    exact_match_bonus: Number = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        title="Bonus for an exact match",
+        description="An exact match counts 1 + this; the maximum is N x (1 + this).",
+    )
+    semantic_weight: Number = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        title="Weight of a same-meaning match",
+        description="A semantic match counts this much; a partial one half of it.",
+    )
+    missing_penalty: Number = Field(
+        default=0.15,
+        ge=0,
+        le=1,
+        title="Per missing unit",
+        description="Subtracted (before dividing) for every reference unit the output misses.",
+    )
+    contradiction_penalty: Number = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        title="Per contradiction",
+        description="Subtracted from the ratio for every contradiction (1: any contradiction scores 0).",
+    )
+    extra_info_penalty: Number = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        title="Per extra unit",
+        description="Subtracted for every output unit the reference does not have (at most 0.2 in all).",
+    )
+
+
+class NoiseImpactWeights(_Options):
+    none: Number = Field(default=1.0, ge=0, le=1, title="none")
+    minimal: Number = Field(default=0.85, ge=0, le=1, title="minimal")
+    moderate: Number = Field(default=0.6, ge=0, le=1, title="moderate")
+    significant: Number = Field(default=0.3, ge=0, le=1, title="significant")
+    severe: Number = Field(default=0.1, ge=0, le=1, title="severe")
+
+
+class NoisePenalties(_Options):
+    major_issue_per_item: Number = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        title="Per major issue",
+        description="Subtracted for every major issue the judge lists.",
+    )
+    max_major_issue_penalty: Number = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        title="Cap on the major-issue penalty",
+    )
+
+
+class NoiseSensitivityOptions(CommonOptions):
+    impact_weights: NoiseImpactWeights = Field(
+        default_factory=NoiseImpactWeights,
+        title="Impact weights",
+        description="What each dimension's impact level is worth; their mean checks the judge's robustness score.",
+    )
+    discrepancy_threshold: Number = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        title="Discrepancy threshold",
+        description=(
+            "When the judge's robustness score and the mean of the impact weights differ "
+            "by more than this, the lower of the two is taken."
+        ),
+    )
+    penalties: NoisePenalties = Field(default_factory=NoisePenalties, title="Penalties")
+    noise_type: Annotated[str | None, BeforeValidator(_optional_name)] = Field(
+        default=None,
+        max_length=500,
+        title="Kind of noise",
+        description="Optional: what noise was added to the input (shown to the judge).",
+    )
+
+
+class PromptAlignmentOptions(CommonOptions):
+    evaluation_mode: Literal["user", "system", "both"] = Field(
+        default="both",
+        title="Align with",
+        description=(
+            "user: the item's input; system: the item's system prompt; both: the two "
+            "(needs at least one of them)."
+        ),
+    )
+
+
+def _whole_number(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number, not a boolean")
+    return value
+
+
+class SummarizationOptions(CommonOptions):
+    max_questions: Annotated[int, BeforeValidator(_whole_number)] = Field(
+        default=10,
+        ge=1,
+        le=50,
+        title="Coverage questions",
+        description="At most this many questions about the source check the summary's coverage.",
+    )
+
+
 OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "faithfulness": CommonOptions,
     "hallucination": CommonOptions,
@@ -537,6 +654,11 @@ OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "tool_call_accuracy_llm": ToolCallAccuracyLLMOptions,
     "trajectory_accuracy_llm": TrajectoryAccuracyLLMOptions,
     "trajectory": TrajectoryOptions,
+    "answer_similarity": AnswerSimilarityOptions,
+    "context_recall": CommonOptions,
+    "noise_sensitivity": NoiseSensitivityOptions,
+    "prompt_alignment": PromptAlignmentOptions,
+    "summarization": SummarizationOptions,
 }
 
 

@@ -220,6 +220,12 @@ DATA_TAGS = (
     "analysis",
     "score",
     "rubric",
+    # scoring.kinds_rag
+    "baseline",
+    "system_prompt",
+    "output_unit",
+    "reference_unit",
+    "question",
 )
 _TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(DATA_TAGS) + r")\b", re.I)
 
@@ -609,10 +615,19 @@ def _template_values(kind: str, case: Mapping[str, Any]) -> dict[str, str]:
     return values
 
 
+# Kinds defined in their own modules register their first step's builder here (and
+# their steps in STEPS) when imported: scoring.kinds_rag.
+FIRST_STEP_BUILDERS: dict[
+    str, Callable[[Mapping[str, Any], Mapping[str, Any]], Messages]
+] = {}
+
+
 def first_step_messages(
     kind: str, case: Mapping[str, Any], options: Mapping[str, Any]
 ) -> Messages:
     """Messages of the kind's first step (they depend only on the case and options)."""
+    if kind in FIRST_STEP_BUILDERS:
+        return FIRST_STEP_BUILDERS[kind](case, options)
     step = STEPS[kind][0].name
     output = block("output", _text(case, "output"))
     if kind in ("faithfulness", "hallucination"):

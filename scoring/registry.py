@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from scoring.kinds_rag import REGISTRY_ENTRIES as RAG_REGISTRY_ENTRIES
 from scoring.options import OPTIONS_MODELS, default_options, options_schema
 
 __all__ = ["KINDS", "LLM_KINDS", "TEXT_KINDS", "KindSpec"]
@@ -391,6 +392,9 @@ _RAW: list[dict[str, Any]] = [
         "value_labels": {},
     },
 ]
+
+# scoring.kinds_rag's five kinds describe themselves there.
+_RAW += RAG_REGISTRY_ENTRIES
 
 KINDS: dict[str, KindSpec] = {
     raw["name"]: KindSpec(

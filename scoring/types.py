@@ -22,3 +22,5 @@ class Case(TypedDict, total=False):
     metadata: dict[str, Any]
     tool_calls: list[dict[str, Any]]
     expected_tool_calls: list[Any]
+    baseline_output: str
+    system_prompt: str

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from scoring.kinds_rag import RAG_KINDS
+
 
 def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -764,6 +766,10 @@ def answer(step: str, body: Mapping[str, Any]) -> dict[str, Any]:
 
     if kind in AGENT_KINDS:
         return agent_answer(step, body)
+    if kind in RAG_KINDS:
+        from scoring.offline_judge.rag import rag_answer  # it builds on this module
+
+        return rag_answer(kind, name, body)
     blocks = user_blocks(body)
     output = blocks.get("output")
     context = blocks.items("context")

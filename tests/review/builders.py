@@ -108,6 +108,62 @@ ANALYSES: dict[str, dict[str, Any]] = {
         "reason": "The output disagrees with the reference.",
     },
     "custom_rubric": {"score": 0.7, "reason": "Mostly follows the rubric."},
+    # scoring.kinds_rag
+    "answer_similarity": {
+        "output_units": ["Paris is the capital.", "It has 3 million people."],
+        "reference_units": ["Paris is the capital.", "It has 2.1 million people."],
+        "matches": [
+            {
+                "reference_unit": "Paris is the capital.",
+                "output_unit": "Paris is the capital.",
+                "match": "exact",
+                "reason": "Same.",
+            },
+            {
+                "reference_unit": "It has 2.1 million people.",
+                "output_unit": None,
+                "match": "missing",
+                "reason": "Another number.",
+            },
+        ],
+        "extra_in_output": [],
+        "contradictions": [],
+    },
+    "context_recall": {
+        "claims": ["A", "B"],
+        "verdicts": [
+            {"claim": "A", "verdict": "yes", "reason": "Chunk 1."},
+            {"claim": "B", "verdict": "no", "reason": "Absent."},
+        ],
+    },
+    "noise_sensitivity": {
+        "dimensions": [
+            {"dimension": "completeness", "impact": "severe", "reason": "Lost."},
+            {"dimension": "relevance", "impact": "minimal", "reason": "Drifts."},
+        ],
+        "major_issues": [],
+        "robustness_score": 0.9,
+    },
+    "prompt_alignment": {
+        "intent": {"score": 1.0},
+        "requirements": [
+            {"requirement": "Be brief.", "fulfilled": True, "reason": "Short."},
+            {"requirement": "Cite.", "fulfilled": False, "reason": "No source."},
+        ],
+        "completeness": {"score": 0.5},
+        "appropriateness": {"score": 1.0},
+    },
+    "summarization": {
+        "alignment": [
+            {"claim": "C1", "supported": True, "reason": "Stated."},
+            {"claim": "C2", "supported": False, "reason": "Wrong date."},
+        ],
+        "questions": ["Q1?", "Q2?"],
+        "coverage": [
+            {"question": "Q1?", "answered": True, "reason": "Yes."},
+            {"question": "Q2?", "answered": False, "reason": "Left out."},
+        ],
+    },
 }
 
 

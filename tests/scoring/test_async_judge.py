@@ -23,6 +23,8 @@ CASE = {
     # Agent data, for the kinds that judge an agent (scoring.kinds_agent).
     "conversation": [{"role": "user", "content": "When was the Eiffel Tower built?"}],
     "tool_calls": [{"name": "search", "arguments": {"q": "Eiffel Tower built"}}],
+    # scoring.kinds_rag: noise sensitivity's answer without noise
+    "baseline_output": "The Eiffel Tower was built in 1889.",
 }
 
 

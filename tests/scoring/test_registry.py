@@ -32,6 +32,12 @@ ALL_KINDS = {
     "tool_call_accuracy_llm",
     "trajectory_accuracy_llm",
     "trajectory",
+    # scoring.kinds_rag
+    "answer_similarity",
+    "context_recall",
+    "noise_sensitivity",
+    "prompt_alignment",
+    "summarization",
 }
 
 
@@ -63,9 +69,15 @@ def test_spec_fields(kind):
         "context",
         "reference",
         "tool_calls",
+        "baseline_output",
     }
-    # An agent may answer with tool calls alone.
-    assert "output" in spec.required_fields or "tool_calls" in spec.required_fields
+    # An agent may answer with tool calls alone; context recall judges the retrieval
+    # against the reference, not the output.
+    assert (
+        "output" in spec.required_fields
+        or "tool_calls" in spec.required_fields
+        or kind == "context_recall"
+    )
     assert spec.defaults == validate_options(kind, None)
     json.dumps(spec.options_schema)  # JSON-serialisable
     assert spec.options_schema["type"] == "object"
