@@ -9,7 +9,7 @@ import pytest
 
 from evalsite.accounts.models import ReviewerPreferences, Role
 from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
-from evalsite.review.services.pairwise import pairwise_answer
+from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_create
 from tests.browser.conftest import TIMEOUT_MS, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.pairwise_builders import make_model_runs
@@ -153,3 +153,26 @@ def test_pairwise_queue_walked_with_the_keyboard(browser, live_server):
     assert percent == f"{expected * 100:.0f} %"
     for ctx in contexts:
         ctx.close()
+
+
+def test_pairwise_pages_load_under_the_policy(page, live_server, project, owner):
+    """The pairwise pages (create, queue with figures, the run's figures, the
+    agreement page that loads them) without a CSP violation or a script error."""
+    from tests.browser.test_csp import _visit, _watch
+
+    run_a, run_b = make_model_runs(project, n=2)
+    queue = pairwise_queue_create(run_a=run_a, run_b=run_b, user=owner, overlap=1)
+    pairwise_answer(queue=queue, position=1, user=owner, side="left", reason="r")
+    problems = _watch(page)
+    login(page, live_server, owner.get_username(), "pw")
+    base = f"{live_server.url}/projects/{project.pk}"
+    for path in (
+        f"/runs/{run_a.pk}/pairwise/",
+        f"/pairwise/{queue.pk}/?pos=1",
+        f"/pairwise/{queue.pk}/?pos=2",
+        f"/runs/{run_b.pk}/pairwise/agreement/",
+        f"/runs/{run_a.pk}/agreement/",
+    ):
+        _visit(page, base + path, problems)
+    page.wait_for_selector(f"#pairwise-figures-{queue.pk}")
+    assert problems == []
