@@ -338,3 +338,75 @@ def test_a_failure_after_the_dataset_rolls_everything_back(project, owner, monke
     assert not Dataset.objects.exists()
     assert not Run.objects.exists()
     assert not Item.objects.exists()
+
+
+# ---------------------------------------------------------------- streaming reader
+
+
+def _events(text: str, size: int, **limits):
+    from evalsite.datasets.imports.jsonstream import JsonStream
+    from evalsite.datasets.parsing import Limits
+
+    chunks = [text[i : i + size] for i in range(0, len(text), size)]
+    stream = JsonStream(
+        chunks,
+        limits=Limits(**limits),
+        descend={(), ("results",)},
+        split={("results", "results")},
+        keep={("evalId",), ("results", "version")},
+    )
+    return list(stream.events())
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 1000])
+def test_stream_reads_the_same_whatever_the_chunks(size):
+    doc = {
+        "evalId": 'e "1" \\ \u00e9',
+        "skipped": {"deep": [[["x", {"y": 'a]}\\"b'}]]], "n": -1.5e3},
+        "results": {
+            "version": 3,
+            "results": [{"a": 'q\\"}]'}, {"b": [1, 2, {"c": None}]}, "plain", 7],
+            "stats": {"s": True},
+        },
+        "tail": [1, "2"],
+    }
+    events = _events(json.dumps(doc), size)
+    values = {e[1]: json.loads(e[2]) for e in events if e[0] == "value"}
+    elements = [json.loads(e[3]) for e in events if e[0] == "element"]
+    assert values == {("evalId",): doc["evalId"], ("results", "version"): 3}
+    assert elements == doc["results"]["results"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"results": {"results": [1, 2}}', "expected"),
+        ('{"a": 1} {"b": 2}', "text after it"),
+        ('{"a": "unterminated', "end of a string"),
+        ("[1, 2]", "not one JSON object"),
+    ],
+)
+def test_stream_names_malformed_json(text, message):
+    from evalsite.datasets.parsing import ParseError
+
+    with pytest.raises(ParseError) as exc:
+        _events(text, 3)
+    assert message in exc.value.message
+
+
+@pytest.mark.django_db
+def test_skipping_a_huge_member_holds_little_memory():
+    """A 40 MB string in a skipped member is read past in chunks, never held whole."""
+    import tracemalloc
+
+    doc = promptfoo_doc()
+    doc["config"]["huge"] = "z" * 40_000_000
+    file = upload("r.json", json.dumps(doc))
+    tracemalloc.start()
+    try:
+        preview = import_preview(file=file)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert preview.summary.rows == 7
+    assert peak < 15_000_000, peak  # measured 4.2 MB: a chunk or two as text, and rows
