@@ -573,3 +573,21 @@ def test_login_is_required(client, runs, owner):
     queue = _queue(runs, owner)
     response = client.get(_url("pairwise", queue.project_id, queue.pk))
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_compare_page_links_to_a_pairwise_queue_of_its_runs(client, project, owner):
+    model_a, model_b = make_model_runs(project, n=3)
+    run_a = make_run(project, dataset=model_a.dataset)
+    run_b = make_run(project, dataset=model_b.dataset)
+    login(client, owner)
+    page = client.get(
+        reverse("review:compare", args=[project.pk]),
+        {"runs": [run_a.pk, run_b.pk], "match": "input"},
+    ).content.decode()
+    link = _url("pairwise_create", project.pk, run_a.pk)
+    assert f"{link}?b={run_b.pk}&amp;match=input" in page
+    form = client.get(
+        link, {"b": run_b.pk, "match": "key", "key": "id"}
+    ).content.decode()
+    assert f'value="{run_b.pk}" selected' in form
+    assert 'value="key" selected' in form and 'value="id"' in form

@@ -132,7 +132,12 @@ def pairwise_create(
                 )
         status = 400
     else:
-        initial = {"b": request.GET.get("b")} if request.GET.get("b") else {}
+        # The compare page links here with its runs and its matching rule.
+        initial = {
+            name: request.GET[name]
+            for name in ("b", "match", "key")
+            if request.GET.get(name)
+        }
         form = PairwiseCreateForm(initial=initial, run=run, project=project)
     return render(
         request,
