@@ -193,3 +193,16 @@ def test_versions_under_one_name(project, owner):
         project=project, user=owner, file=fixture("langsmith_examples.jsonl"), name="x"
     ).dataset
     assert (first.version, second.version) == (1, 2)
+
+
+@pytest.mark.django_db
+def test_items_larger_than_the_limit_once_read_are_refused_by_name(
+    project, owner, settings
+):
+    """A CSV under the limit can grow as JSON Lines; the error says so."""
+    data = fixture("langfuse_dataset_items.csv").read()
+    settings.DATASET_MAX_UPLOAD_BYTES = len(data) + 10
+    with pytest.raises(DatasetUploadError) as exc:
+        import_create(project=project, user=owner, file=upload("lf.csv", data))
+    assert "items read from this file" in exc.value.message
+    assert not Dataset.objects.exists()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files import File
 
@@ -58,6 +59,7 @@ from evalsite.datasets.services import (
     _summary,
     dataset_check_upload,
     dataset_create,
+    human_bytes,
 )
 
 _HEAD_BYTES = 64 * 1024
@@ -363,6 +365,17 @@ def import_dataset_create(
         "reference": "reference",
         **{k: k for k in sorted(spill.agent_fields)},
     }
+    # dataset_create checks the size of the file it is given: say that it is the items
+    # read from the file (JSON Lines can be larger than a CSV) that are too large.
+    size = spill.items_path.stat().st_size
+    limit = settings.DATASET_MAX_UPLOAD_BYTES
+    if size > limit:
+        raise DatasetUploadError(
+            f"The items read from this file take {human_bytes(size)} as JSON Lines, "
+            f"over the upload limit of {human_bytes(limit)}. Split the file into "
+            "smaller ones.",
+            [Problem(f"Items too large ({human_bytes(size)} > {human_bytes(limit)}).")],
+        )
     with open(spill.items_path, "rb") as spilled:
         return dataset_create(
             project=project,
