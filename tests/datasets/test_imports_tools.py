@@ -206,3 +206,17 @@ def test_items_larger_than_the_limit_once_read_are_refused_by_name(
         import_create(project=project, user=owner, file=upload("lf.csv", data))
     assert "items read from this file" in exc.value.message
     assert not Dataset.objects.exists()
+
+
+@pytest.mark.django_db
+def test_langfuse_json_array_export(project, owner):
+    """Langfuse's JSON export (transformStreamToJson): the same rows in one array."""
+    lines = fixture("langfuse_dataset_items.jsonl").read().decode().splitlines()
+    data = "[" + ",".join(lines) + "]"
+    outcome = import_create(project=project, user=owner, file=upload("lf.json", data))
+    assert outcome.summary.tool == "langfuse"
+    assert [i.reference for i in items_of(outcome.dataset)] == [
+        "Paris",
+        "William Shakespeare",
+        "Two: Phobos and Deimos.",
+    ]
