@@ -270,6 +270,8 @@ def test_upload_stores_agent_fields_and_the_case_carries_them(project, owner):
     assert case["conversation"][0] == {"role": "system", "content": "You book flights."}
     # A row without agent data: NULL in the database, absent from the case.
     assert second.tool_calls is None and second.conversation is None
+    # SQL NULL (what Django stores for None), not the JSON text "null".
+    assert Item.objects.filter(dataset=dataset, tool_calls__isnull=True).count() == 1
     assert not {"tool_calls", "conversation", "system_prompt"} & set(second.as_case())
 
 
