@@ -158,3 +158,8 @@ def test_imported_run_pages_render(client, project, owner):
     html = page.content.decode()
     assert "Mars has two moons" in html
     assert "disagrees" in html  # category D's label, overridable on this page
+    # The run exports like any other, with the imported reason.
+    export = client.get(reverse("exports:run_jsonl", args=[project.pk, run.pk]))
+    assert export.status_code == 200
+    body = b"".join(export.streaming_content).decode()
+    assert "the expert answer says two" in body
