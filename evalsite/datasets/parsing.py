@@ -111,14 +111,14 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
         "reference_answer",
         "ideal",
     ),
-    # Agent data: only names that can mean nothing else, so that an older file with a
-    # column such as "messages" in its metadata is not read as a conversation unasked.
-    "system_prompt": ("system_prompt", "system_message"),
-    "conversation": ("conversation", "chat_history"),
-    "tool_calls": ("tool_calls", "tools_called"),
-    "expected_tool_calls": ("expected_tool_calls", "expected_tools"),
+    # Agent data: only the fields' own names, so that a column such as "messages" or
+    # DeepEval's "tools_called" (calls of another shape) stays metadata unless mapped.
+    "system_prompt": ("system_prompt",),
+    "conversation": ("conversation",),
+    "tool_calls": ("tool_calls",),
+    "expected_tool_calls": ("expected_tool_calls",),
     "expected_trajectory": ("expected_trajectory",),
-    "baseline_output": ("baseline_output", "baseline_response"),
+    "baseline_output": ("baseline_output",),
 }
 # Every item field a column can be mapped to, in the order messages list them.
 TARGETS = ("input", "output", "context", "reference", *AGENT_FIELDS)

@@ -446,3 +446,17 @@ def test_dataset_page_sums_up_each_items_agent_data(client, project, owner):
         reverse("datasets:detail", args=[project.pk, plain.pk])
     ).content.decode()
     assert "<th>Agent</th>" not in plain_body
+
+
+def test_only_the_fields_own_names_are_mapped_by_default():
+    """Other tools' agent columns (DeepEval's tools_called: calls of another shape)
+    stay metadata unless the user maps them."""
+    from evalsite.datasets.parsing import suggest_mapping
+
+    mapping = suggest_mapping(
+        ["input", "output", "tools_called", "messages", "tool_calls", "system_prompt"]
+    )
+    assert mapping["tool_calls"] == "tool_calls"
+    assert mapping["system_prompt"] == "system_prompt"
+    assert mapping["conversation"] is None
+    assert mapping["expected_tool_calls"] is None
