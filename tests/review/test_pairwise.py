@@ -391,6 +391,10 @@ def test_queue_page_shows_both_outputs_blind_until_you_answer(
     assert "bea-reason" not in page and 'id="left-run"' not in page
     assert 'id="others-hidden"' in page
     assert 'data-key="1"' in page and 'data-key="3"' in page
+    # The word diff runs from response 1 to response 2.
+    assert 'id="pair-diff"' in page
+    assert f"<del>{left.output.split()[0]} </del>" in page
+    assert f"<ins>{right.output.split()[0]} </ins>" in page
     # Win rates wait until the reviewer is done; agreement is shown.
     assert 'id="win-rates-hidden"' in page and 'id="queue-agreement"' in page
 

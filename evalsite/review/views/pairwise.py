@@ -21,6 +21,7 @@ from evalsite.evals.models import Run
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.review.models import PairwiseItem, ReviewQueue
+from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.selectors.matching import (
     DEFAULT_KEY,
     KEY_MAX_LENGTH,
@@ -177,12 +178,14 @@ def _card_context(
     progress = pairwise_progress(queue=queue, user=user)
     left = right = None
     input_b = ""
+    diff = None
     if pair is not None:
         left, right = (
             (pair.item_a, pair.item_b) if pair.a_left else (pair.item_b, pair.item_a)
         )
         if normalise_input(pair.item_a.input) != normalise_input(pair.item_b.input):
             input_b = pair.item_b.input
+        diff = word_diff_cached(left.output or "", right.output or "")
     can_write = user_can_write(queue.project)
     complete = bool(pair and pair_complete(queue=queue, pair=pair))
     return {
@@ -222,6 +225,8 @@ def _card_context(
         "error": error,
         "flow": QueueFlow(queue, user),
         "reason_max": REASON_MAX_LENGTH,
+        "diff": diff,
+        "diff_limit": WORD_DIFF_MAX_WORDS,
     }
 
 
