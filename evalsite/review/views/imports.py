@@ -32,7 +32,7 @@ from evalsite.datasets.imports.services import (
 )
 from evalsite.datasets.parsing import Problem
 from evalsite.datasets.services import dataset_check_upload
-from evalsite.review.services.imports import import_create
+from evalsite.review.services.imports import ImportOutcome, import_create
 
 _SESSION_KEY = "dataset_imports"
 
@@ -142,7 +142,11 @@ def _row_cells(row: ImportedRow) -> dict[str, Any]:
 def import_preview_view(
     request: AuthenticatedHttpRequest, project_id: int, token: str
 ) -> HttpResponse:
-    """Step 2: what will be imported (counts, warnings, first items); then import it."""
+    """Step 2: what will be imported (counts, warnings, first items); then import it.
+
+    A confirmed import reads the file once more (import_create reads it all anyway);
+    the preview is worked out only for a page to show.
+    """
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     info, file = _pending(request, project, token)
     source = request.POST if request.method == "POST" else request.GET
@@ -161,51 +165,61 @@ def import_preview_view(
         "token": token,
         "options": options,
     }
+    status = 200
     with file:
+        if request.method == "POST":
+            form = ConfirmForm(request.POST)
+            status = 400
+            if form.is_valid():
+                try:
+                    outcome = import_create(
+                        project=project,
+                        user=request.user,
+                        file=file,
+                        name=form.cleaned_data["name"],
+                        tool=tool,
+                        input_var=input_var,
+                        run_name=form.cleaned_data["run_name"],
+                    )
+                except ApplicationError as exc:
+                    context.update(error=exc.message, problems=_problems_of(exc))
+                else:
+                    return _imported(request, token, project, outcome)
         try:
             preview: ImportPreview | None = import_preview(
                 file=file, tool=tool, input_var=input_var
             )
         except ApplicationError as exc:
             preview = None
-            context.update(error=exc.message, problems=_problems_of(exc))
-        if preview is not None:
-            context.update(
-                preview=preview,
-                tool_label=TOOL_LABELS.get(preview.tool, preview.tool),
-                summary=preview.summary,
-                # Plain dicts: a template looks `items` up in a Counter as a key.
-                counts=preview.summary.as_dict(),
-                rows=[_row_cells(r) for r in preview.rows],
-            )
-        initial = {
-            "name": info.get("name") or (preview.name if preview else ""),
-            "tool": tool or "",
-            "input_var": input_var or "",
-        }
-        if request.method == "GET" or preview is None:
-            context["form"] = ConfirmForm(initial=initial)
-            status = 200 if preview is not None or request.method == "GET" else 400
-            return render(
-                request, "datasets/import_preview.html", context, status=status
-            )
-        form = ConfirmForm(request.POST)
-        if not form.is_valid():
-            context["form"] = form
-            return render(request, "datasets/import_preview.html", context, status=400)
-        try:
-            outcome = import_create(
-                project=project,
-                user=request.user,
-                file=file,
-                name=form.cleaned_data["name"],
-                tool=tool,
-                input_var=input_var,
-                run_name=form.cleaned_data["run_name"],
-            )
-        except ApplicationError as exc:
-            context.update(form=form, error=exc.message, problems=_problems_of(exc))
-            return render(request, "datasets/import_preview.html", context, status=400)
+            context.setdefault("error", exc.message)
+            context.setdefault("problems", _problems_of(exc))
+    if preview is not None:
+        context.update(
+            preview=preview,
+            tool_label=TOOL_LABELS.get(preview.tool, preview.tool),
+            summary=preview.summary,
+            # Plain dicts: a template looks `items` up in a Counter as a key.
+            counts=preview.summary.as_dict(),
+            rows=[_row_cells(r) for r in preview.rows],
+        )
+    if request.method == "GET":
+        form = ConfirmForm(
+            initial={
+                "name": info.get("name") or (preview.name if preview else ""),
+                "tool": tool or "",
+                "input_var": input_var or "",
+            }
+        )
+    context["form"] = form
+    return render(request, "datasets/import_preview.html", context, status=status)
+
+
+def _imported(
+    request: AuthenticatedHttpRequest,
+    token: str,
+    project: Project,
+    outcome: ImportOutcome,
+) -> HttpResponse:
     _forget(request, token)
     dataset, run = outcome.dataset, outcome.run
     text = f"Imported {dataset.item_count} items as “{dataset.name}” v{dataset.version}"
