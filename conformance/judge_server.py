@@ -23,6 +23,9 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from conformance.kinds_agent import AGENT_KINDS
+from conformance.kinds_agent import answer as agent_answer
+
 __all__ = ["ScriptedJudge", "scripted_judge"]
 
 
@@ -55,6 +58,10 @@ class ScriptedJudge:
             text
         )
         name = (response_format.get("json_schema") or {}).get("name", "")
+        if script["kind"] in AGENT_KINDS:  # conformance/kinds_agent.py
+            step = name.partition("__")[2] if "__" in name else _task_step(text)
+            properties = set((schema.get("properties") or {}).keys())
+            return agent_answer(side, script, step, properties)
         if side == "promptfoo" or script["kind"] == "factuality":
             return str(script["reply"])
         if side == "ours":

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.kinds_agent import AGENT_KINDS
+from conformance.kinds_agent import explain as agent_explain
 from conformance.run import Outcome
 from scoring import compute_score, round_half_up, validate_options
 from scoring.textkinds import (
@@ -409,6 +411,10 @@ ROWS: dict[str, Row] = {
         Row("tone-curly-apostrophes"),
         Row("utf16-lengths"),
         Row("trajectory-json-key-order"),
+        # checked in conformance/kinds_agent.py (explain), with its kinds' share of
+        # trajectory-json-key-order
+        Row("rubric-required-from-judge"),
+        Row("trajectory-nothing-to-check"),
     ]
 }
 
@@ -421,6 +427,8 @@ def _blank_factuality(outcome: Outcome, meta: dict[str, Any]) -> bool:
 
 def explain(outcome: Outcome, meta: dict[str, Any]) -> Explanation:
     """Which documented rows explain this case's difference (empty: none does)."""
+    if outcome.case.kind in AGENT_KINDS:  # conformance/kinds_agent.py
+        return Explanation(*agent_explain(outcome))
     if not outcome.case.script:
         return _explain_text(outcome, meta)
     rows = outcome.case.rows

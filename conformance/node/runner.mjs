@@ -22,6 +22,11 @@ import {
   createFaithfulnessScorer,
   createHallucinationScorer,
   createKeywordCoverageScorer,
+  createMultiTurnJudgeScorer,
+  createRubricScorer,
+  createToolCallAccuracyScorerLLM,
+  createTrajectoryAccuracyScorerLLM,
+  createTrajectoryScorerCode,
   createTextualDifferenceScorer,
   createToneScorer,
   createToolCallAccuracyScorerCode,
@@ -104,6 +109,39 @@ const CODE = {
     }),
 };
 
+// The agent kinds (conformance/kinds_agent.py makes their cases): each builds the run
+// its scorer reads (tool invocations, the assistant's turns, a trajectory).
+const AGENT = {
+  rubric: async (c) => {
+    const scorer = createRubricScorer({ model: model(c.id), criteria: c.criteria, options: c.options });
+    const run = agentRun(c.input, c.output);
+    return scorer.run({ input: run.input, output: run.output });
+  },
+  multi_turn_judge: async (c) => {
+    const scorer = createMultiTurnJudgeScorer({ model: model(c.id), criterion: c.criterion, options: c.options });
+    const output = c.turns.map((content, i) => createTestMessage({ content, role: "assistant", id: `a${i}` }));
+    return scorer.run({ input: agentRun("", "").input, output });
+  },
+  tool_call_accuracy_llm: async (c) => {
+    const scorer = createToolCallAccuracyScorerLLM({ model: model(c.id), availableTools: c.available_tools });
+    const run = agentRun(c.input, c.output, c.tool_calls);
+    return scorer.run({ input: run.input, output: run.output });
+  },
+  trajectory_accuracy_llm: async (c) => {
+    const scorer = createTrajectoryAccuracyScorerLLM({
+      model: model(c.id),
+      ...(c.expected ? { expectedTrajectory: { steps: c.expected } } : {}),
+    });
+    const run = agentRun(c.input, c.output);
+    return scorer.run({ input: run.input, output: { steps: c.steps, rawOutput: run.output } });
+  },
+  trajectory: async (c) => {
+    const scorer = createTrajectoryScorerCode(c.options);
+    const run = agentRun(c.input, c.output);
+    return scorer.run({ input: run.input, output: { steps: c.steps } });
+  },
+};
+
 async function factuality(c) {
   const grading = {
     provider: {
@@ -122,6 +160,10 @@ async function factuality(c) {
 
 async function runOne(c) {
   if (c.scorer === "factuality") return factuality(c);
+  if (AGENT[c.scorer]) {
+    const result = await AGENT[c.scorer](c);
+    return { score: number(result.score) };
+  }
   if (LLM[c.scorer]) {
     const scorer = LLM[c.scorer](c);
     const run = agentRun(c.input, c.output);
