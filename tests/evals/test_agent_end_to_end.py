@@ -139,6 +139,12 @@ def test_upload_run_review_export_and_upload_again(
     assert "&lt;script&gt;x&lt;/script&gt;" in table and "<script>x" not in page
     assert 'id="agent-expected-tool-calls"' in agent
     assert "Booked flight SK4411 (89 EUR)." in agent
+    # The page of every scorer of the item shows the same, once.
+    every = client.get(
+        reverse("review:run_item", args=[project.pk, run.pk, result.item_id])
+    ).content.decode()
+    assert every.count('<section id="agent-data">') == 1
+    assert '<code class="tool-name">search_flights</code>' in every
 
     # 4. The run export has the agent columns after reference, as JSON.
     rows = list(
