@@ -460,3 +460,35 @@ def test_only_the_fields_own_names_are_mapped_by_default():
     assert mapping["system_prompt"] == "system_prompt"
     assert mapping["conversation"] is None
     assert mapping["expected_tool_calls"] is None
+
+
+def test_item_page_view_cuts_long_values_and_long_lists():
+    from types import SimpleNamespace
+
+    from evalsite.datasets.templatetags.agent_data import (
+        MAX_JSON_CHARS,
+        MAX_ROWS,
+        MAX_TEXT_CHARS,
+        agent_view,
+    )
+
+    long_text = "x" * (MAX_TEXT_CHARS + 500)
+    item = SimpleNamespace(
+        system_prompt=long_text,
+        baseline_output="",
+        conversation=[{"role": "user", "content": long_text}] * 1000,
+        tool_calls=[{"name": "t", "arguments": {"q": "y" * 5000}, "result": None}],
+        expected_tool_calls=["t"],
+        expected_trajectory=None,
+    )
+    view = agent_view(item)
+    assert view.system_prompt.endswith("… (500 more characters)")
+    assert len(view.turns) == MAX_ROWS and view.turns_hidden == 1000 - MAX_ROWS
+    assert view.turns[0].content.endswith("… (500 more characters)")
+    [call] = view.tool_calls
+    assert len(call.arguments) < MAX_JSON_CHARS + 40
+    assert call.arguments.startswith('{\n  "q": "yyy')
+    assert call.result == "null"  # a null result is shown, an absent one is not
+    assert view.expected_tool_calls[0].name == "t"
+    assert view.expected_tool_calls[0].arguments is None
+    assert not view.has_expected_trajectory and view.has_any
