@@ -7,6 +7,8 @@ from evalsite.review.models import (
     Comment,
     Guideline,
     Override,
+    PairwiseItem,
+    Preference,
     QueueEntry,
     Review,
     ReviewQueue,
@@ -102,3 +104,40 @@ class GuidelineAdmin(admin.ModelAdmin[Guideline]):
 @admin.register(SavedFilter)
 class SavedFilterAdmin(admin.ModelAdmin[SavedFilter]):
     list_display = ["name", "user", "project", "created_at"]
+
+
+@admin.register(PairwiseItem)
+class PairwiseItemAdmin(admin.ModelAdmin[PairwiseItem]):
+    list_display = ["queue", "position", "a_left", "answers"]
+    raw_id_fields = ["queue", "item_a", "item_b"]
+    # The order shown and the answer counts are the analysis's data: read-only.
+    readonly_fields = [
+        "queue",
+        "position",
+        "item_a",
+        "item_b",
+        "a_left",
+        "match_value",
+        "answers",
+        "answers_a",
+        "answers_b",
+        "answers_tie",
+    ]
+
+
+@admin.register(Preference)
+class PreferenceAdmin(admin.ModelAdmin[Preference]):
+    list_display = ["queue", "pair", "reviewer", "choice", "side", "created_at"]
+    list_filter = ["choice", "side"]
+    # Written by the pairwise services with the pair's counts and the audit log.
+    readonly_fields = [
+        "queue",
+        "pair",
+        "reviewer",
+        "choice",
+        "side",
+        "a_left",
+        "reason",
+        "guideline",
+        "seconds",
+    ]

@@ -595,3 +595,16 @@ def test_compare_page_links_to_a_pairwise_queue_of_its_runs(client, project, own
     ).content.decode()
     assert f'value="{run_b.pk}" selected' in form
     assert 'value="key" selected' in form and 'value="id"' in form
+
+
+def test_admin_lists_pairs_and_preferences_read_only(client, runs, owner, reviewer):
+    queue = _queue(runs, owner)
+    pairwise_answer(queue=queue, position=1, user=reviewer, side="left")
+    owner.is_staff = owner.is_superuser = True
+    owner.save()
+    login(client, owner)
+    for name in ("pairwiseitem", "preference"):
+        assert client.get(f"/admin/review/{name}/").status_code == 200
+    pref = Preference.objects.get()
+    page = client.get(f"/admin/review/preference/{pref.pk}/change/").content.decode()
+    assert 'name="choice"' not in page  # shown, not editable
