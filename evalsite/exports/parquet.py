@@ -119,9 +119,10 @@ def _table(
     converts: list[Callable[[Any], Any] | None],
 ) -> Any:
     arrays = []
-    for index, (field, convert) in enumerate(zip(schema, converts, strict=True)):
-        values = [row[index] for row in group]
-        if convert is not None:
-            values = [convert(value) for value in values]
+    # zip(*group) turns rows into columns in C.
+    for field, convert, column in zip(
+        schema, converts, zip(*group, strict=True), strict=True
+    ):
+        values = column if convert is None else [convert(value) for value in column]
         arrays.append(pa.array(values, type=field.type))
     return pa.Table.from_arrays(arrays, schema=schema)

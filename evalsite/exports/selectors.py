@@ -119,7 +119,9 @@ def _among(ids: list[int]) -> Any:
     building, sending and parsing an IN list of 2,000 placeholders costs more than the
     query it belongs to."""
     if connection.vendor == "postgresql":
-        return RawSQL("SELECT unnest(%s::bigint[])", [ids])
+        # As array text: psycopg's list dumper is Python, a str join is not.
+        literal = "{" + ",".join(map(str, ids)) + "}"
+        return RawSQL("SELECT unnest(%s::bigint[])", [literal])
     return ids
 
 
