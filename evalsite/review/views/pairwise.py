@@ -188,6 +188,7 @@ def _card_context(
         diff = word_diff_cached(left.output or "", right.output or "")
     can_write = user_can_write(queue.project)
     complete = bool(pair and pair_complete(queue=queue, pair=pair))
+    show_rates = rates_visible(queue=queue, user=user)
     return {
         "project": queue.project,
         "queue": queue,
@@ -216,8 +217,9 @@ def _card_context(
         and (not complete or (mine is not None and queue.overlap == 1)),
         "can_write": can_write,
         "quick": pairwise_quick_agreement(queue_id=queue.pk),
-        "figures": pairwise_figures(queue=queue),
-        "show_rates": rates_visible(queue=queue, user=user),
+        # The full figures (bootstrap intervals) only where they are shown.
+        "figures": pairwise_figures(queue=queue) if show_rates else None,
+        "show_rates": show_rates,
         "method": WIN_RATE_METHOD,
         "answer_url": reverse(
             "review:pairwise_answer", args=[queue.project_id, queue.pk, position]
