@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from evalsite.datasets.models import Dataset
 from evalsite.evals.models import JudgeConnection, ScorerConfig
 from evalsite.evals.services.judges import EDITABLE_FIELDS
-from evalsite.evals.services.scorers import SCORER_KINDS
+from evalsite.evals.services.scorers import SCORER_KINDS, scorer_fields_missing
 from scoring import KINDS
 
 OPTION_PREFIX = "options."
@@ -379,3 +379,22 @@ class RunStartForm(forms.Form):
             .select_related("judge")
             .order_by("name")
         )
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse a scorer whose required fields no item of the dataset has (a
+        conversation, tool calls, a reference, ...): every result would error."""
+        data = super().clean() or {}
+        dataset, chosen = data.get("dataset"), data.get("scorers")
+        if dataset is not None and chosen:
+            missing = scorer_fields_missing(
+                dataset=dataset, kinds={s.kind for s in chosen}
+            )
+            for scorer in chosen:
+                if scorer.kind in missing:
+                    self.add_error(
+                        "scorers",
+                        f"“{scorer.name}” ({KINDS[scorer.kind].label}) needs "
+                        f"{' and '.join(missing[scorer.kind])}, which no item of "
+                        f"{dataset} has.",
+                    )
+        return data

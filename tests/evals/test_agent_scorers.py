@@ -336,3 +336,43 @@ def test_a_nullable_yes_no_option_keeps_not_set_apart_from_no(project):
         assert bound.is_valid(), bound.errors
         options = bound.options()
         assert options.get("no_redundant_calls", None) is saved
+
+
+def test_run_form_refuses_a_scorer_whose_fields_no_item_has(
+    owner_client, project, owner, judge
+):
+    """tool_call_accuracy on a dataset without tool calls, factuality without a
+    reference: every result would error, so the run is refused with the reason."""
+    plain = dataset_create(
+        project=project,
+        user=owner,
+        file=upload("d.csv", "input,output\nq,a\nq2,a2\n"),
+        name="plain",
+    )
+    agent = _dataset(project, owner)
+    tools = scorer_create(
+        project=project, user=owner, name="Tools", kind="tool_call_accuracy"
+    )
+    fact = scorer_create(
+        project=project, user=owner, name="Fact", kind="factuality", judge=judge
+    )
+    url = reverse("evals:run_create", args=[project.pk])
+    response = owner_client.post(
+        url, {"dataset": plain.pk, "scorers": [tools.pk, fact.pk]}
+    )
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert (
+        "“Tools” (Tool call accuracy) needs tool_calls, which no item of plain v1 has."
+        in body
+    )
+    assert "“Fact” (Factuality) needs reference" in body
+    assert not Run.objects.exists()
+    # Some items with tool calls are enough (the others error one by one).
+    response = owner_client.post(url, {"dataset": agent.pk, "scorers": [tools.pk]})
+    assert response.status_code == 302
+    from evalsite.evals.services.scorers import scorer_fields_missing
+
+    assert scorer_fields_missing(
+        dataset=agent, kinds=["tool_call_accuracy", "noise_sensitivity"]
+    ) == {"noise_sensitivity": ["baseline_output"]}

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Q
 
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
-from evalsite.datasets.agentdata import AGENT_FIELDS
+from evalsite.datasets.agentdata import AGENT_FIELDS, JSON_FIELDS
+from evalsite.datasets.models import Dataset
 from evalsite.evals.models import JudgeConnection, RunScorer, ScorerConfig
 from evalsite.lib.text import text_check_storable, unstorable_in
 from scoring import KINDS, OptionsError, UnknownKindError, validate_options
@@ -26,6 +29,35 @@ ITEM_FIELDS = frozenset({"input", "output", "context", "reference", *AGENT_FIELD
 SCORER_KINDS = tuple(
     name for name, spec in KINDS.items() if set(spec.required_fields) <= ITEM_FIELDS
 )
+
+
+# How to tell that an item has a field: a filter per field (text fields: not empty).
+_HAS_FIELD: dict[str, Q] = {
+    "input": ~Q(input=""),
+    "output": ~Q(output=""),
+    "reference": ~Q(reference=""),
+    "context": ~Q(context=[]),
+    "system_prompt": ~Q(system_prompt=""),
+    "baseline_output": ~Q(baseline_output=""),
+    **{name: Q(**{f"{name}__isnull": False}) for name in JSON_FIELDS},
+}
+
+
+def scorer_fields_missing(
+    *, dataset: Dataset, kinds: Iterable[str]
+) -> dict[str, list[str]]:
+    """For each kind, the fields it requires that no item of `dataset` has: a run of
+    it would end every result in "the item has no <field>". One EXISTS per field."""
+    found: dict[str, bool] = {}
+    missing: dict[str, list[str]] = {}
+    for kind in kinds:
+        for name in KINDS[kind].required_fields if kind in KINDS else ():
+            if name not in found:
+                has = _HAS_FIELD.get(name)
+                found[name] = has is None or dataset.items.filter(has).exists()
+            if not found[name]:
+                missing.setdefault(kind, []).append(name)
+    return missing
 
 
 def scorer_options_clean(
