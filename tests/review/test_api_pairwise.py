@@ -224,3 +224,28 @@ def test_outsiders_get_404_and_viewers_403(client, runs, owner, viewer, outsider
     assert _post(client, create, {"run_b_id": run_b.pk}, outsider).status_code == 404
     assert not Preference.objects.exists()
     assert ReviewQueue.objects.filter(kind="pairwise").count() == 1
+
+
+def test_preferences_list_follows_the_blind_rule(client, runs, owner, reviewer, bea):
+    queue = _queue(runs, owner, overlap=2, seed=6)
+    pairwise_answer(queue=queue, position=1, user=reviewer, side="left", reason="r1")
+    pairwise_answer(queue=queue, position=1, user=bea, side="right")
+    pairwise_answer(queue=queue, position=2, user=bea, side="tie")
+    url = f"/api/pairwise/{queue.pk}/preferences?limit=10"
+    # Rita sees pair 1 (complete) but not Bea's answer on pair 2.
+    rita = client.get(url, **bearer(reviewer)).json()
+    assert rita["count"] == 2
+    assert {(p["position"], p["reviewer"]) for p in rita["items"]} == {
+        (1, "rita"),
+        (1, "bea"),
+    }
+    pair = PairwiseItem.objects.get(queue=queue, position=1)
+    row = next(p for p in rita["items"] if p["reviewer"] == "rita")
+    assert row["side"] == "left" and row["a_left"] == pair.a_left
+    assert row["choice"] == ("a" if pair.a_left else "b")
+    assert (row["item_a_id"], row["item_b_id"]) == (pair.item_a_id, pair.item_b_id)
+    assert row["reason"] == "r1"
+    # Bea answered both pairs: she sees all three.
+    assert client.get(url, **bearer(bea)).json()["count"] == 3
+    page = client.get(url.replace("limit=10", "limit=1&offset=1"), **bearer(bea)).json()
+    assert len(page["items"]) == 1 and page["count"] == 3

@@ -34,6 +34,7 @@ from evalsite.review.selectors.pairwise import (
     pairwise_progress,
     pairwise_quick_agreement,
     preferences_visible,
+    preferences_visible_to,
     rates_visible,
 )
 from evalsite.review.services.pairwise import (
@@ -195,6 +196,32 @@ class PairOut(Schema):
     item_b_id: int | None
     preferences: list[PreferenceOut]
     queue_agreement: dict[str, Any]
+
+
+class PreferenceRowOut(PreferenceOut):
+    position: int
+    item_a_id: int
+    item_b_id: int
+
+    @staticmethod
+    def resolve_reviewer(obj: Preference) -> str | None:
+        return obj.reviewer.get_username() if obj.reviewer else None
+
+    @staticmethod
+    def resolve_guideline_version(obj: Preference) -> int | None:
+        return obj.guideline.version if obj.guideline else None
+
+    @staticmethod
+    def resolve_position(obj: Preference) -> int:
+        return obj.pair.position
+
+    @staticmethod
+    def resolve_item_a_id(obj: Preference) -> int:
+        return obj.pair.item_a_id
+
+    @staticmethod
+    def resolve_item_b_id(obj: Preference) -> int:
+        return obj.pair.item_b_id
 
 
 class PreferenceIn(Schema):
@@ -389,6 +416,18 @@ def pairwise_answer_api(
     )
     pair = _pair(queue, outcome.pair.position)
     return Status(201, _pair_out(queue, pair, request.user))
+
+
+@router.get("/pairwise/{pairwise_id}/preferences", response=list[PreferenceRowOut])
+@paginate(LimitOffsetPagination)
+def pairwise_preferences_api(
+    request: AuthenticatedHttpRequest, pairwise_id: int
+) -> QuerySet[Preference]:
+    """Every answer you may see (on pairs you answered, on complete pairs), in pair
+    order, with the order shown and the side chosen: the data behind the figures,
+    for a left/right or per-reviewer analysis of your own."""
+    queue = pairwise_get_for_user(user=request.user, pk=pairwise_id)
+    return preferences_visible_to(queue=queue, user=request.user)
 
 
 @router.get("/pairwise/{pairwise_id}/agreement", response=PairwiseFiguresOut)

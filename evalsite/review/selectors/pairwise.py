@@ -125,6 +125,18 @@ def preferences_visible(
     return any(p.reviewer_id == user.pk for p in preferences)
 
 
+def preferences_visible_to(*, queue: ReviewQueue, user: User) -> QuerySet[Preference]:
+    """Every answer in the queue the user may see by the blind rule of
+    `preferences_visible`: on pairs they answered, on complete pairs, and their own."""
+    answered = Preference.objects.filter(queue=queue, reviewer=user).values("pair_id")
+    return (
+        Preference.objects.filter(queue=queue)
+        .filter(Q(pair__answers__gte=queue.overlap) | Q(pair_id__in=answered))
+        .select_related("pair", "reviewer", "guideline")
+        .order_by("pair__position", "created_at", "id")
+    )
+
+
 def pairwise_progress(*, queue: ReviewQueue, user: User) -> dict[str, int]:
     """Pairs in the queue, pairs with every answer, and the user's own answers."""
     counts = PairwiseItem.objects.filter(queue=queue).aggregate(
