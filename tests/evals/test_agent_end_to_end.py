@@ -173,6 +173,26 @@ def test_upload_run_review_export_and_upload_again(
     ]
     assert records[0]["conversation"][0]["role"] == "user"
     assert records[0]["expected_tool_calls"] == ["search_flights", "book"]
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(
+        io.BytesIO(
+            b"".join(
+                client.get(
+                    reverse("exports:run_parquet", args=[project.pk, run.pk])
+                ).streaming_content
+            )
+        )
+    )
+    assert "tool_calls" in table.column_names
+    by_index = dict(
+        zip(
+            table.column("item_index").to_pylist(),
+            table.column("tool_calls").to_pylist(),
+            strict=True,
+        )
+    )
+    assert json.loads(by_index[0]) == ROW["tool_calls"]
 
     # 5. The dataset export uploads again with the default mapping, unchanged.
     exported = _body(
