@@ -37,6 +37,7 @@ from scoring.toolcalls import (
     tool_call_accuracy,
     trajectory_accuracy,
 )
+from scoring.trajectory import trajectory
 
 
 def _same_json_text(a: Any, b: Any) -> bool:
@@ -337,6 +338,8 @@ def text_ratio(
                 same=_same_json_text,
             )["ratio"]
         )
+    if case.kind == "trajectory":  # conformance/kinds_agent.py explains its rows
+        return float(trajectory(case.item, options)["ratio"])
     if case.kind == "tone_consistency":
         sentiment: dict[str, Any] = {}
         if "tone-lexicon" in switches:

@@ -25,7 +25,7 @@ from pydantic import Field
 from scoring.client import Plan
 from scoring.errors import CaseError, JudgeError
 from scoring.prompts import STEPS, Messages, Reply, Step, _system, neutralise
-from scoring.toolcalls import _steps, tool_names
+from scoring.toolcalls import _steps, expected_field, tool_names
 
 __all__ = [
     "AGENT_STEPS",
@@ -274,10 +274,8 @@ def expected_steps(
     order = options.get("expected_tool_order")
     if order:
         return [{"name": name} for name in order]
-    for field in ("expected_trajectory", "expected_tool_calls"):
-        if case.get(field) is not None:
-            return _steps(case, field) or []
-    return None
+    field = expected_field(case, "expected_trajectory")
+    return None if field is None else _steps(case, field) or []
 
 
 def _input_block(case: Mapping[str, Any]) -> str:

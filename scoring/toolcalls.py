@@ -3,7 +3,10 @@
 The item carries the calls the agent made, in order, as ``tool_calls``: a list of
 ``{"name", "arguments", "result"}`` (only the names count here). What was expected comes
 from the options (``expected_tool`` or ``expected_tool_order``) or else from the item's
-``expected_tool_calls`` (names, or calls with a ``name``), read as an expected order.
+``expected_tool_calls`` (names, or calls with a ``name``), read as an expected order; an
+item may give them as ``expected_trajectory`` instead (the same shape). The trajectory
+kinds read ``expected_trajectory`` first, tool_call_accuracy ``expected_tool_calls``
+first (``expected_field``).
 
 trajectory_accuracy (``createTrajectoryAccuracyScorerCode``): the share of expected
 steps matched (see ``compare_steps``); an expected step that gives ``arguments`` or
@@ -26,6 +29,7 @@ from scoring.errors import CaseError
 __all__ = [
     "called_in_order",
     "compare_steps",
+    "expected_field",
     "tool_call_accuracy",
     "tool_names",
     "trajectory_accuracy",
@@ -61,6 +65,20 @@ def tool_names(
     return names
 
 
+def expected_field(case: Mapping[str, Any], first: str) -> str | None:
+    """Which of the item's ``expected_trajectory`` / ``expected_tool_calls`` holds its
+    expectation: ``first`` when it is given, else the other; None when neither is."""
+    other = (
+        "expected_tool_calls"
+        if first == "expected_trajectory"
+        else "expected_trajectory"
+    )
+    for field in (first, other):
+        if case.get(field) is not None:
+            return field
+    return None
+
+
 def called_in_order(
     actual: Sequence[str], expected: Sequence[str], strict: bool
 ) -> bool:
@@ -88,7 +106,8 @@ def tool_call_accuracy(
     order: list[str] | None = options.get("expected_tool_order") or None
     source = "options"
     if expected_tool is None and order is None:
-        order = tool_names(case, "expected_tool_calls", required=False)
+        field = expected_field(case, "expected_tool_calls") or "expected_tool_calls"
+        order = tool_names(case, field, required=False)
         source = "item"
         if not order:
             raise CaseError(
@@ -253,9 +272,10 @@ def trajectory_accuracy(
         expected = [{"name": name} for name in order]
         source = "options"
     else:
-        expected = _steps(case, "expected_tool_calls") or []
+        field = expected_field(case, "expected_trajectory")
+        expected = (_steps(case, field) if field else None) or []
         source = "item"
-        if case.get("expected_tool_calls") is None:
+        if field is None:
             raise CaseError(
                 "trajectory_accuracy needs an expected trajectory: set the option "
                 "expected_tool_order, or give the item expected tool calls",

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.errors import CaseError
-from scoring.toolcalls import Same, _same_json, _steps, compare_steps
+from scoring.toolcalls import Same, _same_json, _steps, compare_steps, expected_field
 
 __all__ = [
     "blacklist_check",
@@ -58,10 +58,10 @@ def expected_trajectory(
     order = options.get("expected_tool_order")
     if order:
         return [{"name": name} for name in order], "options"
-    for field in ("expected_trajectory", "expected_tool_calls"):
-        if case.get(field) is not None:
-            return _steps(case, field) or [], field
-    return None, None
+    field = expected_field(case, "expected_trajectory")
+    if field is None:
+        return None, None
+    return _steps(case, field) or [], field
 
 
 def efficiency_check(

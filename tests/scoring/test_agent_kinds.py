@@ -401,6 +401,19 @@ def test_trajectory_is_a_code_kind():
     assert (result.score, result.passed, result.steps) == (1.0, True, [])
 
 
+def test_every_trajectory_kind_reads_expected_trajectory_first():
+    case = {"tool_calls": tcalls("a", "b"), "expected_trajectory": ["a", "b"]}
+    assert analyze_text("trajectory_accuracy", case, {})["ratio"] == 1.0
+    assert analyze_text("tool_call_accuracy", case, {})["ratio"] == 1.0
+    both = {**case, "expected_tool_calls": ["b", "a"]}
+    assert analyze_text("trajectory_accuracy", both, {})["expected_tools"] == ["a", "b"]
+    # tool_call_accuracy reads its own key first
+    assert analyze_text("tool_call_accuracy", both, {})["ratio"] == 0.0
+    (step,) = preview_prompts("trajectory_accuracy_llm", both, None)
+    user = step["messages"][1]["content"]
+    assert user.index("tool: a") < user.index("tool: b", user.index("expected_step"))
+
+
 # ------------------------------------------------------- through the offline judge
 
 AGENT_CASES = {
