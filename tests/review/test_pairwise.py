@@ -212,6 +212,34 @@ def test_an_answer_is_audited_with_the_run_it_prefers(runs, owner, reviewer):
     assert event.actor == reviewer and event.run_id == queue.run_id
 
 
+def test_the_audit_log_keeps_answers_blind_until_the_pair_is_complete(
+    runs, owner, reviewer, bea
+):
+    queue = _queue(runs, owner, overlap=2, seed=3)
+    pairwise_answer(queue=queue, position=1, user=reviewer, choice="a", reason="R-WHY")
+    pairwise_answer(queue=queue, position=1, user=reviewer, choice="b", reason="R-WHY")
+    first, change = AuditEvent.objects.filter(
+        action__startswith="pairwise.answer"
+    ).order_by("id")
+    for event in (first, change):
+        # Who answered, not what: every member reads the run's log.
+        assert "choice" not in event.after and event.before is None
+        assert "R-WHY" not in event.summary and "run " not in event.summary
+        assert "(1 of 2)" in event.summary
+    assert change.action == "pairwise.answer_change"
+    pairwise_answer(queue=queue, position=1, user=bea, choice="tie")
+    last = AuditEvent.objects.filter(action="pairwise.answer").latest("id")
+    assert last.after["choice"] == "tie" and "a tie" in last.summary
+    complete = AuditEvent.objects.get(action="pairwise.pair_complete")
+    assert [
+        (a["reviewer"], a["choice"], a["reason"]) for a in complete.after["answers"]
+    ] == [
+        ("rita", "b", "R-WHY"),
+        ("bea", "tie", ""),
+    ]
+    assert "A 0, B 1, tie 1" in complete.summary
+
+
 def test_overlap_takes_each_reviewers_answer_once_then_locks(
     runs, owner, reviewer, bea
 ):

@@ -255,7 +255,8 @@ def pairwise_answer(
     2. Refuse an answer past the pair's overlap, and a changed answer once the pair
        has every answer (the others' answers were visible by then) unless the queue
        takes one answer per pair.
-    3. Store it (replacing the reviewer's earlier one), recount the pair, audit.
+    3. Store it (replacing the reviewer's earlier one), recount the pair, audit
+       (see _audit_answer for what the log shows while the pair is blind).
     """
     if not queue.is_pairwise:
         raise ApplicationError("This queue is not a pairwise queue.")
@@ -309,29 +310,95 @@ def pairwise_answer(
         existing.save()
         preference = existing
     _recount(pair)
-    audit_record(
-        project=queue.project,
-        actor=user,
-        action="pairwise.answer",
-        summary=(
-            f"{'changed the preference to' if existing else 'preferred'} "
-            f"{_describe(queue, picked)} on pair {pair.position} of “{queue.name}”"
-        )
-        + (f": {reason}" if reason else ""),
+    _audit_answer(
+        queue=queue,
+        pair=pair,
+        user=user,
+        preference=preference,
         before=before,
-        after={
-            "queue_id": queue.pk,
-            "position": pair.position,
-            "item_a": pair.item_a_id,
-            "item_b": pair.item_b_id,
-            "choice": picked,
-            "side": shown,
-            "a_left": pair.a_left,
-            "reason": reason,
-            "guideline_version": guideline.version if guideline else None,
-        },
-        run=queue.run,
+        changed=existing is not None,
     )
     return PreferenceOutcome(
         preference=preference, pair=pair, replaced=existing is not None
     )
+
+
+def _answer_json(preference: Preference) -> dict[str, Any]:
+    return {
+        "reviewer": preference.reviewer.get_username() if preference.reviewer else None,
+        "choice": preference.choice,
+        "side": preference.side,
+        "a_left": preference.a_left,
+        "reason": preference.reason,
+        "guideline_version": preference.guideline.version
+        if preference.guideline
+        else None,
+    }
+
+
+def _audit_answer(
+    *,
+    queue: ReviewQueue,
+    pair: PairwiseItem,
+    user: User,
+    preference: Preference,
+    before: dict[str, Any] | None,
+    changed: bool,
+) -> None:
+    """Audit an answer. Every member reads the run's audit log, so while the pair
+    still takes answers the event says who answered, not what (the answers are blind
+    till then, as the team review's are); the answer that completes the pair logs
+    every answer on it, and an answer on a complete pair (one reviewer per pair) logs
+    itself."""
+    where = f"pair {pair.position} of “{queue.name}”"
+    base = {
+        "queue_id": queue.pk,
+        "position": pair.position,
+        "item_a": pair.item_a_id,
+        "item_b": pair.item_b_id,
+        "preference_id": preference.pk,
+    }
+    action = "pairwise.answer_change" if changed else "pairwise.answer"
+    if pair.answers < queue.overlap:
+        audit_record(
+            project=queue.project,
+            actor=user,
+            action=action,
+            summary=(
+                f"{user.get_username()} answered on {where} "
+                f"({pair.answers} of {queue.overlap})"
+            ),
+            after=base,
+            run=queue.run,
+        )
+        return
+    reason = preference.reason
+    audit_record(
+        project=queue.project,
+        actor=user,
+        action=action,
+        summary=(
+            f"{'changed the preference to' if changed else 'preferred'} "
+            f"{_describe(queue, preference.choice)} on {where}"
+        )
+        + (f": {reason}" if reason else ""),
+        # Before is shown only now: it is this reviewer's earlier answer, blind too.
+        before=before,
+        after={**base, **_answer_json(preference)},
+        run=queue.run,
+    )
+    if queue.overlap > 1 and not changed:
+        answers = list(
+            Preference.objects.filter(pair=pair)
+            .select_related("reviewer", "guideline")
+            .order_by("created_at", "id")
+        )
+        counts = f"A {pair.answers_a}, B {pair.answers_b}, tie {pair.answers_tie}"
+        audit_record(
+            project=queue.project,
+            actor=user,
+            action="pairwise.pair_complete",
+            summary=f"{where} has its {queue.overlap} answers: {counts}",
+            after={**base, "answers": [_answer_json(a) for a in answers]},
+            run=queue.run,
+        )
