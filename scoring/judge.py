@@ -488,6 +488,17 @@ def _text_reason(kind: str, analysis: Mapping[str, Any], score: float) -> str:
         for k, v in analysis.items()
         if isinstance(v, int | float) and not isinstance(v, bool)
     )
+    dimensions = analysis.get("dimensions")
+    if isinstance(dimensions, Mapping) and dimensions:  # trajectory's weighted parts
+        details += "; " + ", ".join(
+            f"{name.replace('_', ' ')} {value:g}" for name, value in dimensions.items()
+        )
+        blacklist = analysis.get("blacklist") or {}
+        forbidden = list(blacklist.get("violated_tools") or []) + [
+            " → ".join(seq) for seq in blacklist.get("violated_sequences") or []
+        ]
+        if forbidden:
+            details += "; forbidden: " + ", ".join(forbidden)
     return f"{KINDS[kind].label}: score {score:g} ({details})."
 
 

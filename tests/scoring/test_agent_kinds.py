@@ -399,6 +399,16 @@ def test_trajectory_is_a_code_kind():
         model="unused",
     )
     assert (result.score, result.passed, result.steps) == (1.0, True, [])
+    assert result.reason == "Trajectory: score 1 (ratio 1; accuracy 1)."
+    blocked = judge_case(
+        "trajectory",
+        {"tool_calls": tcalls("a", "rm")},
+        {"blacklisted_tools": "rm", "blacklisted_sequences": "a, rm"},
+        None,
+        model="unused",
+    )
+    assert blocked.score == 0.0
+    assert blocked.reason.endswith("blacklist 0; forbidden: rm, a → rm).")
 
 
 def test_every_trajectory_kind_reads_expected_trajectory_first():
