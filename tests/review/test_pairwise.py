@@ -132,6 +132,16 @@ def test_create_by_metadata_key_counts_what_did_not_pair(project, owner):
     assert _pair(queue, 1).match_value == "q0"
 
 
+def test_a_queue_keeps_at_most_queue_max_pairs_and_says_so(project, owner, monkeypatch):
+    monkeypatch.setattr("evalsite.review.services.pairwise.QUEUE_MAX", 3)
+    monkeypatch.setattr("evalsite.review.services.pairwise.PAIR_CHUNK", 2)
+    runs = make_model_runs(project, n=10, same_output=(0,))
+    queue = _queue(runs, owner)
+    assert queue.size == 3 and queue.truncated is True
+    positions = PairwiseItem.objects.filter(queue=queue).order_by("position")
+    assert [p.item_a.metadata["id"] for p in positions] == ["q1", "q2", "q3"]
+
+
 def test_pairs_with_the_same_output_are_left_out_and_counted(project, owner):
     runs = make_model_runs(project, n=4, same_output=(1, 2))
     queue = _queue(runs, owner)

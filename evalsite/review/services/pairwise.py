@@ -29,6 +29,8 @@ from evalsite.review.services.queues import QUEUE_MAX
 REASON_MAX_LENGTH = 5000
 MAX_SECONDS = 3600.0
 SEED_MAX = 2**31 - 1
+# Matched items read per query while looking for pairs whose outputs differ.
+PAIR_CHUNK = 2000
 
 
 def _clean_overlap(run: Run, overlap: int | None) -> int:
@@ -83,17 +85,7 @@ def pairwise_queue_create(
             field_errors={"seed": f"between 0 and {SEED_MAX}"},
         )
     matched = pairwise_match(run_a=run_a, run_b=run_b, mode=match, key=key)
-    items = Item.objects.in_bulk(
-        {i for pair in matched.pairs for i in pair}, field_name="pk"
-    )
-    pairs = []
-    identical = 0
-    for id_a, id_b in matched.pairs:
-        item_a, item_b = items[id_a], items[id_b]
-        if item_a.output == item_b.output:
-            identical += 1
-            continue
-        pairs.append((item_a, item_b))
+    pairs, identical = _differing_pairs(matched.pairs)
     if not pairs:
         reason = (
             "both runs score the same dataset, so their outputs are the same"
@@ -159,6 +151,32 @@ def pairwise_queue_create(
         run=run_a,
     )
     return queue
+
+
+def _differing_pairs(
+    matched: list[tuple[int, int]],
+) -> tuple[list[tuple[Item, Item]], int]:
+    """The matched pairs whose outputs differ, in order, up to QUEUE_MAX + 1 (the one
+    past the limit says the queue is truncated), and how many of the pairs read on
+    the way had the same output. Items are read a chunk at a time, without the
+    context and reference the queue does not keep, so two 100k-item datasets are
+    never in memory at once."""
+    pairs: list[tuple[Item, Item]] = []
+    identical = 0
+    for start in range(0, len(matched), PAIR_CHUNK):
+        chunk = matched[start : start + PAIR_CHUNK]
+        items = Item.objects.only("id", "input", "output", "metadata").in_bulk(
+            {i for pair in chunk for i in pair}
+        )
+        for id_a, id_b in chunk:
+            item_a, item_b = items[id_a], items[id_b]
+            if item_a.output == item_b.output:
+                identical += 1
+            else:
+                pairs.append((item_a, item_b))
+        if len(pairs) > QUEUE_MAX:
+            break
+    return pairs, identical
 
 
 def _match_value(item: Item, match: str, key: str) -> str:
