@@ -14,14 +14,19 @@ import { createRequire } from "node:module";
 
 import {
   createAnswerRelevancyScorer,
+  createAnswerSimilarityScorer,
   createBiasScorer,
   createCompletenessScorer,
   createContentSimilarityScorer,
   createContextPrecisionScorer,
+  createContextRecallScorer,
   createContextRelevanceScorerLLM,
   createFaithfulnessScorer,
   createHallucinationScorer,
   createKeywordCoverageScorer,
+  createNoiseSensitivityScorerLLM,
+  createPromptAlignmentScorerLLM,
+  createSummarizationScorer,
   createMultiTurnJudgeScorer,
   createRubricScorer,
   createToolCallAccuracyScorerLLM,
@@ -50,7 +55,7 @@ function model(id) {
   };
 }
 
-function agentRun(input, output, toolNames = []) {
+function agentRun(input, output, toolNames = [], systemPrompt = undefined) {
   const toolInvocations = toolNames.map((toolName, i) => ({
     toolCallId: `call-${i}`,
     toolName,
@@ -59,6 +64,7 @@ function agentRun(input, output, toolNames = []) {
     state: "result",
   }));
   return createAgentTestRun({
+    ...(systemPrompt ? { systemMessages: [{ role: "system", content: systemPrompt }] } : {}),
     inputMessages: [createTestMessage({ content: input, role: "user", id: "u" })],
     output: [createTestMessage({ content: output, role: "assistant", id: "a", toolInvocations })],
   });
@@ -93,6 +99,13 @@ const LLM = {
       : createAnswerRelevancyScorer({ model: model(c.id), options: c.options }),
   bias: (c) => createBiasScorer({ model: model(c.id), options: c.options }),
   toxicity: (c) => createToxicityScorer({ model: model(c.id), options: c.options }),
+  // scoring.kinds_rag's kinds (conformance/kinds_rag.py makes their cases)
+  answer_similarity: (c) =>
+    createAnswerSimilarityScorer({ model: model(c.id), options: c.options ?? undefined }),
+  context_recall: (c) => createContextRecallScorer({ model: model(c.id), options: c.options }),
+  noise_sensitivity: (c) => createNoiseSensitivityScorerLLM({ model: model(c.id), options: c.options }),
+  prompt_alignment: (c) => createPromptAlignmentScorerLLM({ model: model(c.id), options: c.options }),
+  summarization: (c) => createSummarizationScorer({ model: model(c.id), options: c.options }),
 };
 
 const CODE = {
@@ -166,8 +179,9 @@ async function runOne(c) {
   }
   if (LLM[c.scorer]) {
     const scorer = LLM[c.scorer](c);
-    const run = agentRun(c.input, c.output);
-    const result = await scorer.run({ input: run.input, output: run.output });
+    const run = agentRun(c.input, c.output, [], c.system_prompt);
+    const groundTruth = "ground_truth" in c ? { groundTruth: c.ground_truth } : {};
+    const result = await scorer.run({ input: run.input, output: run.output, ...groundTruth });
     return { score: number(result.score) };
   }
   const scorer = CODE[c.scorer](c);
