@@ -15,8 +15,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalsite.exports.parquet_types import JsonText
+
 _TYPES: dict[str, Any] = {
     "int": pa.int64(),
+    "count": pa.int64(),
     "float": pa.float64(),
     "bool": pa.bool_(),
     "str": pa.string(),
@@ -28,7 +31,11 @@ _TYPES: dict[str, Any] = {
 
 
 def _json_text(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return None
+    if value.__class__ is JsonText:
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _list_text(value: Any) -> str:

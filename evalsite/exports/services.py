@@ -77,6 +77,7 @@ from django.utils.text import slugify
 
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import Result, Run
+from evalsite.exports.parquet_types import JsonText
 from evalsite.exports.selectors import (
     BatchExtras,
     Usage,
@@ -94,10 +95,11 @@ Format = Literal["csv", "jsonl", "parquet"]
 DatasetFormat = Literal["csv", "jsonl"]
 AnyUser = User | AnonymousUser
 # How a column's values are typed: Parquet's column type, and how CSV writes them.
-#   int, float, bool, str, time (a datetime, UTC), json (any JSON value, None stays
-#   empty), list (a JSON list, None is []), meta (a metadata value: text as it is,
-#   anything else as JSON text).
-Kind = Literal["int", "float", "bool", "str", "time", "json", "list", "meta"]
+#   int, count (an int that is never None), float, bool, str, time (a datetime, UTC),
+#   json (any JSON value, None stays empty; a JsonText is that value encoded already),
+#   list (a JSON list, None is []), meta (a metadata value: text as it is, anything
+#   else as JSON text).
+Kind = Literal["int", "count", "float", "bool", "str", "time", "json", "list", "meta"]
 
 CHUNK_SIZE = 2000
 # Rows per Parquet row group: 5 chunks, about 10 MB of Python values at 1 KB a row.
@@ -124,9 +126,9 @@ AGENT_COLUMNS: dict[str, Kind] = {
     "baseline_output": "str",
 }
 RUN_HEAD: tuple[tuple[str, Kind], ...] = (
-    ("result_id", "int"),
-    ("item_id", "int"),
-    ("item_index", "int"),
+    ("result_id", "count"),
+    ("item_id", "count"),
+    ("item_index", "count"),
     *((column, kind) for column, _, kind in ITEM_COLUMNS),
 )
 RUN_TAIL: tuple[tuple[str, Kind], ...] = (
@@ -149,15 +151,15 @@ RUN_EXTRA: tuple[tuple[str, Kind], ...] = (
     ("scorer_version", "int"),
     ("scorer_options", "json"),
     ("judge_model", "str"),
-    ("judge_calls", "int"),
-    ("cache_hits", "int"),
-    ("prompt_tokens", "int"),
-    ("completion_tokens", "int"),
+    ("judge_calls", "count"),
+    ("cache_hits", "count"),
+    ("prompt_tokens", "count"),
+    ("completion_tokens", "count"),
     ("latency_ms", "float"),
     ("cost", "float"),
-    ("comment_count", "int"),
+    ("comment_count", "count"),
     ("comments", "str"),
-    ("answer_count", "int"),
+    ("answer_count", "count"),
     ("answers", "json"),
     ("review_state", "str"),
     ("decision", "str"),
@@ -460,7 +462,20 @@ class RunLayout:
         self._get_head = itemgetter(*self._head)
         self._get_tail = itemgetter(*self._tail)
         self._notes_at = self._tail.index("override_notes")
+        self._options_at = self._tail.index("scorer_options")
+        # A scorer's options are one object shared by all its rows: encoded once.
+        # The object is kept with its text, so its id is never another's.
+        self._options_cache: dict[int, tuple[Any, JsonText]] = {}
         self._comments_at = self._tail.index("comments")
+
+    def _options_text(self, options: Any) -> JsonText | None:
+        if options is None:
+            return None
+        cached = self._options_cache.get(id(options))
+        if cached is None or cached[0] is not options:
+            cached = (options, JsonText(json.dumps(options, ensure_ascii=False)))
+            self._options_cache[id(options)] = cached
+        return cached[1]
 
     @property
     def names(self) -> list[str]:
@@ -473,6 +488,7 @@ class RunLayout:
             meta = record["metadata"]
             values.extend([meta.get(k) for k in self.metadata_keys])
         tail = list(self._get_tail(record))
+        tail[self._options_at] = self._options_text(tail[self._options_at])
         notes = tail[self._notes_at]
         tail[self._notes_at] = NOTES_SEPARATOR.join(notes) if notes else None
         tail[self._comments_at] = _comments_text(tail[self._comments_at])
@@ -508,7 +524,11 @@ def run_columns(
 def _json_cell(value: Any) -> str:
     # JSON text of a list or object starts with [ or {: never formula-like; a JSON
     # string (starts with a quote) or number is not either.
-    return "" if value is None else json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return ""
+    if value.__class__ is JsonText:
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _list_cell(value: Any) -> str:
@@ -520,6 +540,7 @@ def _time_cell(value: Any) -> str:
 
 
 _CSV_CELL: dict[str, Callable[[Any], str]] = {
+    "count": str,  # an int, never None: a number, nothing to neutralise
     "time": _time_cell,
     "json": _json_cell,
     "list": _list_cell,
