@@ -846,26 +846,27 @@ KINDS_COMPARED: dict[str, int] = {
     "tone_consistency": 400,
     "tool_call_accuracy": 300,
     "trajectory_accuracy": 300,
-    # scoring.kinds_rag's kinds: conformance/kinds_rag.py makes their cases
-    "answer_similarity": 150,
-    "context_recall": 150,
-    "noise_sensitivity": 150,
-    "prompt_alignment": 150,
-    "summarization": 150,
     # the agent kinds: conformance/kinds_agent.py makes their cases
     "rubric": 150,
     "multi_turn_judge": 100,
     "tool_call_accuracy_llm": 150,
     "trajectory_accuracy_llm": 150,
     "trajectory": 400,
+    # scoring.kinds_rag's kinds: conformance/kinds_rag.py makes their cases
+    "answer_similarity": 150,
+    "context_recall": 150,
+    "noise_sensitivity": 150,
+    "prompt_alignment": 150,
+    "summarization": 150,
 }
 
 
 def generate(seed: int = 18, scale: float = 1.0) -> list[Case]:
     """All cases, in a fixed order; ``scale`` multiplies every kind's count."""
-    from conformance import kinds_agent  # it builds on this module's helpers
-
-    from conformance import kinds_rag  # it builds on this module's helpers
+    from conformance import (  # they build on this module's helpers
+        kinds_agent,
+        kinds_rag,
+    )
 
     rng = random.Random(seed)
     cases: list[Case] = []
@@ -885,10 +886,10 @@ def generate(seed: int = 18, scale: float = 1.0) -> list[Case]:
                 cases.append(_tool_case(rng, index))
             elif kind == "trajectory_accuracy":
                 cases.append(_trajectory_case(rng, index))
-            elif kind in kinds_rag.RAG_KINDS:
-                cases.append(kinds_rag.make_case(kind, rng, index))
             elif kind in kinds_agent.AGENT_KINDS:
                 cases.append(kinds_agent.make_case(kind, rng, index))
+            elif kind in kinds_rag.RAG_KINDS:
+                cases.append(kinds_rag.make_case(kind, rng, index))
             else:
                 cases.append(_text_case(rng, kind, index))
     return cases

@@ -25,6 +25,8 @@ from typing import Any
 
 from conformance.kinds_agent import AGENT_KINDS
 from conformance.kinds_agent import answer as agent_answer
+from conformance.kinds_rag import RAG_KINDS
+from conformance.kinds_rag import answer as rag_answer
 
 __all__ = ["ScriptedJudge", "scripted_judge"]
 
@@ -62,6 +64,10 @@ class ScriptedJudge:
             step = name.partition("__")[2] if "__" in name else _task_step(text)
             properties = set((schema.get("properties") or {}).keys())
             return agent_answer(side, script, step, properties)
+        if script["kind"] in RAG_KINDS:  # conformance/kinds_rag.py
+            step = name.partition("__")[2] if "__" in name else _task_step(text)
+            properties = set((schema.get("properties") or {}).keys())
+            return rag_answer(side, script, step, properties)
         if side == "promptfoo" or script["kind"] == "factuality":
             return str(script["reply"])
         if side == "ours":

@@ -21,6 +21,7 @@ from typing import Any
 
 from conformance.kinds_agent import AGENT_KINDS
 from conformance.kinds_agent import explain as agent_explain
+from conformance.kinds_rag import ROW_CHECKS as RAG_ROW_CHECKS
 from conformance.run import Outcome
 from scoring import compute_score, round_half_up, validate_options
 from scoring.textkinds import (
@@ -136,6 +137,13 @@ def _mastra_reads(kind: str, raw: str) -> str:
 def _their_analysis(outcome: Outcome) -> dict[str, Any]:
     script = outcome.case.script or {}
     kind = outcome.case.kind
+    if kind == "context_recall":  # Mastra divides by the claims, not the verdicts
+        return {
+            "claims": list(script["items"]),
+            "verdicts": [
+                {"verdict": _mastra_reads(kind, raw)} for raw in script["verdicts"]
+            ],
+        }
     if kind == "context_precision":
         return {
             "verdicts": [
@@ -418,6 +426,10 @@ ROWS: dict[str, Row] = {
         # trajectory-json-key-order
         Row("rubric-required-from-judge"),
         Row("trajectory-nothing-to-check"),
+        # checked in conformance/kinds_rag.py (ROW_CHECKS), like its kinds' share of
+        # blank-reference and verdict-case-and-space
+        Row("prompt-alignment-requirements"),
+        Row("prompt-alignment-score-range"),
     ]
 }
 
@@ -437,7 +449,9 @@ def explain(outcome: Outcome, meta: dict[str, Any]) -> Explanation:
     rows = outcome.case.rows
     for row_id in rows:
         row = ROWS[row_id]
-        check = _blank_factuality if row_id == "blank-reference" else row.explains
+        check = RAG_ROW_CHECKS.get(row_id, {}).get(outcome.case.kind) or (
+            _blank_factuality if row_id == "blank-reference" else row.explains
+        )
         if check is not None and check(outcome, meta):
             return Explanation([row_id])
     both = ["answer-relevancy-partial-options", "verdict-off-vocabulary"]
