@@ -646,3 +646,12 @@ def test_admin_lists_pairs_and_preferences_read_only(client, runs, owner, review
     pref = Preference.objects.get()
     page = client.get(f"/admin/review/preference/{pref.pk}/change/").content.decode()
     assert 'name="choice"' not in page  # shown, not editable
+
+
+def test_my_queue_page_lists_a_pairwise_queue_by_its_pairs(client, runs, owner):
+    queue = _queue(runs, owner, overlap=2)
+    login(client, owner)
+    page = client.get(_url("assigned", queue.project_id)).content.decode()
+    row = page.split(f'id="queue-row-{queue.pk}"')[1].split("</tr>")[0]
+    assert "Pairwise review" in row and "4 pairs · 2 reviewers per pair" in row
+    assert "reviewed" not in row
