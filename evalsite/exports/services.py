@@ -32,7 +32,7 @@ Columns of a run export (one row per item × scorer), in file order:
     adjudicator, adjudicated_at, adjudication_passed, adjudication_score,
     adjudication_note (the latest adjudication);
     review_seconds (time spent on every review of the result, where the browser
-    measured it);
+    measured it, blind answers included: it says how long, not what);
     answer.<reviewer>.passed, answer.<reviewer>.score, answer.<reviewer>.note (one
     group per reviewer who answered anywhere in the run, sorted by name; their latest
     answer on the result): the wide shape an analyst computes agreement from.
@@ -47,10 +47,11 @@ typed: integers int64, scores and seconds float64, verdicts bool, times timestam
 text string, nested values (context, scorer_options, answers) JSON text, metadata
 values as text (JSON text when not a string).
 
-Every CSV cell goes through `evalsite.lib.csvsafe.safe_cell`, the one rule that
-neutralises formula-like text for spreadsheets (= + - @, also after leading whitespace
-or line feeds and in their full-width forms); JSONL and Parquet are data for programs
-and are left exact. Judge connections (and so API keys) are never read here beyond
+Every CSV cell that can hold text goes through `evalsite.lib.csvsafe.safe_cell`, the
+one rule that neutralises formula-like text for spreadsheets (= + - @, also after
+leading whitespace or line feeds and in their full-width forms); counts, ISO times and
+JSON arrays or objects cannot start with those and are written as they are. JSONL and
+Parquet are data for programs and are left exact. Judge connections (and so API keys) are never read here beyond
 their prices.
 
 To add an item column, add it to ITEM_COLUMNS: every format follows.
