@@ -223,3 +223,23 @@ def test_login_required(client, project, runs):
     assert client.get(f"/api/runs/{a.pk}/compare/{b.pk}").status_code == 401
     url = reverse("review:compare", args=[project.pk])
     assert client.get(f"{url}?runs={a.pk}&runs={b.pk}").status_code == 302
+
+
+def test_a_review_after_a_compare_shows_in_the_next_one(client, reviewer, runs):
+    """Figures and pages are cached under the results' state: an override moves it."""
+    from evalsite.evals.models import Result
+    from evalsite.review.services import override_create
+
+    a, b = runs
+    login(client, reviewer)
+    url = f"/api/runs/{a.pk}/compare/{b.pk}"
+    before = client.get(url).json()
+    assert before["pairs"][0]["pass_to_fail"] == 1
+    # item 3: 1.0 pass in both runs; B's verdict overridden to fail
+    result = Result.objects.get(run=b, item__index=3, run_scorer__kind="faithfulness")
+    override_create(result=result, user=reviewer, kind="pass", value=False)
+    after = client.get(url).json()
+    assert after["pairs"][0]["pass_to_fail"] == 2
+    assert [i["item_index"] for i in after["items"]][:2] == [1, 3]
+    assert before["pairs"][0]["b_pass_rate"] == pytest.approx(0.75)
+    assert after["pairs"][0]["b_pass_rate"] == pytest.approx(0.5)

@@ -12,27 +12,29 @@ from those aggregates by scoring.stats (see STATS_METHODS for what the page stat
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from django.core.cache import cache
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.models import Item
 from evalsite.evals.models import Result, Run, RunScorer
 from evalsite.review.selectors.matching import (
-    DUPLICATES_SHOWN,
     MAX_SIDES,
     MIN_SIDES,
     DuplicateKey,
     DuplicateKeyError,
     MatchSpec,
     duplicates_message,
-    ensure_sqlite_functions,
-    item_key_expression,
+    items_match,
 )
 from scoring import KINDS
 from scoring.stats import (
@@ -49,6 +51,9 @@ EPS = 1e-9
 # Deep pages cost a sort of the whole join; past this offset the API and page refuse.
 MAX_OFFSET = 100_000
 MATCH_CACHE_TTL = 24 * 3600
+# Aggregates and pages are named by the results' state, so a stale entry is never
+# read; the TTL only bounds the memory they hold.
+RESULTS_CACHE_TTL = 3600
 
 Only = Literal["", "regressions", "improvements", "flips", "changed"]
 ONLY_CHOICES: list[tuple[str, str]] = [
@@ -90,7 +95,9 @@ class MatchSummary:
     no_key_a: int
     no_key_b: int
     duplicates: list[DuplicateKey] = field(default_factory=list)
-    duplicate_count: int = 0
+    # The matched item ids, A's and B's, in A's order (empty for one dataset).
+    pairs_a: list[int] = field(default_factory=list, repr=False)
+    pairs_b: list[int] = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -119,6 +126,9 @@ class ScorerDelta:
     mcnemar: SignTest | None = None
     # Row counts per `only` filter, so a filtered page needs no COUNT query.
     rows_by_only: dict[str, int] = field(default_factory=dict)
+    # The cache name of the compared results' state; None: not cached (see
+    # _state_token).
+    state: str | None = None
 
     @property
     def label(self) -> str:
@@ -267,58 +277,52 @@ class Comparison:
         )
 
 
-def _side_queryset(
-    *, run_id: int, scorer_ids: list[int], spec: MatchSpec, same_dataset: bool
-) -> Any:  # a values() queryset; its SQL becomes a CTE
-    """One run's results of the given scorers with their item's match key."""
-    qs = Result.objects.filter(run_id=run_id, run_scorer_id__in=scorer_ids)
-    if same_dataset:
-        return qs.values(
-            rid=F("id"),
-            iid=F("item_id"),
-            idx=F("item__index"),
-            s=F("run_scorer_id"),
-            st=F("status"),
-            sc=F("final_score"),
-            ps=F("final_passed"),
-            k=F("item_id"),
+def _side_queryset(*, run_id: int, scorer_ids: list[int]) -> Any:
+    """One run's results of the given scorers: the figures only, no item join (items
+    pair through their ids; the item text is read for the page's rows alone)."""
+    return Result.objects.filter(run_id=run_id, run_scorer_id__in=scorer_ids).values(
+        rid=F("id"),
+        iid=F("item_id"),
+        s=F("run_scorer_id"),
+        st=F("status"),
+        sc=F("final_score"),
+        ps=F("final_passed"),
+    )
+
+
+def _pairs_table(match: MatchSummary) -> tuple[str, list[Any]]:
+    """The matched (A item, B item) ids as a table m(ia, ib) in SQL, from the cached
+    matching: one array per column on Postgres, a JSON array on SQLite."""
+    if connection.vendor == "postgresql":
+        return (
+            "SELECT * FROM unnest(%s::bigint[], %s::bigint[]) AS t (ia, ib)",
+            [match.pairs_a, match.pairs_b],
         )
     return (
-        qs.annotate(match_key=item_key_expression(spec, prefix="item__"))
-        .filter(match_key__isnull=False)
-        .exclude(match_key="")
-        .values(
-            rid=F("id"),
-            iid=F("item_id"),
-            idx=F("item__index"),
-            s=F("run_scorer_id"),
-            st=F("status"),
-            sc=F("final_score"),
-            ps=F("final_passed"),
-            k=F("match_key"),
-        )
+        "SELECT json_extract(value, '$[0]') AS ia, json_extract(value, '$[1]') AS ib "
+        "FROM json_each(%s)",
+        [json.dumps(list(zip(match.pairs_a, match.pairs_b, strict=True)))],
     )
 
 
 def _joined_sql(
-    *, run_a: Run, run_b: Run, deltas: list[ScorerDelta], spec: MatchSpec
+    *, run_a: Run, run_b: Run, deltas: list[ScorerDelta], match: MatchSummary
 ) -> tuple[str, list[Any]]:
     """The CTE `j`: one row per matched item × paired scorer, with both results'
     figures, the delta, its direction-aware badness and the verdict flip."""
-    same = run_a.dataset_id == run_b.dataset_id
-    ensure_sqlite_functions()
     a_sql, a_params = _side_queryset(
-        run_id=run_a.pk,
-        scorer_ids=[d.a.pk for d in deltas],
-        spec=spec,
-        same_dataset=same,
+        run_id=run_a.pk, scorer_ids=[d.a.pk for d in deltas]
     ).query.sql_with_params()
     b_sql, b_params = _side_queryset(
-        run_id=run_b.pk,
-        scorer_ids=[d.b.pk for d in deltas],
-        spec=spec,
-        same_dataset=same,
+        run_id=run_b.pk, scorer_ids=[d.b.pk for d in deltas]
     ).query.sql_with_params()
+    if match.same_dataset:
+        m_sql, m_params = "", list[Any]()
+        join_b = "JOIN sb ON sb.s = p.pb AND sb.iid = sa.iid"
+    else:
+        m_sql, m_params = _pairs_table(match)
+        m_sql = f"m AS ({m_sql}),"
+        join_b = "JOIN m ON m.ia = sa.iid JOIN sb ON sb.s = p.pb AND sb.iid = m.ib"
     values = ", ".join(["(%s, %s, %s)"] * len(deltas))
     pair_params: list[Any] = []
     for d in deltas:
@@ -328,11 +332,12 @@ def _joined_sql(
     ok = Result.Status.OK.value
     sql = f"""
         WITH pairs (pa, pb, sgn) AS (VALUES {values}),
+        {m_sql}
         sa AS ({a_sql}),
         sb AS ({b_sql}),
         j AS (
             SELECT p.pa AS s, sa.rid AS a_id, sb.rid AS b_id, sa.iid AS a_item,
-                sb.iid AS b_item, sa.idx AS idx, sa.st AS a_st, sb.st AS b_st,
+                sb.iid AS b_item, sa.st AS a_st, sb.st AS b_st,
                 sa.ps AS a_ps, sb.ps AS b_ps,
                 CASE WHEN sa.st = %s THEN sa.sc END AS a_sc,
                 CASE WHEN sb.st = %s THEN sb.sc END AS b_sc,
@@ -346,11 +351,12 @@ def _joined_sql(
                     ELSE 0 END AS flip
             FROM pairs p
             JOIN sa ON sa.s = p.pa
-            JOIN sb ON sb.s = p.pb AND sb.k = sa.k
+            {join_b}
         )
     """
     params = [
         *pair_params,
+        *m_params,
         *a_params,
         *b_params,
         ok,
@@ -374,13 +380,59 @@ _ONLY_SQL = {
 }
 
 
-def _aggregate(
-    *, run_a: Run, run_b: Run, deltas: list[ScorerDelta], spec: MatchSpec
-) -> None:
-    """Fill every delta's figures from one grouped query over the join."""
+def _state_token(run_a: Run, run_b: Run, delta: ScorerDelta) -> str | None:
+    """What one scorer pair's final fields are a function of: both runs finished (at
+    that time) and both scorers' review versions and options (a review write bumps
+    the version in its transaction; a rescore changes the options), as the run
+    aggregates' cache has it. None while a run is unfinished: its results still
+    change without a review."""
+    if not (run_a.is_finished and run_b.is_finished):
+        return None
+    parts = [f"{run_a.pk}@{run_a.finished_at}", f"{run_b.pk}@{run_b.finished_at}"]
+    for rs in (delta.a, delta.b):
+        try:
+            version = rs.review_version.version
+        except ObjectDoesNotExist:
+            version = 0
+        options = json.dumps(rs.options, sort_keys=True, default=str)
+        parts.append(f"{rs.pk}:{version}:{options}")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> None:
+    """_aggregate_rows per scorer pair, cached under that pair's results' state (see
+    _state_token): a review of one scorer recomputes that scorer's pair alone."""
+    keys: dict[int, str] = {}
+    for d in candidate.deltas:
+        token = _state_token(run_a, candidate.run, d)
+        d.state = f"{token}:{spec.cache_token()}" if token else None
+        if d.state:
+            keys[d.a.pk] = f"review:compare-agg:v2:{d.state}"
+    cached = cache.get_many(list(keys.values())) if keys else {}
+    found: dict[int, tuple[Any, ...] | None] = {
+        pk: cached[key] for pk, key in keys.items() if key in cached
+    }
+    missing = [d for d in candidate.deltas if d.a.pk not in found]
+    if missing:
+        fresh = _aggregate_rows(
+            run_a=run_a, run_b=candidate.run, match=candidate.match, deltas=missing
+        )
+        # A pair with no joined row caches None, so it is not recomputed either.
+        new = {d.a.pk: fresh.get(d.a.pk) for d in missing}
+        found.update(new)
+        cache.set_many(
+            {keys[pk]: row for pk, row in new.items() if pk in keys}, RESULTS_CACHE_TTL
+        )
+    _fill_deltas(candidate.deltas, found)
+
+
+def _aggregate_rows(
+    *, run_a: Run, run_b: Run, match: MatchSummary, deltas: list[ScorerDelta]
+) -> dict[int, tuple[Any, ...]]:
+    """One grouped query over the join: per run A scorer id, the raw sums and counts."""
     if not deltas:
-        return
-    sql, params = _joined_sql(run_a=run_a, run_b=run_b, deltas=deltas, spec=spec)
+        return {}
+    sql, params = _joined_sql(run_a=run_a, run_b=run_b, deltas=deltas, match=match)
     both = "d IS NOT NULL"
     sql += f"""
         SELECT s, COUNT(*),
@@ -402,7 +454,13 @@ def _aggregate(
     params += [True, True]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        found = {row[0]: row[1:] for row in cursor.fetchall()}
+        return {row[0]: tuple(row[1:]) for row in cursor.fetchall()}
+
+
+def _fill_deltas(
+    deltas: list[ScorerDelta], found: dict[int, tuple[Any, ...] | None]
+) -> None:
+    """Set each delta's figures and tests from its row of _aggregate_rows."""
     for d in deltas:
         row = found.get(d.a.pk)
         if row is None:
@@ -457,57 +515,14 @@ def _aggregate(
         }
 
 
-def _items_with_key(dataset_id: int, spec: MatchSpec) -> Any:
-    # Any: the plugin cannot see the match_key annotation callers filter on.
-    return (
-        Item.objects.filter(dataset_id=dataset_id)
-        .annotate(match_key=item_key_expression(spec))
-        .filter(match_key__isnull=False)
-        .exclude(match_key="")
-    )
-
-
-def _duplicates(
-    side: int, dataset_id: int, spec: MatchSpec
-) -> tuple[list[DuplicateKey], int]:
-    """The first duplicate keys of a dataset (with their items) and how many there are."""
-    groups = (
-        _items_with_key(dataset_id, spec)
-        .values("match_key")
-        .annotate(c=Count("id"))
-        .filter(c__gt=1)
-    )
-    total = groups.count()
-    if not total:
-        return [], 0
-    keys = [g["match_key"] for g in groups.order_by("match_key")[:DUPLICATES_SHOWN]]
-    found: dict[str, list[tuple[int, int]]] = {}
-    for pk, index, key in (
-        _items_with_key(dataset_id, spec)
-        .filter(match_key__in=keys)
-        .order_by("index")
-        .values_list("id", "index", "match_key")
-    ):
-        found.setdefault(str(key), []).append((pk, index))
-    return [
-        DuplicateKey(
-            side=side,
-            key=key,
-            item_ids=tuple(pk for pk, _ in members),
-            item_indexes=tuple(i for _, i in members),
-        )
-        for key, members in found.items()
-    ], total
-
-
 def match_summary(
     *, run_a: Run, run_b: Run, spec: MatchSpec, side_b: int = 1
 ) -> MatchSummary:
-    """Counts of matched, removed (only in A), added (only in B) and key-less items,
-    and the duplicate keys of either dataset. SQL counts, cached: dataset items never
-    change, so the figures for a pair of datasets and a rule hold for good."""
+    """Which items of run A's and run B's datasets match (selectors.matching), with
+    the counts the page shows and the matched id pairs the SQL joins on. Cached:
+    dataset items never change, so a pair of datasets and a rule match for good."""
     ds_a, ds_b = run_a.dataset_id, run_b.dataset_id
-    key = f"review:compare-match:v1:{ds_a}:{ds_b}:{side_b}:{spec.cache_token()}"
+    key = f"review:compare-match:v2:{ds_a}:{ds_b}:{side_b}:{spec.cache_token()}"
     found: MatchSummary | None = cache.get(key)
     if found is not None:
         return found
@@ -515,36 +530,28 @@ def match_summary(
         n = Item.objects.filter(dataset_id=ds_a).count()
         summary = MatchSummary(True, n, n, n, 0, 0, 0, 0)
     else:
-        ensure_sqlite_functions()
-        count_a = Item.objects.filter(dataset_id=ds_a).count()
-        count_b = Item.objects.filter(dataset_id=ds_b).count()
-        keyed_a = _items_with_key(ds_a, spec)
-        keyed_b = _items_with_key(ds_b, spec)
-        with_a, with_b = keyed_a.count(), keyed_b.count()
-        dup_a, n_dup_a = _duplicates(0, ds_a, spec)
-        dup_b, n_dup_b = _duplicates(side_b, ds_b, spec)
-        matched = 0
-        if not (n_dup_a or n_dup_b):
-            a_sql, a_params = keyed_a.values("match_key").query.sql_with_params()
-            b_sql, b_params = keyed_b.values("match_key").query.sql_with_params()
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT COUNT(*) FROM ({a_sql}) ka "
-                    f"JOIN ({b_sql}) kb ON ka.match_key = kb.match_key",
-                    [*a_params, *b_params],
-                )
-                matched = int(cursor.fetchone()[0])
+        matching = items_match(datasets=[ds_a, ds_b], spec=spec)
+        only_a, only_b = matching.only_in_a, matching.only_in_b
+        no_key_a, no_key_b = matching.no_key
+        in_dups = [
+            sum(len(d.item_ids) for d in matching.duplicates if d.side == s)
+            for s in (0, 1)
+        ]
         summary = MatchSummary(
             same_dataset=False,
-            items_a=count_a,
-            items_b=count_b,
-            matched=matched,
-            only_in_a=with_a - matched,
-            only_in_b=with_b - matched,
-            no_key_a=count_a - with_a,
-            no_key_b=count_b - with_b,
-            duplicates=dup_a + dup_b,
-            duplicate_count=n_dup_a + n_dup_b,
+            items_a=len(matching.matched) + len(only_a) + len(no_key_a) + in_dups[0],
+            items_b=len(matching.matched) + len(only_b) + len(no_key_b) + in_dups[1],
+            matched=len(matching.matched),
+            only_in_a=len(only_a),
+            only_in_b=len(only_b),
+            no_key_a=len(no_key_a),
+            no_key_b=len(no_key_b),
+            duplicates=[
+                dataclasses.replace(d, side=side_b) if d.side == 1 else d
+                for d in matching.duplicates
+            ],
+            pairs_a=[a for a, _ in matching.matched],
+            pairs_b=[b for _, b in matching.matched],
         )
     cache.set(key, summary, MATCH_CACHE_TTL)
     return summary
@@ -572,8 +579,10 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
             "Compare runs of one project.", field_errors={"runs": "another project"}
         )
     scorers: dict[int, list[RunScorer]] = {r.pk: [] for r in runs}
-    for rs in RunScorer.objects.filter(run__in=[r.pk for r in runs]).order_by(
-        "position", "id"
+    for rs in (
+        RunScorer.objects.filter(run__in=[r.pk for r in runs])
+        .select_related("review_version")
+        .order_by("position", "id")
     ):
         scorers[rs.run_id].append(rs)
     run_a = runs[0]
@@ -616,7 +625,7 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
             duplicates=duplicates,
         )
     for candidate in candidates:
-        _aggregate(run_a=run_a, run_b=candidate.run, deltas=candidate.deltas, spec=spec)
+        _aggregate_cached(run_a=run_a, candidate=candidate, spec=spec)
     return Comparison(
         runs=runs,
         spec=spec,
@@ -660,41 +669,50 @@ def compare_rows(
         run_a=comparison.run_a,
         run_b=candidate.run,
         deltas=[delta],
-        spec=comparison.spec,
+        match=candidate.match,
     )
     sql += f"""
-        SELECT a_id, b_id, a_item, b_item, idx, a_st, b_st, a_sc, b_sc, d, bad, flip,
+        SELECT a_id, b_id, a_item, b_item, a_st, b_st, a_sc, b_sc, d, bad, flip,
             a_ps, b_ps
         FROM j WHERE {_ONLY_SQL[only]}
-        ORDER BY CASE WHEN flip = 2 THEN 0 ELSE 1 END, (bad IS NULL), bad DESC, idx, a_id
+        ORDER BY CASE WHEN flip = 2 THEN 0 ELSE 1 END, (bad IS NULL), bad DESC, a_item, a_id
         LIMIT %s OFFSET %s
     """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, per_page, start])
-        raw = cursor.fetchall()
+    key = (
+        f"review:compare-rows:v2:{delta.state}:{only}:{start}:{per_page}"
+        if delta.state
+        else None
+    )
+    raw: list[tuple[Any, ...]] | None = cache.get(key) if key else None
+    if raw is None:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, per_page, start])
+            raw = [tuple(r) for r in cursor.fetchall()]
+        if key:
+            cache.set(key, raw, RESULTS_CACHE_TTL)
+    ids = {r[2] for r in raw} | {r[3] for r in raw}
+    items = Item.objects.in_bulk(ids) if ids else {}
     rows = [
         CompareRow(
             a_result_id=r[0],
             b_result_id=r[1],
             a_item_id=r[2],
             b_item_id=r[3],
-            item_index=r[4],
-            a_status=r[5],
-            b_status=r[6],
-            a_score=r[7],
-            b_score=r[8],
-            delta=r[9],
-            badness=r[10],
-            flip=int(r[11]),
-            a_passed=None if r[12] is None else bool(r[12]),
-            b_passed=None if r[13] is None else bool(r[13]),
+            item_index=items[r[2]].index if r[2] in items else -1,
+            a_status=r[4],
+            b_status=r[5],
+            a_score=r[6],
+            b_score=r[7],
+            delta=r[8],
+            badness=r[9],
+            flip=int(r[10]),
+            a_passed=None if r[11] is None else bool(r[11]),
+            b_passed=None if r[12] is None else bool(r[12]),
+            a_item=items.get(r[2]),
+            b_item=items.get(r[3]),
         )
         for r in raw
     ]
-    ids = {r.a_item_id for r in rows} | {r.b_item_id for r in rows}
-    items = Item.objects.in_bulk(ids) if ids else {}
-    for row in rows:
-        row.a_item, row.b_item = items.get(row.a_item_id), items.get(row.b_item_id)
     return RowsPage(
         rows=rows,
         number=start // per_page + 1,
