@@ -19,7 +19,12 @@ from evalsite.review.models import (
 )
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.aggregates import run_aggregates
-from evalsite.review.selectors.reviews import agreement_report, queue_pass_agreement
+from evalsite.review.selectors.reviews import (
+    agreement_report,
+    answer_target,
+    guideline_in_force,
+    queue_pass_agreement,
+)
 from evalsite.review.services import queue_create
 from evalsite.review.services.reviews import (
     Answer,
@@ -492,3 +497,158 @@ def test_each_answer_records_the_guidelines_in_force(run, reviewer, project):
     Guideline.objects.create(project=project, queue=queue, version=2, body="")
     review_answer(queue=queue, result=_result(queue, 3), user=reviewer, passed=True)
     assert Review.objects.get(result=_result(queue, 3)).guideline.body == "project v2"
+
+
+# ------------------------------------------------------------------ the answer's cost
+
+
+@pytest.fixture
+def third(project):
+    user = UserFactory(username="cy")
+    MembershipFactory(project=project, user=user, role=Role.REVIEWER)
+    return user
+
+
+def _two_answers_in(queue, reviewer, second, position):
+    result = _result(queue, position)
+    for user in (reviewer, second):
+        review_answer(queue=queue, result=result, user=user, passed=True)
+    return result
+
+
+def test_the_answer_that_decides_costs_a_pinned_number_of_queries(
+    client, run, reviewer, second, third, django_assert_num_queries
+):
+    """The bench's timed request (the last answer, which applies the majority) through
+    the API and through the card. Counted on SQLite inside the test's transaction (a
+    savepoint and its release stand for BEGIN and COMMIT) with the aggregates counted
+    afresh (the bench reads them from the cache: 1 query). Were 36 and 43 before the
+    answer path was trimmed."""
+    queue = _queue(run, reviewer, overlap=3, rule=FinalRule.MAJORITY)
+    _two_answers_in(queue, reviewer, second, 1)
+    _two_answers_in(queue, reviewer, second, 2)
+    headers = bearer(third)
+    # API token (2), queue and membership (2), the entry with its result's run and
+    # item and the guidelines (1); savepoint, result lock and run scorer (3); the
+    # entry's reviews, the new answer, the answer's and the decision's audit in one
+    # insert (3); the final verdict agreeing with the judge: the result and its audit
+    # (2); the entry, the review version, release (3); the queue's agreement (1) and
+    # the aggregates (6).
+    with django_assert_num_queries(23):
+        response = client.post(
+            f"/api/queues/{queue.pk}/entries/1/reviews",
+            {"passed": True},
+            content_type="application/json",
+            **headers,
+        )
+    assert response.status_code == 201, response.content
+    assert response.json()["state"] == "decided"
+    login(client, third)
+    url = reverse("review:queue_answer", args=[queue.project_id, queue.pk, 2])
+    # Session user (1), queue and membership (2), the entry with the whole result
+    # and the guidelines (1); the same answer (9) but a final verdict against the
+    # judge: a pass override, the overrides, the result and its audit (4); entry,
+    # version, release (3); then the card: progress and agreement in one read (1),
+    # the aggregates (3: the judge side is cached now), the comments (1).
+    with django_assert_num_queries(22):
+        response = client.post(url, {"passed": "pass"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'data-state="decided"' in page and "2 of 3 reviewed" in page
+
+
+def test_an_answer_keeps_the_audit_in_order(run, reviewer, second, third):
+    queue = _queue(run, reviewer, overlap=3, rule=FinalRule.MAJORITY)
+    result = _two_answers_in(queue, reviewer, second, 2)  # the judge said fail
+    review_answer(queue=queue, result=result, user=third, passed=False)
+    actions = list(
+        AuditEvent.objects.filter(result=result)
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
+    # Each answer, then the decision, then the override that applies it.
+    assert actions == [
+        "review.answer",
+        "review.answer",
+        "review.answer",
+        "review.decide",
+        "override.create",
+    ]
+    result.refresh_from_db()
+    assert result.final_passed is True and result.reviewed
+
+
+def test_an_answer_read_before_another_decided_the_entry_is_refused(
+    run, reviewer, second, third
+):
+    """The API and the card read the entry before the result is locked; if another
+    reviewer's answer decides it in between, this answer is refused and leaves
+    nothing behind, as if the entry had been read under the lock."""
+    queue = _queue(run, reviewer, overlap=2, rule=FinalRule.MAJORITY)
+    result = _result(queue, 1)
+    review_answer(queue=queue, result=result, user=reviewer, passed=True)
+    stale = answer_target(queue=queue, position=1)
+    assert stale is not None and stale.entry.state == QueueEntry.State.OPEN
+    review_answer(queue=queue, result=_result(queue, 1), user=second, passed=True)
+    with pytest.raises(ConflictError, match="already decided"):
+        review_answer(
+            queue=queue,
+            result=stale.entry.result,
+            user=third,
+            passed=False,
+            target=stale,
+        )
+    assert not Review.objects.filter(reviewer=third).exists()
+    assert not AuditEvent.objects.filter(actor=third).exists()
+    entry = QueueEntry.objects.get(queue=queue, position=1)
+    assert (entry.state, entry.answers, entry.answers_pass) == ("decided", 2, 2)
+    assert AuditEvent.objects.filter(action="review.decide").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("project_body", "queue_body", "expected"),
+    [
+        (None, None, None),
+        ("project text", None, "project text"),
+        ("project text", "queue text", "queue text"),
+        # A cleared or blank latest version counts as none (Python's whitespace,
+        # the no-break space too).
+        ("project text", " \n\u00a0", "project text"),
+        ("\t", "", None),
+    ],
+)
+def test_the_guidelines_an_answer_records_are_guideline_current(
+    run, reviewer, project, project_body, queue_body, expected
+):
+    from evalsite.review.models import Guideline
+    from evalsite.review.selectors.guidelines import guideline_current
+
+    queue = _queue(run, reviewer, overlap=2)
+    if project_body is not None:
+        Guideline.objects.create(project=project, version=1, body="older")
+        Guideline.objects.create(project=project, version=2, body=project_body)
+    if queue_body is not None:
+        Guideline.objects.create(project=project, queue=queue, version=1, body="old")
+        Guideline.objects.create(
+            project=project, queue=queue, version=2, body=queue_body
+        )
+    current = guideline_current(project_id=project.pk, queue_id=queue.pk)
+    assert (current.body if current else None) == expected
+    expected_id = current.pk if current else None
+    target = answer_target(queue=queue, position=1, full=True)
+    for found in (
+        guideline_in_force(project_id=project.pk, queue_id=queue.pk),
+        target.guideline,
+    ):
+        assert (found.pk if found else None) == expected_id
+        if found:
+            assert found.version == current.version
+    outcome = review_answer(
+        queue=queue,
+        result=target.entry.result,
+        user=reviewer,
+        passed=True,
+        target=target,
+    )
+    assert outcome.review.guideline_id == expected_id
+    assert Review.objects.get().guideline_id == expected_id

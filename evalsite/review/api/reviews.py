@@ -26,6 +26,7 @@ from evalsite.review.selectors.queues import queue_get_for_user
 from evalsite.review.selectors.reviews import (
     adjudication_entries,
     agreement_report,
+    answer_target,
     answers_visible,
     entry_answers,
     queue_pass_agreement,
@@ -68,9 +69,15 @@ def review_out(review: Review) -> dict[str, Any]:
 
 
 def entry_reviews_out(
-    queue: ReviewQueue, entry: QueueEntry, user: Any
+    queue: ReviewQueue,
+    entry: QueueEntry,
+    user: Any,
+    reviews: list[Review] | None = None,
 ) -> dict[str, Any]:
-    reviews = entry_answers(queue=queue, result_id=entry.result_id)
+    """The entry's answers as the user may see them; `reviews` when the caller has
+    them already (an answer's outcome), else read."""
+    if reviews is None:
+        reviews = entry_answers(queue=queue, result_id=entry.result_id)
     visible = answers_visible(entry=entry, answers=reviews, user=user)
     shown = reviews if visible else [r for r in reviews if r.reviewer_id == user.pk]
     return {
@@ -110,9 +117,14 @@ def entry_answer_api(
     while the entry still takes answers). The last answer needed applies the queue's
     rule; the response carries the entry's state and the queue's agreement."""
     queue = queue_get_for_user(user=request.user, pk=queue_id, write=True)
-    entry = _entry(queue, position)
-    result = result_get_for_user(user=request.user, pk=entry.result_id, write=True)
+    # The entry, its result's run and item and the guidelines in one read, checked
+    # against the queue's project (whose membership queue_get_for_user checked).
+    target = answer_target(queue=queue, position=position)
+    if target is None:
+        raise Http404("No such queue entry.")
+    result = target.entry.result
     outcome = review_answer(
+        target=target,
         queue=queue,
         result=result,
         user=request.user,
@@ -122,7 +134,7 @@ def entry_answer_api(
         note=payload.note,
         seconds=payload.seconds,
     )
-    body = entry_reviews_out(queue, outcome.entry, request.user)
+    body = entry_reviews_out(queue, outcome.entry, request.user, outcome.reviews)
     body["aggregates"] = _aggregates(result)
     return Status(201, body)
 

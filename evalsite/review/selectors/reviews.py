@@ -3,6 +3,7 @@ reviewer, the adjudication queue, and agreement between humans."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
@@ -11,10 +12,11 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, JSONField, Max, Q, QuerySet, Subquery
+from django.db.models.functions import JSONObject
 
 from evalsite.evals.models import Result, RunScorer
-from evalsite.review.models import QueueEntry, Review, ReviewQueue
+from evalsite.review.models import Guideline, QueueEntry, Review, ReviewQueue
 from evalsite.review.selectors.labels import path_label, path_value_label
 from evalsite.review.selectors.queues import flip_fields
 from scoring.agreement import (
@@ -40,6 +42,116 @@ def entry_answers(*, queue: ReviewQueue, result_id: int) -> list[Review]:
     )
 
 
+def _latest_guideline(*, project_id: int, queue_id: int | None) -> Subquery:
+    """The latest guideline version of one scope (the queue's own, or the
+    project's) as {"id", "version", "body"}, for an annotation."""
+    versions = Guideline.objects.filter(project_id=project_id)
+    if queue_id is None:
+        versions = versions.filter(queue__isnull=True)
+    else:
+        versions = versions.filter(queue_id=queue_id)
+    latest = versions.order_by("-version").values(
+        latest=JSONObject(id="id", version="version", body="body")
+    )[:1]
+    return Subquery(latest, output_field=JSONField())
+
+
+def _guideline_pick(
+    *, project_id: int, queue_id: int, own: Any, project_wide: Any
+) -> Guideline | None:
+    """`selectors.guidelines.guideline_current`'s rule on the two latest versions:
+    the queue's unless its text is empty, else the project's unless empty."""
+    for latest, scope in ((own, queue_id), (project_wide, None)):
+        if isinstance(latest, str):  # a JSON text where the driver does not decode it
+            latest = json.loads(latest)
+        if latest and str(latest["body"]).strip():
+            guideline = Guideline(
+                id=latest["id"],
+                project_id=project_id,
+                queue_id=scope,
+                version=latest["version"],
+                body=latest["body"],
+            )
+            guideline._state.adding = False
+            return guideline
+    return None
+
+
+def guideline_in_force(*, project_id: int, queue_id: int) -> Guideline | None:
+    """What `selectors.guidelines.guideline_current` returns for a queue, in one read
+    (the queue's row with both latest versions as subqueries) instead of two. Each
+    answer records it (the guideline's id and version, no more: created_by and
+    created_at are not read)."""
+    row = (
+        ReviewQueue.objects.filter(pk=queue_id)
+        .annotate(
+            guideline_own=_latest_guideline(project_id=project_id, queue_id=queue_id),
+            guideline_project=_latest_guideline(project_id=project_id, queue_id=None),
+        )
+        .values_list("guideline_own", "guideline_project")
+        .first()
+    )
+    if row is None:
+        return None
+    return _guideline_pick(
+        project_id=project_id, queue_id=queue_id, own=row[0], project_wide=row[1]
+    )
+
+
+@dataclass
+class AnswerTarget:
+    """What an answer needs read before the result is locked: the entry with its
+    result (and the result's run and item), and the guidelines in force."""
+
+    entry: QueueEntry
+    guideline: Guideline | None
+
+
+def answer_target(
+    *, queue: ReviewQueue, position: int, full: bool = False
+) -> AnswerTarget | None:
+    """The entry at `position` for an answer, with its result, the result's run and
+    item and the guidelines in force, all in one read (the queue was checked for
+    the user; its entries' results are of its run, checked again here). None when
+    there is no such entry.
+
+    full=False reads only what the answer needs before its lock (the run's project
+    and the item's number, for the audit); full=True the whole result, its run
+    scorer and item too, for the card drawn after the answer.
+
+    The entry, the result with a second membership read, and the two guideline
+    reads it replaces were 5 of the API answer's 30 queries (bench database)."""
+    query = QueueEntry.objects.filter(queue=queue, position=position).annotate(
+        guideline_own=_latest_guideline(project_id=queue.project_id, queue_id=queue.pk),
+        guideline_project=_latest_guideline(project_id=queue.project_id, queue_id=None),
+    )
+    if full:
+        query = query.select_related(
+            "result__run", "result__item", "result__run_scorer"
+        )
+    else:
+        query = query.select_related("result__run", "result__item").only(
+            *(f.name for f in QueueEntry._meta.concrete_fields),
+            "result__run_id",
+            "result__item_id",
+            "result__run_scorer_id",
+            "result__run__project_id",
+            "result__item__index",
+        )
+    entry = query.first()
+    if entry is None or entry.result.run.project_id != queue.project_id:
+        return None
+    # The membership checked with the queue serves the audit's project.
+    entry.result.run.project = queue.project
+    guideline = _guideline_pick(
+        project_id=queue.project_id,
+        queue_id=queue.pk,
+        own=entry.guideline_own,
+        project_wide=entry.guideline_project,
+    )
+    return AnswerTarget(entry=entry, guideline=guideline)
+
+
 def answers_visible(
     *, entry: QueueEntry, answers: Iterable[Review], user: User
 ) -> bool:
@@ -53,16 +165,27 @@ def answers_visible(
     )
 
 
-def overlap_progress(*, queue: ReviewQueue, user: User) -> dict[str, int]:
-    counts = QueueEntry.objects.filter(queue=queue).aggregate(
-        total=Count("id"),
-        decided=Count("id", filter=Q(state=QueueEntry.State.DECIDED)),
-        adjudicate=Count("id", filter=Q(state=QueueEntry.State.ADJUDICATE)),
+def overlap_counts(*, queue_id: int) -> tuple[dict[str, int], dict[str, Any]]:
+    """The card's progress (entries in the queue, decided, waiting for adjudication)
+    and the queue's pass/fail agreement (see `queue_pass_agreement`), from one grouped
+    read of the queue's entries by (state, pass answers, fail answers): at most 3 x 66
+    rows. At 5,000 entries 1.3-2.0 ms, where the three reads it replaces (progress,
+    agreement, and a count of the reviewer's own answers no card shows) took 4-10 ms
+    (EXPLAIN ANALYZE on the bench database)."""
+    rows = (
+        QueueEntry.objects.filter(queue_id=queue_id)
+        .values_list("state", "answers_pass", "answers_fail")
+        .annotate(n=Count("id"))
+        .order_by()
     )
-    mine = Review.objects.filter(
-        queue=queue, reviewer=user, kind=Review.Kind.ANSWER
-    ).count()
-    return {**counts, "mine": mine}
+    progress = {"total": 0, "decided": 0, "adjudicate": 0}
+    histogram: dict[tuple[int, int], int] = defaultdict(int)
+    for state, yes, no, n in rows:
+        progress["total"] += n
+        if state in (QueueEntry.State.DECIDED, QueueEntry.State.ADJUDICATE):
+            progress[state] += n
+        histogram[(int(yes), int(no))] += int(n)
+    return progress, _agreement_from_histogram(histogram)
 
 
 def overlap_next_for(*, queue: ReviewQueue, user: User, after: int = 0) -> int | None:
@@ -106,7 +229,12 @@ def queue_pass_agreement(*, queue_id: int) -> dict[str, Any]:
         .annotate(n=Count("id"))
         .order_by()
     )
-    histogram = {(int(yes), int(no)): int(n) for yes, no, n in shapes}
+    return _agreement_from_histogram(
+        {(int(yes), int(no)): int(n) for yes, no, n in shapes}
+    )
+
+
+def _agreement_from_histogram(histogram: dict[tuple[int, int], int]) -> dict[str, Any]:
     percent, alpha, items = binary_agreement_from_counts(histogram)
     return {"percent": percent, "alpha": alpha, "items": items}
 

@@ -22,7 +22,7 @@ from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.review import services
 from evalsite.review.forms import CommentForm, QueueCreateForm
-from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.schemas import ResultQuery, ResultQueryError
 from evalsite.review.selectors.aggregates import run_aggregates
 from evalsite.review.selectors.comments import comment_list
@@ -42,9 +42,8 @@ from evalsite.review.selectors.reviews import (
     answers_visible,
     describe_flips,
     entry_answers,
+    overlap_counts,
     overlap_next_for,
-    overlap_progress,
-    queue_pass_agreement,
 )
 from evalsite.review.services.reviews import review_record_single
 from evalsite.review.views.common import item_url, user_can_write
@@ -115,13 +114,24 @@ def _queue_url(queue: ReviewQueue, position: int | None) -> str:
 
 
 def _queue_card_context(
-    request: HttpRequest, queue: ReviewQueue, position: int, error: str = ""
+    request: HttpRequest,
+    queue: ReviewQueue,
+    position: int,
+    error: str = "",
+    *,
+    entry: QueueEntry | None = None,
+    reviews: list[Review] | None = None,
 ) -> dict[str, Any]:
-    entry = queue_entry_at(queue=queue, position=position)
+    if entry is None:
+        entry = queue_entry_at(queue=queue, position=position)
     result = entry.result if entry else None
     blind = queue.blind or queue.project.blind_review
     answered = bool(result and (result.human_passed is not None or result.reviewed))
-    overlap = overlap_context(request, queue, entry) if queue.overlap > 1 else None
+    overlap = (
+        overlap_context(request, queue, entry, reviews=reviews)
+        if queue.overlap > 1
+        else None
+    )
     if overlap is not None:
         # Each reviewer answers blind to the judge (when the queue is blind) until
         # their own answer is in; the result's own review fields say nothing here.
@@ -263,25 +273,36 @@ def queue_card_response(
     position: int,
     *,
     error: str = "",
+    entry: QueueEntry | None = None,
+    reviews: list[Review] | None = None,
 ) -> HttpResponse:
-    """After a write on the card: the card again (htmx) or a redirect to it."""
+    """After a write on the card: the card again (htmx) or a redirect to it. A
+    caller that holds the entry (with its whole result) and its reviews as they now
+    are passes them, and they are not read again."""
     if not wants_partial(request):
         if error:
             messages.error(request, error)
         return HttpResponseRedirect(_queue_url(queue, position))
-    context = _queue_card_context(request, queue, position, error=error)
+    context = _queue_card_context(
+        request, queue, position, error=error, entry=entry, reviews=reviews
+    )
     # htmx does not swap 4xx bodies by default; the card carries the error message
     # inside it, so it is sent with a 200 and the reviewer sees why nothing changed.
     return render(request, "review/queue.html#queue-card", context)
 
 
 def overlap_context(
-    request: HttpRequest, queue: ReviewQueue, entry: QueueEntry | None
+    request: HttpRequest,
+    queue: ReviewQueue,
+    entry: QueueEntry | None,
+    reviews: list[Review] | None = None,
 ) -> dict[str, Any]:
     """What the card of an overlap queue shows: the answers so far (only once you
     have answered), your own answer, the entry's state and the queue's agreement."""
     user = cast(User, request.user)
-    reviews = entry_answers(queue=queue, result_id=entry.result_id) if entry else []
+    if reviews is None:
+        reviews = entry_answers(queue=queue, result_id=entry.result_id) if entry else []
+    progress, agreement = overlap_counts(queue_id=queue.pk)
     visible = bool(entry and answers_visible(entry=entry, answers=reviews, user=user))
     mine = next(
         (r for r in reviews if r.reviewer_id == user.pk and r.kind == "answer"), None
@@ -301,8 +322,8 @@ def overlap_context(
         "visible": visible,
         "mine": mine,
         "mine_flips": set((mine.flips if mine else {}).keys()),
-        "progress": overlap_progress(queue=queue, user=user),
-        "agreement": queue_pass_agreement(queue_id=queue.pk),
+        "progress": progress,
+        "agreement": agreement,
         "can_adjudicate": membership.can_adjudicate,
         "answer_url": reverse(
             "review:queue_answer",

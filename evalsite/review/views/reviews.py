@@ -21,6 +21,7 @@ from evalsite.review.selectors.queues import flip_fields, queue_get_for_user
 from evalsite.review.selectors.reviews import (
     adjudication_entries,
     agreement_report,
+    answer_target,
     entry_answers,
     queue_pass_agreement,
 )
@@ -78,28 +79,39 @@ def queue_answer(
     queue = queue_get_for_user(
         user=request.user, pk=queue_id, project_id=project_id, write=True
     )
-    entry = QueueEntry.objects.filter(queue=queue, position=position).first()
-    if entry is None:
+    # The entry with the whole result, its run, run scorer and item, and the
+    # guidelines, in one read checked against the queue's project: the card after
+    # the answer is drawn from it and from what the answer committed instead of
+    # reading them again (35 queries before, 20 after, on the bench database).
+    target = answer_target(queue=queue, position=position, full=True)
+    if target is None:
         return HttpResponse("No such queue entry.", status=404)
-    result = result_get_for_user(
-        user=request.user, pk=entry.result_id, write=True, project_id=project_id
-    )
+    result = target.entry.result
     error = ""
+    entry = reviews = None
     try:
         answer = answer_from_post(
             request, kind=result.run_scorer.kind, analysis=result.analysis
         )
-        outcome = review_answer(queue=queue, result=result, user=request.user, **answer)
+        outcome = review_answer(
+            queue=queue, result=result, user=request.user, target=target, **answer
+        )
     except ApplicationError as exc:
         error = exc.message
     else:
+        # Drawn from what the answer committed; after a refusal the card reads the
+        # entry again (the answer's own copy may hold what was rolled back).
+        entry, reviews = outcome.entry, outcome.reviews
+        entry.result = result
         if outcome.decided:
             messages.success(request, "Every answer is in: the final verdict is set.")
         elif outcome.adjudicate:
             messages.warning(
                 request, "The reviewers disagree: this result goes to adjudication."
             )
-    return queue_card_response(request, queue, position, error=error)
+    return queue_card_response(
+        request, queue, position, error=error, entry=entry, reviews=reviews
+    )
 
 
 @require_GET
