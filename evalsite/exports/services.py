@@ -529,7 +529,9 @@ def _json_cell(value: Any) -> str:
         return ""
     if value.__class__ is JsonText:
         return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False)
+    # A bare JSON scalar ("-1", a string) is neutralised like any other text.
+    return text if isinstance(value, (list, dict)) else safe_cell(text)
 
 
 def _list_cell(value: Any) -> str:

@@ -468,3 +468,12 @@ def test_a_run_without_additions_costs_no_query_per_chunk(
     # No comments, notes, queue answers or judge calls anywhere in the run: one
     # query said so, and no chunk asks again.
     assert counts[0] == counts[1], counts
+
+
+def test_json_cells_that_are_bare_scalars_are_neutralised_in_csv():
+    # Agent data and options are arrays or objects; anything else is text to a
+    # spreadsheet and gets the one rule.
+    assert services._json_cell([{"a": "=1"}]) == '[{"a": "=1"}]'
+    assert services._json_cell(-1) == "'-1"
+    assert services._json_cell("=cmd") == '"=cmd"'
+    assert services._json_cell(None) == ""
