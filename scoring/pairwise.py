@@ -10,8 +10,8 @@ A pairwise review asks reviewers which of two outputs for the same input is bett
   the left, with its Wilson interval (0.5 means no bias).
 
 Each answer counts once. With several reviewers per pair the answers on one pair are
-not independent, so the interval is narrower than a per-pair one would be; the
-caller states this where it shows the figure.
+not independent, so the Wilson interval is narrower than it should be;
+`win_rate_bootstrap` resamples pairs instead, for callers to show beside it.
 
 Plain Python (no Django), like the rest of `scoring/`.
 """
@@ -19,6 +19,9 @@ Plain Python (no Django), like the rest of `scoring/`.
 from __future__ import annotations
 
 import math
+import random
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The normal quantile for a two-sided 95 % interval.
@@ -84,3 +87,38 @@ def win_rates(*, a: int, b: int, tie: int) -> tuple[WinRate, WinRate]:
     if min(a, b, tie) < 0:
         raise ValueError("counts cannot be negative")
     return WinRate(wins=a, losses=b, ties=tie), WinRate(wins=b, losses=a, ties=tie)
+
+
+def win_rate_bootstrap(
+    pairs: Sequence[tuple[int, int]],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[float | None, float | None]:
+    """95 % percentile interval of run A's win rate (ties left out) with the pairs,
+    not the answers, resampled: `pairs` holds each pair's (A wins, B wins). With
+    several reviewers per pair their answers are not independent, and this interval
+    accounts for it where the Wilson interval over answers does not.
+
+    Pairs are grouped by shape, so a resample costs the number of distinct shapes.
+    (None, None) with fewer than two pairs, or when most resamples hold no decisive
+    answer.
+    """
+    if len(pairs) < 2 or resamples <= 0:
+        return None, None
+    shapes = Counter(pairs)
+    keys = list(shapes)
+    index = {shape: i for i, shape in enumerate(keys)}
+    ids = [index[p] for p in pairs]
+    rng = random.Random(seed)
+    found = []
+    for _ in range(resamples):
+        counts = Counter(rng.choices(ids, k=len(ids)))
+        wins = sum(keys[i][0] * c for i, c in counts.items())
+        decisive = wins + sum(keys[i][1] * c for i, c in counts.items())
+        if decisive:
+            found.append(wins / decisive)
+    if len(found) < resamples // 2:
+        return None, None
+    found.sort()
+    return found[int(0.025 * (len(found) - 1))], found[int(0.975 * (len(found) - 1))]

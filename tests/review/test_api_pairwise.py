@@ -170,6 +170,10 @@ def test_figures_hide_win_rates_from_a_reviewer_with_pairs_left(
     assert owner_view["a"]["wins"] == 3 and owner_view["b"]["wins"] == 3
     assert owner_view["a"]["ties"] == 1
     assert owner_view["a"]["win_rate"] == pytest.approx(0.5)
+    low, high = owner_view["a"]["ci_pairs_low"], owner_view["a"]["ci_pairs_high"]
+    assert low <= 0.5 <= high
+    assert owner_view["b"]["ci_pairs_low"] == pytest.approx(1 - high)
+    assert "bootstrap interval over pairs" in owner_view["method"]
     assert owner_view["left_right"]["left"] + owner_view["left_right"]["right"] == 6
     agreement = owner_view["agreement"]
     assert agreement["percent_agreement"]["value"] == pytest.approx(2 / 3)

@@ -20,7 +20,7 @@ from evalsite.review.selectors.pairwise import (
 )
 from evalsite.review.services import queue_create
 from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_create
-from scoring.pairwise import wilson_interval, win_rates
+from scoring.pairwise import wilson_interval, win_rate_bootstrap, win_rates
 from tests.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run
@@ -79,6 +79,20 @@ def test_win_rates_leave_ties_out_and_mirror_each_other():
     assert a.tie_half == pytest.approx(6.5 / 10)
     assert a.tie_share == pytest.approx(0.1)
     assert a.interval[0] == pytest.approx(1 - b.interval[1])
+
+
+def test_bootstrap_over_pairs_is_wider_when_a_pairs_answers_move_together():
+    # Ten pairs, three reviewers each, always unanimous: 7 pairs for A, 3 for B.
+    pairs = [(3, 0)] * 7 + [(0, 3)] * 3
+    low, high = win_rate_bootstrap(pairs, resamples=2000, seed=1)
+    w_low, w_high = wilson_interval(21, 30)
+    assert low <= 0.7 <= high
+    assert high - low > w_high - w_low  # 30 answers are really 10 observations
+    # Same seed, same interval; a pair split evenly everywhere is exactly 0.5.
+    assert win_rate_bootstrap(pairs, resamples=2000, seed=1) == (low, high)
+    assert win_rate_bootstrap([(1, 1)] * 5, resamples=100) == (0.5, 0.5)
+    assert win_rate_bootstrap([(1, 0)], resamples=100) == (None, None)
+    assert win_rate_bootstrap([(0, 0)] * 4, resamples=100) == (None, None)
 
 
 # ------------------------------------------------------------------ creating a queue
@@ -362,6 +376,13 @@ def test_agreement_on_preferences_matches_hand_and_reference(
     )
     assert figures.alpha.value == pytest.approx(reference)
     assert figures.alpha.items == 4 and figures.reviewers == 2
+    # A's wins over pairs: (2, 0), (1, 1), (0, 2), (0, 0): the bootstrap resamples
+    # those pairs; B's interval mirrors A's.
+    low, high = figures.a_pairs_interval
+    assert (low, high) == win_rate_bootstrap(
+        [(2, 0), (1, 1), (0, 2), (0, 0)], resamples=1000
+    )
+    assert figures.b_pairs_interval == (1 - high, 1 - low)
     assert figures.alpha.ci_low is not None
     assert [(a, b) for a, b, _ in figures.kappa_pairs] == [("bea", "rita")]
     quick = pairwise_quick_agreement(queue_id=queue.pk)
@@ -455,6 +476,12 @@ def test_owner_sees_win_rates_on_the_queue_page(client, runs, owner, reviewer):
     login(client, owner)
     page = client.get(_url("pairwise", queue.project_id, queue.pk)).content.decode()
     assert 'class="small win-rates"' in page and "Wilson" in page
+    # One answer per pair: the answers are the pairs, no second interval.
+    assert "bootstrap over pairs" not in page
+    overlap = _queue(runs, owner, overlap=2)
+    pairwise_answer(queue=overlap, position=1, user=reviewer, choice="a")
+    page = client.get(_url("pairwise", queue.project_id, overlap.pk)).content.decode()
+    assert "bootstrap over pairs" in page
 
 
 def test_answer_without_htmx_redirects_to_your_next_pair(client, runs, owner, reviewer):

@@ -85,6 +85,10 @@ class WinRateOut(Schema):
     ci_high: float | None
     win_rate_ties_half: float | None
     tie_share: float | None
+    ci_pairs_low: float | None = Field(
+        description="95 % bootstrap interval with pairs resampled (for overlap)"
+    )
+    ci_pairs_high: float | None
 
 
 class LeftRightOut(Schema):

@@ -31,10 +31,13 @@ from scoring.agreement import (
     krippendorff_alpha,
     percent_agreement,
 )
-from scoring.pairwise import WinRate, wilson_interval, win_rates
+from scoring.pairwise import WinRate, wilson_interval, win_rate_bootstrap, win_rates
 
 # Bootstrap resamples behind each agreement interval (as selectors.reviews.RESAMPLES).
 RESAMPLES = 200
+# Resamples of the pairs behind the win-rate interval: one sum per distinct pair
+# shape each, so cheap even at a queue's 5,000 pairs.
+PAIR_RESAMPLES = 1000
 # The longest match value kept on a pair (a key, or the start of the input).
 MATCH_VALUE_MAX = 200
 
@@ -225,6 +228,9 @@ class PairwiseFigures:
     a: WinRate
     b: WinRate
     pairs_answered: int
+    # Run A's win rate interval with pairs resampled (answers on one pair move
+    # together); run B's is its mirror.
+    a_pairs_interval: tuple[float | None, float | None]
     side: SideBias
     reviewers: int
     percent: Agreement
@@ -232,8 +238,17 @@ class PairwiseFigures:
     kappa_pairs: list[tuple[str, str, Agreement]] = field(default_factory=list)
     per_reviewer: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def b_pairs_interval(self) -> tuple[float | None, float | None]:
+        low, high = self.a_pairs_interval
+        if low is None or high is None:
+            return None, None
+        return 1 - high, 1 - low
+
     def as_dict(self) -> dict[str, Any]:
-        def rate(w: WinRate) -> dict[str, Any]:
+        pairs_ci = {"a": self.a_pairs_interval, "b": self.b_pairs_interval}
+
+        def rate(w: WinRate, side: str) -> dict[str, Any]:
             low, high = w.interval
             return {
                 "wins": w.wins,
@@ -245,6 +260,8 @@ class PairwiseFigures:
                 "ci_high": high,
                 "win_rate_ties_half": w.tie_half,
                 "tie_share": w.tie_share,
+                "ci_pairs_low": pairs_ci[side][0],
+                "ci_pairs_high": pairs_ci[side][1],
             }
 
         def fig(a: Agreement) -> dict[str, Any]:
@@ -257,8 +274,8 @@ class PairwiseFigures:
 
         return {
             "method": WIN_RATE_METHOD,
-            "a": rate(self.a),
-            "b": rate(self.b),
+            "a": rate(self.a, "a"),
+            "b": rate(self.b, "b"),
             "pairs_answered": self.pairs_answered,
             "left_right": {
                 "left": self.side.left,
@@ -281,9 +298,10 @@ class PairwiseFigures:
 
 WIN_RATE_METHOD = (
     "Win rate = wins / (wins + losses) over every reviewer's answer, ties left out "
-    "and shown beside it; 95 % Wilson score interval. Answers on the same pair by "
-    "several reviewers are counted as independent, so with overlap the interval is "
-    "optimistic. Agreement: percent of agreeing reviewer pairs and Krippendorff's "
+    "and shown beside it; 95 % Wilson score interval over the answers. Answers on "
+    "one pair by several reviewers are not independent, so the Wilson interval is "
+    "then optimistic: the 95 % bootstrap interval over pairs (1,000 resamples of the "
+    "pairs, each with all its answers) accounts for it. Agreement: percent of agreeing reviewer pairs and Krippendorff's "
     "alpha (nominal: A, B, tie) over pairs with two or more answers, with 95 % "
     "bootstrap intervals over pairs."
 )
@@ -313,11 +331,16 @@ def _figures(answers: QuerySet[Preference]) -> PairwiseFigures:
     sides: Counter[str] = Counter()
     ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
     mine: dict[str, Counter[str]] = defaultdict(Counter)
+    per_pair: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for pair_id, username, choice, side, _seconds in rows:
         choices[choice] += 1
         sides[side] += 1
         ratings[pair_id][username] = choice
         mine[username][choice] += 1
+        if choice == Preference.Choice.A:
+            per_pair[pair_id][0] += 1
+        elif choice == Preference.Choice.B:
+            per_pair[pair_id][1] += 1
     a, b = win_rates(
         a=choices[Preference.Choice.A],
         b=choices[Preference.Choice.B],
@@ -330,6 +353,10 @@ def _figures(answers: QuerySet[Preference]) -> PairwiseFigures:
         a=a,
         b=b,
         pairs_answered=len(ratings),
+        a_pairs_interval=win_rate_bootstrap(
+            [(a_wins, b_wins) for a_wins, b_wins in per_pair.values()],
+            resamples=PAIR_RESAMPLES,
+        ),
         side=SideBias(left=left, right=right, low=low, high=high),
         reviewers=len(mine),
         percent=agreement_percent(ratings, resamples=RESAMPLES),
