@@ -574,6 +574,13 @@ def estimate_tokens(
         completion += len(context) * verdict_chars + 20
     elif kind == "toxicity":
         completion += len(items) * verdict_chars + 20
+    elif kind in RAG_KINDS and len(STEPS[kind]) == 3:
+        # scoring.kinds_rag's second step (matches, verdicts, coverage) on about one
+        # unit, claim or question per sentence, shown about as much text again
+        completion += len(output) + len(items) * verdict_chars + 20
+        calls += 1
+        prompt += _chars(first) + sum(len(i) + 40 for i in items)
+        completion += len(items) * verdict_chars + 20
     else:
         completion += 200
     if "reason" in spec.steps:

@@ -20,7 +20,7 @@ from scoring import (
     passes,
     validate_options,
 )
-from scoring.judge import judge_case, make_client, preview_prompts
+from scoring.judge import estimate_tokens, judge_case, make_client, preview_prompts
 from scoring.kinds_rag import RAG_KINDS, first_step_messages, score_prompt_alignment
 from scoring.offline_judge.heuristics import answer, find_step
 from scoring.prompts import STEPS
@@ -558,3 +558,10 @@ def test_prompt_alignment_system_mode_needs_no_input(client: Any) -> None:
     assert [r["requirement"] for r in result.analysis["requirements"]] == [
         "Always answer in one sentence."
     ]
+
+
+@pytest.mark.parametrize("kind", RAG_KINDS)
+def test_the_cost_estimate_counts_every_step(kind: str) -> None:
+    estimate = estimate_tokens(kind, CASES[kind])
+    assert estimate["calls"] == len(KINDS[kind].steps)
+    assert estimate["prompt_tokens"] > 0 and estimate["completion_tokens"] > 0
