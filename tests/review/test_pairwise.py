@@ -380,7 +380,7 @@ def test_agreement_on_preferences_matches_hand_and_reference(
     # those pairs; B's interval mirrors A's.
     low, high = figures.a_pairs_interval
     assert (low, high) == win_rate_bootstrap(
-        [(2, 0), (1, 1), (0, 2), (0, 0)], resamples=1000
+        [(2, 0), (1, 1), (0, 2), (0, 0)], resamples=200
     )
     assert figures.b_pairs_interval == (1 - high, 1 - low)
     assert figures.alpha.ci_low is not None
