@@ -63,7 +63,17 @@ def _compare_context(
     delta = candidate.delta_for(data.get("scorer"))
     if delta is None and candidate.deltas:
         delta = candidate.deltas[0]
-    context.update(comparison=comparison, candidate=candidate, delta=delta)
+    # The side-by-side links of the rows share this query (one urlencode, not two
+    # {% querystring %} per row).
+    query = request.GET.copy()
+    for name in ("a_item", "b_item"):
+        query.pop(name, None)
+    context.update(
+        comparison=comparison,
+        candidate=candidate,
+        delta=delta,
+        side_query=query.urlencode(),
+    )
     if delta is not None:
         only = data.get("only") or ""
         context["filters"] = [
