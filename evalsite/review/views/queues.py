@@ -203,6 +203,11 @@ def queue_detail(
     request: AuthenticatedHttpRequest, project_id: int, queue_id: int
 ) -> HttpResponse:
     queue = queue_get_for_user(user=request.user, pk=queue_id, project_id=project_id)
+    if queue.is_pairwise:
+        # Queue lists link every queue here; a pairwise one has its own page.
+        return HttpResponseRedirect(
+            reverse("review:pairwise", args=[project_id, queue.pk])
+        )
     raw = request.GET.get("pos")
     if raw is None and queue.overlap > 1:
         position = overlap_next_for(queue=queue, user=request.user) or 1
@@ -213,11 +218,6 @@ def queue_detail(
     else:
         return HttpResponse(
             f"pos must be a number between 1 and {queue.size}.",
-    if queue.is_pairwise:
-        # Queue lists link every queue here; a pairwise one has its own page.
-        return HttpResponseRedirect(
-            reverse("review:pairwise", args=[project_id, queue.pk])
-        )
             status=400,
             content_type="text/plain",
         )
