@@ -277,10 +277,12 @@ class Comparison:
         )
 
 
-def _side_queryset(*, run_id: int, scorer_ids: list[int]) -> Any:
+def _side_queryset(*, scorer_ids: list[int]) -> Any:
     """One run's results of the given scorers: the figures only, no item join (items
     pair through their ids; the item text is read for the page's rows alone)."""
-    return Result.objects.filter(run_id=run_id, run_scorer_id__in=scorer_ids).values(
+    # By scorer alone: a run scorer belongs to one run, and its own index reads only
+    # its results (the run index would read every scorer's and filter).
+    return Result.objects.filter(run_scorer_id__in=scorer_ids).values(
         rid=F("id"),
         iid=F("item_id"),
         s=F("run_scorer_id"),
@@ -311,10 +313,10 @@ def _joined_sql(
     """The CTE `j`: one row per matched item × paired scorer, with both results'
     figures, the delta, its direction-aware badness and the verdict flip."""
     a_sql, a_params = _side_queryset(
-        run_id=run_a.pk, scorer_ids=[d.a.pk for d in deltas]
+        scorer_ids=[d.a.pk for d in deltas]
     ).query.sql_with_params()
     b_sql, b_params = _side_queryset(
-        run_id=run_b.pk, scorer_ids=[d.b.pk for d in deltas]
+        scorer_ids=[d.b.pk for d in deltas]
     ).query.sql_with_params()
     if match.same_dataset:
         m_sql, m_params = "", list[Any]()
