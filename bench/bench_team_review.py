@@ -9,8 +9,13 @@ answers and the queue's agreement (percent and Krippendorff's alpha over the 5,0
 items): through the API, and through the queue card's htmx POST (the whole card
 again: answers, the run's aggregates, the queue's agreement). Target p95 ≤ 50 ms of
 server time, as for an override. Also timed: the agreement page's figures for the
-queue (every figure with its 500-resample bootstrap interval), uncached and cached.
+queue (every figure with its 200-resample bootstrap interval), uncached and cached.
 Run alone: `python -m bench bench_team_review`.
+
+Round trips are what a busy machine makes expensive (each 2-5 ms there): the API
+answer makes 17 (BEGIN and COMMIT included; it made 30), the card's 18 (35), an
+override 13. On 24 November, load average 8 on 2 cores, one run measured override
+p95 92 ms (API) and 141 ms (htmx), the answer p95 74 ms (API) and 112 ms (card).
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def queue_answer(
     # The entry with the whole result, its run, run scorer and item, and the
     # guidelines, in one read checked against the queue's project: the card after
     # the answer is drawn from it and from what the answer committed instead of
-    # reading them again (35 queries before, 20 after, on the bench database).
+    # reading them again (35 queries before, 18 after, on the bench database).
     target = answer_target(queue=queue, position=position, full=True)
     if target is None:
         return HttpResponse("No such queue entry.", status=404)
