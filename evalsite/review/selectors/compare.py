@@ -296,9 +296,14 @@ def _pairs_table(match: MatchSummary) -> tuple[str, list[Any]]:
     """The matched (A item, B item) ids as a table m(ia, ib) in SQL, from the cached
     matching: one array per column on Postgres, a JSON array on SQLite."""
     if connection.vendor == "postgresql":
+        # Array literals as text: psycopg adapting two 25k-int lists element by
+        # element took longer than the query itself.
         return (
             "SELECT * FROM unnest(%s::bigint[], %s::bigint[]) AS t (ia, ib)",
-            [match.pairs_a, match.pairs_b],
+            [
+                "{" + ",".join(map(str, match.pairs_a)) + "}",
+                "{" + ",".join(map(str, match.pairs_b)) + "}",
+            ],
         )
     return (
         "SELECT json_extract(value, '$[0]') AS ia, json_extract(value, '$[1]') AS ib "
