@@ -164,6 +164,42 @@ ANALYSES: dict[str, dict[str, Any]] = {
             {"question": "Q2?", "answered": False, "reason": "Left out."},
         ],
     },
+    # scoring.kinds_agent
+    "rubric": {
+        "criteria": [
+            {
+                "criterion": "Has a title",
+                "required": True,
+                "satisfied": True,
+                "reason": "Titled.",
+            },
+            {
+                "criterion": "Cites a source",
+                "required": True,
+                "satisfied": False,
+                "reason": "No source.",
+            },
+        ],
+        "reason": "One required criterion is not met.",
+    },
+    "multi_turn_judge": {"satisfied": False, "reason": "The agent never confirms."},
+    "tool_call_accuracy_llm": {
+        "evaluations": [
+            {"tool": "search", "appropriate": True, "reason": "Needed."},
+            {"tool": "weather", "appropriate": False, "reason": "Not asked."},
+        ],
+        "missing_tools": [],
+        "reason": "One call of two was appropriate.",
+    },
+    "trajectory_accuracy_llm": {
+        "steps": [
+            {"name": "search", "necessary": True, "in_order": True, "reason": "First."},
+            {"name": "book", "necessary": False, "in_order": True, "reason": "Extra."},
+        ],
+        "missing_steps": ["confirm"],
+        "extra_steps": [],
+        "reason": "Confirmation missing.",
+    },
 }
 
 
