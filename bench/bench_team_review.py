@@ -143,8 +143,10 @@ def run() -> list[dict]:
     from django.test import Client
     from django.urls import reverse
 
+    from evalsite.evals.models import Result
     from evalsite.review.models import QueueEntry
     from evalsite.review.selectors.reviews import agreement_report
+    from scoring import KINDS
 
     allow_testserver()
     started = time.perf_counter()
@@ -164,8 +166,24 @@ def run() -> list[dict]:
     )
     api_positions = open_positions[: REPEAT + 1]
     card_positions = open_positions[REPEAT + 1 : 2 * REPEAT + 2]
+    # The target is "as today's override", and this machine's speed drifts 2-3x over
+    # a day: so an override (bench_review's request) is timed between the answers,
+    # under the same load, as the reference.
+    owner_client = Client()
+    owner_client.force_login(user)
+    faith = bench_run.run_scorers.get(kind="faithfulness")
+    in_queue = QueueEntry.objects.filter(queue=queue).values("result_id")
+    override_targets = list(
+        Result.objects.filter(
+            run=bench_run, run_scorer=faith, status="ok", overridden=False
+        )
+        .exclude(pk__in=in_queue)
+        .order_by("?")
+        .values_list("id", "final_analysis")[: REPEAT + 1]
+    )
+    allowed = KINDS["faithfulness"].overridable["verdicts.*.verdict"]
 
-    samples = []
+    samples, reference = [], []
     for i, position in enumerate(api_positions):
         resp = client.post(
             f"/api/queues/{queue.pk}/entries/{position}/reviews",
@@ -176,10 +194,34 @@ def run() -> list[dict]:
             raise RuntimeError(f"answer gave {resp.status_code}: {resp.content[:300]}")
         if i:  # the first one warms caches
             samples.append(server_ms(resp))
+        pk, analysis = override_targets[i]
+        current = analysis["verdicts"][0]["verdict"]
+        resp = owner_client.post(
+            f"/api/results/{pk}/overrides",
+            {
+                "kind": "verdict",
+                "path": "verdicts.0.verdict",
+                "value": next(v for v in allowed if v != current),
+                "note": "bench",
+            },
+            content_type="application/json",
+        )
+        if resp.status_code != 201:
+            raise RuntimeError(
+                f"override gave {resp.status_code}: {resp.content[:200]}"
+            )
+        if i:
+            reference.append(server_ms(resp))
     out += latency_rows(
         "team review",
         "3rd answer via API: majority applied + aggregates + agreement",
         samples,
+        TARGET_MS,
+    )
+    out += latency_rows(
+        "team review",
+        "reference: override via API, timed between those answers",
+        reference,
         TARGET_MS,
     )
 
