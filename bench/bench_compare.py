@@ -39,7 +39,7 @@ N_ITEMS = 25_000
 KINDS_USED = ("faithfulness", "hallucination", "context_relevance", "factuality")
 BATCH = 5_000
 REPEAT = 30
-AFTER_REVIEW_REPEAT = 10
+AFTER_REVIEW_REPEAT = 20
 PAGE_TARGET_MS = 300.0
 DATASET_NAME = "bench-compare"
 REMOVED_EVERY = 100  # v1 item i with i % 100 == 7 is gone from v2
