@@ -312,3 +312,29 @@ def test_item_page_says_how_long_ago_it_was_reviewed(
     frozen_clock.shift(7 * 60)
     html = login(client, reviewer).get(_item_url(result)).content.decode()
     assert "Reviewed by rita 7\xa0minutes ago" in html
+
+
+@pytest.mark.parametrize(
+    "kind, texts",
+    [
+        ("rubric", ["Has a title", "Cites a source"]),
+        ("prompt_alignment", ["Be brief.", "Cite."]),
+        ("tool_call_accuracy_llm", ["search", "weather"]),
+        ("trajectory_accuracy_llm", ["search", "book"]),
+        ("noise_sensitivity", ["completeness", "relevance"]),
+        ("answer_similarity", ["Paris is the capital.", "It has 2.1 million people."]),
+        ("summarization", ["C1", "C2", "Q1?", "Q2?"]),
+    ],
+)
+def test_rows_of_the_newer_kinds_say_what_each_verdict_is_about(
+    client, reviewer, project, kind, texts
+):
+    run = make_run(project, kinds=[kind])
+    result = Result.objects.get(run=run)
+    login(client, reviewer)
+    html = client.get(_item_url(result)).content.decode()
+    for number, text in enumerate(texts, 1):
+        # One row per verdict, numbered across lists so each flip key names one row.
+        row = html.split(f'data-number="{number}"', 1)[1].split("</tr>", 1)[0]
+        assert text in row
+    assert f'data-number="{len(texts) + 1}"' not in html

@@ -7,7 +7,19 @@ from typing import Any
 
 from scoring import KINDS
 
-_TEXT_KEYS = ("claim", "statement", "opinion")
+# What a row of each kind's analysis is about: the first of these keys it has.
+_TEXT_KEYS = (
+    "claim",
+    "statement",
+    "opinion",
+    "criterion",  # rubric
+    "requirement",  # prompt alignment
+    "question",  # summarization's coverage
+    "dimension",  # noise sensitivity
+    "reference_unit",  # answer similarity
+    "tool",  # tool call accuracy (judge)
+    "name",  # trajectory accuracy (judge)
+)
 
 
 @dataclass
@@ -124,7 +136,9 @@ def analysis_view(
             text = next((str(element[k]) for k in _TEXT_KEYS if k in element), "")
             view.rows.append(
                 AnalysisRow(
-                    number=i + 1,
+                    # Numbered across lists (summarization has two), so each of
+                    # the 1-9 flip keys names one row.
+                    number=len(view.rows) + 1,
                     text=text,
                     context_index=ci if isinstance(ci, int) else None,
                     context_text=chunk,
