@@ -77,6 +77,13 @@ class ItemOut(Schema):
     context: list[Any]
     reference: str | None
     metadata: dict[str, Any]
+    # Agent data, as GET /api/datasets/{id}/items gives it: "" or null when absent.
+    system_prompt: str
+    conversation: list[dict[str, Any]] | None
+    tool_calls: list[dict[str, Any]] | None
+    expected_tool_calls: list[Any] | None
+    expected_trajectory: list[Any] | None
+    baseline_output: str
 
 
 class ResultFinalOut(Schema):

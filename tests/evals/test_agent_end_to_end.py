@@ -15,7 +15,7 @@ from django.urls import reverse
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import Result, Run
 from evalsite.evals.services import scorer_create
-from tests.conftest import login
+from tests.conftest import bearer, login
 from tests.datasets.conftest import upload
 
 pytestmark = pytest.mark.django_db
@@ -145,6 +145,13 @@ def test_upload_run_review_export_and_upload_again(
     ).content.decode()
     assert every.count('<section id="agent-data">') == 1
     assert '<code class="tool-name">search_flights</code>' in every
+    # The result in the review API carries its item's agent data too.
+    api_item = client.get(f"/api/results/{result.pk}", **bearer(owner)).json()["item"]
+    assert api_item["system_prompt"].endswith("Never book without searching first.")
+    assert [c["name"] for c in api_item["tool_calls"]] == [
+        c["name"] for c in result.item.tool_calls
+    ]
+    assert api_item["conversation"] == result.item.conversation
 
     # 4. The run export has the agent columns after reference, as JSON.
     rows = list(
