@@ -440,15 +440,29 @@ def test_judge_error_fails_only_that_result_and_the_run_finishes(
 def test_case_error_marks_the_result_with_the_field(
     project, owner, judge, scorers, django_capture_on_commit_callbacks
 ):
-    dataset = DatasetFactory(project=project, name="bad", rows=support_rows(1))
-    dataset.items.update(output="")
+    dataset = DatasetFactory(project=project, name="bad", rows=support_rows(2))
+    dataset.items.filter(index=0).update(output="")
     run = _start(
         project, owner, dataset, scorers[:1], django_capture_on_commit_callbacks
     )
-    result = Result.objects.get(run=run)
+    result = Result.objects.get(run=run, item__index=0)
     assert result.status == Result.Status.ERROR
     assert "output" in result.error
+    assert Result.objects.get(run=run, item__index=1).status == Result.Status.OK
     assert run.status == Run.Status.DONE_WITH_ERRORS
+
+
+def test_a_scorer_needing_a_field_no_item_has_is_refused_before_the_run(
+    project, owner, judge, scorers
+):
+    dataset = DatasetFactory(project=project, name="bad", rows=support_rows(2))
+    dataset.items.update(output="")
+    with pytest.raises(ApplicationError) as caught:
+        services.run_start(
+            project=project, user=owner, dataset=dataset, scorers=scorers[:1]
+        )
+    assert "needs output, which no item of" in caught.value.field_errors["scorer_ids"]
+    assert not Run.objects.filter(dataset=dataset).exists()
 
 
 def test_run_cancel_cancels_pending_results_and_work_stops(

@@ -316,7 +316,8 @@ def test_templates_have_no_inline_script_handler_or_style():
     root = Path(__file__).resolve().parents[2] / "templates"
     bad = []
     for template in sorted(root.rglob("*.html")):
-        text = template.read_text()
+        # Template tags are not markup: `{% querystring only=value %}` is no handler.
+        text = re.sub(r"{%.*?%}", "", template.read_text())
         for tag in re.findall(r"<script\b[^>]*>", text):
             if "src=" not in tag:
                 bad.append((template.name, tag))

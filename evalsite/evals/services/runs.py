@@ -21,6 +21,7 @@ from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals import conf
 from evalsite.evals.models import JudgeCall, Result, Run, RunScorer, ScorerConfig
+from evalsite.evals.services.scorers import scorer_fields_missing
 from evalsite.lib.text import text_check_storable
 from evalsite.queues import CeleryQueue
 from scoring import KINDS, ScoringError, estimate_tokens, preview_prompts
@@ -85,6 +86,19 @@ def _check_run_inputs(
             errors["scorer_ids"] = f"{scorer} has no judge connection."
     if len({s.pk for s in scorers}) != len(scorers):
         errors["scorer_ids"] = "A scorer is listed twice."
+    if not errors:
+        # The run form says the same per scorer; the API and any other caller get it
+        # here, before a run whose every result would end in "the item has no ...".
+        missing = scorer_fields_missing(
+            dataset=dataset, kinds={s.kind for s in scorers}
+        )
+        for scorer in scorers:
+            if scorer.kind in missing:
+                errors["scorer_ids"] = (
+                    f"{scorer} ({KINDS[scorer.kind].label}) needs "
+                    f"{' and '.join(missing[scorer.kind])}, which no item of "
+                    f"{dataset} has."
+                )
     if errors:
         first = next(iter(errors.items()))
         raise ApplicationError(f"{first[0]}: {first[1]}", field_errors=errors)
