@@ -3,6 +3,7 @@ htmx interactions (partial swaps, hx-confirm, the handlers moved to static files
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +16,19 @@ from tests.browser.conftest import login
 from tests.exports.builders import build_world
 from tests.security.routes import fill, pages
 
+PROMPTFOO_RESULTS = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "imports"
+    / "promptfoo_results.json"
+)
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Not pages a browser shows: downloads, htmx-only fragments, and a session-bound token.
 SKIP = {
     "datasets:map",
+    "imports:preview",  # visited below with a token of a real upload
     "evals:run_progress",
     "evals:run_summary",
     "exports:run_csv",
@@ -85,6 +94,12 @@ def test_every_page_loads_under_the_policy_without_a_violation(
         _visit(page, live_server.url + url, problems)
         visited += 1
     assert visited >= 20
+    # The import preview, from a real upload of promptfoo's results.
+    page.goto(f"{live_server.url}/projects/{project.pk}/datasets/import/")
+    page.set_input_files("#import-form input[type=file]", str(PROMPTFOO_RESULTS))
+    page.click("#import-button")
+    page.wait_for_url("**/datasets/import/*/")
+    _visit(page, page.url, problems)
     # htmx is there, configured to inject no <style> of its own.
     assert page.evaluate("typeof htmx") == "object"
     page.goto(f"{live_server.url}/projects/{project.pk}/")
