@@ -16,9 +16,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
+from django.contrib.sessions.backends.base import SessionBase
+from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
+from django.http import Http404
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.services import human_bytes
@@ -103,6 +107,55 @@ def upload_discard(token: str) -> None:
     path = upload_path(token)
     if path is not None:
         path.unlink(missing_ok=True)
+
+
+def upload_remember(
+    session: SessionBase, *, key: str, token: str, info: dict[str, object]
+) -> None:
+    """Bind a stored upload to the session under `key` (the dataset upload's and the
+    import's are kept apart), dropping entries older than MAX_AGE_SECONDS. `info`
+    holds at least project_id, user_id and filename."""
+    now = time.time()
+    pending = {
+        t: known
+        for t, known in session.get(key, {}).items()
+        if now - known.get("created", 0) <= MAX_AGE_SECONDS
+    }
+    pending[token] = {**info, "created": now}
+    session[key] = pending
+
+
+def upload_recall(
+    session: SessionBase,
+    *,
+    key: str,
+    token: str,
+    project_id: int,
+    user_id: int,
+    expired: str,
+) -> tuple[dict[str, Any], File[bytes]]:
+    """The stored file for `token` if this user stored it in this project within the
+    hour, with what was remembered about it; else Http404 saying `expired`."""
+    info = session.get(key, {}).get(token)
+    if (
+        not info
+        or info.get("project_id") != project_id
+        or info.get("user_id") != user_id
+        or time.time() - info.get("created", 0) > MAX_AGE_SECONDS
+    ):
+        raise Http404(expired)
+    path = upload_path(token)
+    if path is None:
+        raise Http404(expired)
+    return info, File(open(path, "rb"), name=info["filename"])  # noqa: SIM115
+
+
+def upload_forget(session: SessionBase, *, key: str, token: str) -> None:
+    """Delete the stored file and its entry in the session."""
+    upload_discard(token)
+    pending = session.get(key, {})
+    pending.pop(token, None)
+    session[key] = pending
 
 
 def uploads_cleanup(*, max_age_seconds: int = MAX_AGE_SECONDS) -> int:

@@ -2,13 +2,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
 from django.contrib import messages
-from django.core.files import File
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -79,48 +77,20 @@ def dataset_upload(request: AuthenticatedHttpRequest, project_id: int) -> HttpRe
             status=400,
         )
     name = form.cleaned_data["name"] or os.path.splitext(upload.name or "dataset")[0]
-    now = time.time()
-    # Forget abandoned uploads (their files are swept by uploads_cleanup).
-    pending = {
-        t: info
-        for t, info in request.session.get(_SESSION_KEY, {}).items()
-        if now - info.get("created", 0) <= uploads.MAX_AGE_SECONDS
-    }
-    pending[token] = {
-        "project_id": project.pk,
-        "user_id": request.user.pk,
-        "filename": os.path.basename(upload.name or ""),
-        "name": name[:200],
-        "file_format": preview.file_format,
-        "created": now,
-    }
-    request.session[_SESSION_KEY] = pending
+    # Abandoned uploads are forgotten here; uploads_cleanup sweeps their files.
+    uploads.upload_remember(
+        request.session,
+        key=_SESSION_KEY,
+        token=token,
+        info={
+            "project_id": project.pk,
+            "user_id": request.user.pk,
+            "filename": os.path.basename(upload.name or ""),
+            "name": name[:200],
+            "file_format": preview.file_format,
+        },
+    )
     return redirect("datasets:map", project_id=project.pk, token=token)
-
-
-def _pending_upload(
-    request: AuthenticatedHttpRequest, project: Project, token: str
-) -> tuple[dict[str, Any], File[bytes]]:
-    """The stored upload for `token` if this user started it in this project, else 404."""
-    info = request.session.get(_SESSION_KEY, {}).get(token)
-    if (
-        not info
-        or info.get("project_id") != project.pk
-        or info.get("user_id") != request.user.pk
-        or time.time() - info.get("created", 0) > uploads.MAX_AGE_SECONDS
-    ):
-        raise Http404("This upload has expired; upload the file again.")
-    path = uploads.upload_path(token)
-    if path is None:
-        raise Http404("This upload has expired; upload the file again.")
-    return info, File(open(path, "rb"), name=info["filename"])  # noqa: SIM115
-
-
-def _forget_upload(request: AuthenticatedHttpRequest, token: str) -> None:
-    uploads.upload_discard(token)
-    pending = request.session.get(_SESSION_KEY, {})
-    pending.pop(token, None)
-    request.session[_SESSION_KEY] = pending
 
 
 def _preview_table(preview: Preview) -> list[list[str]]:
@@ -153,14 +123,21 @@ def dataset_map(
 ) -> HttpResponse:
     """Step 2: show the first rows, map the columns, create the dataset."""
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
-    info, file = _pending_upload(request, project, token)
+    info, file = uploads.upload_recall(
+        request.session,
+        key=_SESSION_KEY,
+        token=token,
+        project_id=project.pk,
+        user_id=request.user.pk,
+        expired="This upload has expired; upload the file again.",
+    )
     with file:
         try:
             preview = services.dataset_preview(
                 file=file, file_format=info["file_format"]
             )
         except ApplicationError as exc:
-            _forget_upload(request, token)
+            uploads.upload_forget(request.session, key=_SESSION_KEY, token=token)
             messages.error(request, exc.message)
             return redirect("datasets:list", project_id=project.pk)
         context: dict[str, Any] = {
@@ -205,7 +182,7 @@ def dataset_map(
                 },
                 status=400,
             )
-    _forget_upload(request, token)
+    uploads.upload_forget(request.session, key=_SESSION_KEY, token=token)
     messages.success(
         request,
         f"Imported {dataset.item_count} items as “{dataset.name}” v{dataset.version}.",

@@ -9,12 +9,10 @@ disk between the two steps, as the dataset upload does (datasets.uploads).
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from django.contrib import messages
-from django.core.files import File
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -80,47 +78,19 @@ def import_start(request: AuthenticatedHttpRequest, project_id: int) -> HttpResp
             },
             status=400,
         )
-    now = time.time()
-    pending = {
-        t: info
-        for t, info in request.session.get(_SESSION_KEY, {}).items()
-        if now - info.get("created", 0) <= uploads.MAX_AGE_SECONDS
-    }
-    pending[token] = {
-        "project_id": project.pk,
-        "user_id": request.user.pk,
-        "filename": os.path.basename(upload.name or ""),
-        "name": form.cleaned_data["name"],
-        "tool": tool or "",
-        "created": now,
-    }
-    request.session[_SESSION_KEY] = pending
+    uploads.upload_remember(
+        request.session,
+        key=_SESSION_KEY,
+        token=token,
+        info={
+            "project_id": project.pk,
+            "user_id": request.user.pk,
+            "filename": os.path.basename(upload.name or ""),
+            "name": form.cleaned_data["name"],
+            "tool": tool or "",
+        },
+    )
     return redirect("imports:preview", project_id=project.pk, token=token)
-
-
-def _pending(
-    request: AuthenticatedHttpRequest, project: Project, token: str
-) -> tuple[dict[str, Any], File[bytes]]:
-    """The stored file for `token` if this user started it in this project, else 404."""
-    info = request.session.get(_SESSION_KEY, {}).get(token)
-    if (
-        not info
-        or info.get("project_id") != project.pk
-        or info.get("user_id") != request.user.pk
-        or time.time() - info.get("created", 0) > uploads.MAX_AGE_SECONDS
-    ):
-        raise Http404("This import has expired; choose the file again.")
-    path = uploads.upload_path(token)
-    if path is None:
-        raise Http404("This import has expired; choose the file again.")
-    return info, File(open(path, "rb"), name=info["filename"])  # noqa: SIM115
-
-
-def _forget(request: AuthenticatedHttpRequest, token: str) -> None:
-    uploads.upload_discard(token)
-    pending = request.session.get(_SESSION_KEY, {})
-    pending.pop(token, None)
-    request.session[_SESSION_KEY] = pending
 
 
 def _row_cells(row: ImportedRow) -> dict[str, Any]:
@@ -148,7 +118,14 @@ def import_preview_view(
     the preview is worked out only for a page to show.
     """
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
-    info, file = _pending(request, project, token)
+    info, file = uploads.upload_recall(
+        request.session,
+        key=_SESSION_KEY,
+        token=token,
+        project_id=project.pk,
+        user_id=request.user.pk,
+        expired="This import has expired; choose the file again.",
+    )
     source = request.POST if request.method == "POST" else request.GET
     options = PreviewOptionsForm(
         source
@@ -220,7 +197,7 @@ def _imported(
     project: Project,
     outcome: ImportOutcome,
 ) -> HttpResponse:
-    _forget(request, token)
+    uploads.upload_forget(request.session, key=_SESSION_KEY, token=token)
     dataset, run = outcome.dataset, outcome.run
     text = f"Imported {dataset.item_count} items as “{dataset.name}” v{dataset.version}"
     if run is not None:
