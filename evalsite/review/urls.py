@@ -12,6 +12,7 @@ from evalsite.review.views import (
     item,
     overrides,
     pairwise,
+    pairwise_export,
     preferences,
     queues,
     rescore,
@@ -114,5 +115,15 @@ urlpatterns = [
         f"{P}pairwise/<int:pairwise_id>/<int:position>/answer/",
         pairwise.pairwise_answer_view,
         name="pairwise_answer",
+    ),
+    path(
+        f"{P}pairwise/<int:pairwise_id>/export.csv",
+        pairwise_export.pairwise_export_csv,
+        name="pairwise_export_csv",
+    ),
+    path(
+        f"{P}pairwise/<int:pairwise_id>/export.jsonl",
+        pairwise_export.pairwise_export_jsonl,
+        name="pairwise_export_jsonl",
     ),
 ]

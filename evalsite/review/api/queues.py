@@ -7,8 +7,10 @@ from typing import Any
 from django.db.models import Count
 from django.urls import reverse
 from ninja import Router, Status
+from ninja.errors import HttpError
 
 from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.core.schemas import ErrorOut
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review import services
 from evalsite.review.models import QueueEntry, ReviewQueue
@@ -80,8 +82,19 @@ def queue_create_api(
     return Status(201, _queue_out(queue))
 
 
-@router.get("/queues/{queue_id}", response=QueueOut)
+@router.get("/queues/{queue_id}", response={200: QueueOut, 404: ErrorOut})
 def queue_detail_api(
     request: AuthenticatedHttpRequest, queue_id: int
 ) -> dict[str, Any]:
-    return _queue_out(queue_get_for_user(user=request.user, pk=queue_id))
+    """A review queue with its progress. A pairwise queue is not one: its id answers
+    404 here with a pointer to GET /api/pairwise/{id} (its pairs, answers and
+    figures), as /api/pairwise/{id} answers 404 for a review queue."""
+    queue = queue_get_for_user(user=request.user, pk=queue_id)
+    # Checked after membership, so an outsider learns nothing about the queue's kind.
+    if queue.kind == ReviewQueue.Kind.PAIRWISE:
+        raise HttpError(
+            404,
+            f"Queue {queue.pk} is a pairwise queue: read it at "
+            f"/api/pairwise/{queue.pk}.",
+        )
+    return _queue_out(queue)
