@@ -341,6 +341,7 @@ BULK_ACTIONS = [
     ("export_csv", "Export CSV"),
     ("export_excel", "Export CSV (Excel)"),
     ("export_jsonl", "Export JSONL"),
+    ("export_parquet", "Export Parquet"),
 ]
 
 # The assignee choice that means "nobody" (a username never starts with "-").

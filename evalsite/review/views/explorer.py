@@ -64,6 +64,7 @@ EXPORTS = {
     "export_csv": ("exports:run_csv", {}),
     "export_excel": ("exports:run_csv", {"excel": "1"}),
     "export_jsonl": ("exports:run_jsonl", {}),
+    "export_parquet": ("exports:run_parquet", {}),
 }
 
 
