@@ -11,6 +11,8 @@ from evalsite.review.selectors.matching import (
     items_match,
     match_keys,
     normalise_input,
+    pair_match,
+    pair_matching_from,
 )
 from tests.factories import DatasetFactory
 
@@ -132,3 +134,59 @@ def test_items_match_refuses_one_or_five_sides(project):
     for sides in ([ds], [ds] * 5):
         with pytest.raises(ApplicationError):
             items_match(datasets=sides, spec=MatchSpec())
+
+
+def _tricky_rows(side: int) -> list[dict]:
+    """Items whose keys and inputs trip a careless matcher: numbers vs strings,
+    missing and empty keys, whitespace-only differences, unicode, duplicates."""
+    rows = [
+        {"input": "What is  Paris?", "metadata": {"id": 1}},
+        {"input": " Tabs\tand\nlines ", "metadata": {"id": "2"}},
+        {"input": "café", "metadata": {"id": "é"}},
+        {"input": "cafe\u0301", "metadata": {"id": "e\u0301"}},  # not NFC-equal
+        {"input": "a\u00a0b", "metadata": {"id": 1.5}},
+        {"input": "   ", "metadata": {}},  # no key, empty input
+        {"input": "no key", "metadata": {"id": ""}},
+        {"input": "only here " + str(side), "metadata": {"id": f"only-{side}"}},
+        {"input": "nested", "metadata": {"id": {"x": 1}}},
+    ]
+    if side == 1:
+        rows = [
+            {**rows[i], "input": rows[i]["input"].replace(" ", "\n ")}
+            for i in (4, 3, 2, 1, 0)
+        ] + rows[5:]
+        rows[-1] = {"input": "nested", "metadata": {"id": {"x": 1}}}
+    return rows
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("mode", ["key", "input"])
+@pytest.mark.parametrize("duplicated", [False, True])
+def test_pair_match_in_sql_equals_the_python_rule(project, mode, duplicated):
+    a_rows, b_rows = _tricky_rows(0), _tricky_rows(1)
+    if duplicated:
+        # a key twice on one side (and an input twice): the SQL path must report
+        # exactly the Python rule's duplicates
+        a_rows.append({"input": "What is Paris?", "metadata": {"id": "1"}})
+    a = DatasetFactory(project=project, rows=a_rows)
+    b = DatasetFactory(project=project, rows=b_rows)
+    spec = MatchSpec(mode=mode)
+    in_sql = pair_match(datasets=(a.pk, b.pk), spec=spec)
+    in_python = pair_matching_from(items_match(datasets=[a, b], spec=spec))
+    assert in_sql == in_python
+    assert bool(in_sql.duplicates) == duplicated
+    if not duplicated:
+        # the cases the data is about did match (not an empty result both ways)
+        assert len(in_sql.matched) >= 4
+        assert in_sql.only == (1, 1) if mode == "key" else in_sql.only[0] >= 1
+    ia = list(a.items.order_by("index").values_list("id", flat=True))
+    matched_a = [x for x, _ in in_sql.matched]
+    assert matched_a == sorted(matched_a, key=ia.index)  # in A's item order
+
+
+@pytest.mark.django_db
+def test_pair_match_counts_items_without_a_key(project):
+    a = DatasetFactory(project=project, rows=[{"input": "x", "metadata": {}}])
+    b = DatasetFactory(project=project, rows=[{"input": "x", "metadata": {"id": 1}}])
+    m = pair_match(datasets=(a.pk, b.pk), spec=MatchSpec())
+    assert (m.items, m.no_key, m.only, m.matched) == ((1, 1), (1, 0), (0, 1), [])

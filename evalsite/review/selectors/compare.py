@@ -34,7 +34,7 @@ from evalsite.review.selectors.matching import (
     DuplicateKeyError,
     MatchSpec,
     duplicates_message,
-    items_match,
+    pair_match,
 )
 from scoring import KINDS
 from scoring.stats import (
@@ -537,22 +537,18 @@ def match_summary(
         n = Item.objects.filter(dataset_id=ds_a).count()
         summary = MatchSummary(True, n, n, n, 0, 0, 0, 0)
     else:
-        matching = items_match(datasets=[ds_a, ds_b], spec=spec)
-        only_a, only_b = matching.only_in_a, matching.only_in_b
-        no_key_a, no_key_b = matching.no_key
-        in_dups = [
-            sum(len(d.item_ids) for d in matching.duplicates if d.side == s)
-            for s in (0, 1)
-        ]
+        # In SQL (matching.pair_match): the Python rule took 0.3–0.4 s of a cold
+        # first page at 2 × 25k items, the query ~0.1 s (bench_compare).
+        matching = pair_match(datasets=(ds_a, ds_b), spec=spec)
         summary = MatchSummary(
             same_dataset=False,
-            items_a=len(matching.matched) + len(only_a) + len(no_key_a) + in_dups[0],
-            items_b=len(matching.matched) + len(only_b) + len(no_key_b) + in_dups[1],
+            items_a=matching.items[0],
+            items_b=matching.items[1],
             matched=len(matching.matched),
-            only_in_a=len(only_a),
-            only_in_b=len(only_b),
-            no_key_a=len(no_key_a),
-            no_key_b=len(no_key_b),
+            only_in_a=matching.only[0],
+            only_in_b=matching.only[1],
+            no_key_a=matching.no_key[0],
+            no_key_b=matching.no_key[1],
             duplicates=[
                 dataclasses.replace(d, side=side_b) if d.side == 1 else d
                 for d in matching.duplicates
