@@ -422,8 +422,9 @@ def pair_match(*, datasets: tuple[int, int], spec: MatchSpec) -> PairMatching:
     answers, so the duplicates reported (ids, indexes, order) are its own.
 
     Why: matching 2 × 25k items in Python took 330–390 ms cold (250 ms of it the
-    dict work in match_keys, the rest reading the keys); this query returns 25k
-    pairs in ~45 ms by key (bench_compare, Postgres, 24 Nov 2026).
+    dict work in match_keys, the rest reading the keys); this query with its 25k
+    pairs read back takes 125–145 ms by key or input (bench_compare's datasets,
+    Postgres 15, load average 1.6, 24 Nov 2026).
     """
     ds_a, ds_b = datasets
     if ds_a == ds_b:
