@@ -64,11 +64,8 @@ other datasets' exports keep the columns above.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator
-from datetime import datetime
 from operator import itemgetter
 from typing import Any, Literal
 
@@ -88,6 +85,7 @@ from evalsite.exports.selectors import (
     run_extras_present,
 )
 from evalsite.lib.csvsafe import safe_cell
+from evalsite.lib.streams import csv_stream, jsonl_stream
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import results_filter
 from evalsite.review.selectors.explorer import results_selected
@@ -105,8 +103,6 @@ Kind = Literal["int", "count", "float", "bool", "str", "time", "json", "list", "
 CHUNK_SIZE = 2000
 # Rows per Parquet row group: 5 chunks, about 10 MB of Python values at 1 KB a row.
 PARQUET_ROWS = 10_000
-FLUSH_BYTES = 64 * 1024
-UTF8_BOM = "\ufeff"
 NOTES_SEPARATOR = " | "
 COMMENTS_SEPARATOR = "\n"
 
@@ -562,24 +558,6 @@ def _csv_cells(
     return cells
 
 
-def _csv_stream(
-    header: list[str], rows: Iterable[list[str]], *, excel: bool
-) -> Iterator[bytes]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    if excel:
-        # Excel only reads a CSV as UTF-8 when it starts with a byte-order mark.
-        buffer.write(UTF8_BOM)
-    writer.writerow([safe_cell(h) for h in header])
-    for row in rows:
-        writer.writerow(row)
-        if buffer.tell() >= FLUSH_BYTES:
-            yield buffer.getvalue().encode("utf-8")
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue().encode("utf-8")
-
-
 def _run_csv_rows(
     records: Iterable[dict[str, Any]], layout: RunLayout
 ) -> Iterator[list[str]]:
@@ -589,25 +567,6 @@ def _run_csv_rows(
             to_cell(value)
             for to_cell, value in zip(cells, layout.values(record), strict=True)
         ]
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _jsonl_stream(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    parts: list[str] = []
-    size = 0
-    for record in records:
-        line = json.dumps(record, ensure_ascii=False, default=_json_default) + "\n"
-        parts.append(line)
-        size += len(line)
-        if size >= FLUSH_BYTES:
-            yield "".join(parts).encode("utf-8")
-            parts, size = [], 0
-    yield "".join(parts).encode("utf-8")
 
 
 def run_export_stream(
@@ -629,7 +588,7 @@ def run_export_stream(
     qs = run_export_queryset(run=run, query=query, user=who, ids=ids)
     records = _result_records(qs, run, who)
     if fmt == "jsonl":
-        return _jsonl_stream(records)
+        return jsonl_stream(records)
     layout = run_layout(run=run)
     if fmt == "parquet":
         # pyarrow is imported on the first Parquet export, not by every process
@@ -649,7 +608,7 @@ def run_export_stream(
                 ).lower(),
             },
         )
-    return _csv_stream(layout.names, _run_csv_rows(records, layout), excel=excel)
+    return csv_stream(layout.names, _run_csv_rows(records, layout), excel=excel)
 
 
 # ------------------------------------------------------------------ datasets
@@ -695,11 +654,11 @@ def dataset_export_stream(
 ) -> Iterator[bytes]:
     records = _item_records(dataset)
     if fmt == "jsonl":
-        return _jsonl_stream(records)
+        return jsonl_stream(records)
     keys = dataset_metadata_keys(dataset=dataset)
     agent = dataset.agent_fields
     rows = (_dataset_csv_cells(r, keys, agent) for r in records)
-    return _csv_stream(
+    return csv_stream(
         dataset_columns(metadata_keys=keys, agent_fields=agent), rows, excel=excel
     )
 

@@ -18,9 +18,8 @@ it, whatever their role; their own answers and complete pairs are always in.
 
 Memory and queries stay constant: the answers come in one `values_list` query read
 in chunks (`.iterator(chunk_size=…)`, a server-side cursor on Postgres) with the
-items joined in, nothing is looked up per row, and bytes leave in pieces. (The run
-exports' streaming lives in `evalsite.exports`, which sits above review in the import
-layers, so the few lines of CSV/JSONL writing are repeated here.)
+items joined in, nothing is looked up per row, and bytes leave in pieces through
+`evalsite.lib.streams`, as the run exports' do.
 
 CSV text cells go through `evalsite.lib.csvsafe.safe_cell`, the run exports' rule
 against spreadsheet formulas; JSONL is data for programs and left exact.
@@ -28,10 +27,7 @@ against spreadsheet formulas; JSONL is data for programs and left exact.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Literal
 
@@ -39,14 +35,13 @@ from django.contrib.auth.models import User
 from django.utils.text import slugify
 
 from evalsite.lib.csvsafe import safe_cell
+from evalsite.lib.streams import csv_stream, jsonl_stream
 from evalsite.review.models import Preference, ReviewQueue
 from evalsite.review.selectors.pairwise import preferences_visible_to
 
 PairwiseFormat = Literal["csv", "jsonl"]
 
 CHUNK_SIZE = 2000
-FLUSH_BYTES = 64 * 1024
-UTF8_BOM = "\ufeff"
 MEDIA_TYPES: dict[str, str] = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
@@ -127,41 +122,6 @@ def _csv_cell(column: str, value: Any) -> str:
     return safe_cell(value)
 
 
-def _csv_stream(records: Iterable[dict[str, Any]], *, excel: bool) -> Iterator[bytes]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    if excel:
-        # Excel only reads a CSV as UTF-8 when it starts with a byte-order mark.
-        buffer.write(UTF8_BOM)
-    writer.writerow(COLUMNS)
-    for record in records:
-        writer.writerow([_csv_cell(c, record[c]) for c in COLUMNS])
-        if buffer.tell() >= FLUSH_BYTES:
-            yield buffer.getvalue().encode("utf-8")
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue().encode("utf-8")
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _jsonl_stream(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    parts: list[str] = []
-    size = 0
-    for record in records:
-        line = json.dumps(record, ensure_ascii=False, default=_json_default) + "\n"
-        parts.append(line)
-        size += len(line)
-        if size >= FLUSH_BYTES:
-            yield "".join(parts).encode("utf-8")
-            parts, size = [], 0
-    yield "".join(parts).encode("utf-8")
-
-
 def pairwise_export_stream(
     *,
     queue: ReviewQueue,
@@ -174,8 +134,12 @@ def pairwise_export_stream(
     a UTF-8 byte-order mark, for CSV only)."""
     records = pairwise_export_rows(queue=queue, user=user, chunk_size=chunk_size)
     if fmt == "jsonl":
-        return _jsonl_stream(records)
-    return _csv_stream(records, excel=excel)
+        return jsonl_stream(records)
+    return csv_stream(
+        COLUMNS,
+        ([_csv_cell(c, record[c]) for c in COLUMNS] for record in records),
+        excel=excel,
+    )
 
 
 def pairwise_export_filename(
