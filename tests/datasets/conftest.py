@@ -39,3 +39,34 @@ def uploaded_dataset(project, owner, rows: int = 3, *, chunks: bool = False) -> 
     return dataset_create(
         project=project, user=owner, file=upload("d.csv", data), name="d"
     )
+
+
+# One agent's item (a travel booking) with every agent column, hostile text in a tool
+# result: the end-to-end and queue-card tests upload it.
+AGENT_ROW = {
+    "input": "Book the cheapest flight to Oslo on Friday",
+    "output": "Booked SK4411 for 89 EUR.",
+    "system_prompt": "You are a travel agent. Never book without searching first.",
+    "conversation": [
+        {"role": "user", "content": "Book the cheapest flight to Oslo on Friday"},
+        {"role": "assistant", "content": "Searching <b>flights</b>…"},
+        {"role": "tool", "content": "SK4411 89 EUR", "tool_call_id": "c1"},
+        {"role": "assistant", "content": "Booked SK4411 for 89 EUR."},
+    ],
+    "tool_calls": [
+        {
+            "id": "c1",
+            "name": "search_flights",
+            "arguments": {"to": "OSL", "day": "friday"},
+            "result": [{"flight": "SK4411", "price": 89}],
+        },
+        {
+            "name": "book",
+            "arguments": {"flight": "SK4411"},
+            "result": "<script>x</script>",
+        },
+    ],
+    "expected_tool_calls": ["search_flights", "book"],
+    "baseline_output": "Booked flight SK4411 (89 EUR).",
+    "customer": "c-17",
+}

@@ -16,37 +16,10 @@ from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import Result, Run
 from evalsite.evals.services import scorer_create
 from tests.conftest import bearer, login
+from tests.datasets.conftest import AGENT_ROW as ROW
 from tests.datasets.conftest import upload
 
 pytestmark = pytest.mark.django_db
-
-ROW = {
-    "input": "Book the cheapest flight to Oslo on Friday",
-    "output": "Booked SK4411 for 89 EUR.",
-    "system_prompt": "You are a travel agent. Never book without searching first.",
-    "conversation": [
-        {"role": "user", "content": "Book the cheapest flight to Oslo on Friday"},
-        {"role": "assistant", "content": "Searching <b>flights</b>…"},
-        {"role": "tool", "content": "SK4411 89 EUR", "tool_call_id": "c1"},
-        {"role": "assistant", "content": "Booked SK4411 for 89 EUR."},
-    ],
-    "tool_calls": [
-        {
-            "id": "c1",
-            "name": "search_flights",
-            "arguments": {"to": "OSL", "day": "friday"},
-            "result": [{"flight": "SK4411", "price": 89}],
-        },
-        {
-            "name": "book",
-            "arguments": {"flight": "SK4411"},
-            "result": "<script>x</script>",
-        },
-    ],
-    "expected_tool_calls": ["search_flights", "book"],
-    "baseline_output": "Booked flight SK4411 (89 EUR).",
-    "customer": "c-17",
-}
 
 
 def _body(response) -> str:

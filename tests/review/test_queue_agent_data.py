@@ -20,35 +20,20 @@ from evalsite.review.selectors.queues import queue_entry_at
 from evalsite.review.services import queue_create
 from evalsite.review.services.reviews import review_answer
 from tests.conftest import login
-from tests.datasets.conftest import upload
+from tests.datasets.conftest import AGENT_ROW, upload
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db
 
 ROW = {
-    "input": "Book the cheapest flight to Oslo on Friday",
-    "output": "Booked SK4411 for 89 EUR.",
-    "system_prompt": "You are a travel agent. Never book without searching first.",
-    "conversation": [
-        {"role": "user", "content": "Book the cheapest flight to Oslo on Friday"},
-        {"role": "assistant", "content": "Searching <b>flights</b>…"},
-        {"role": "tool", "content": "SK4411 89 EUR", "tool_call_id": "c1"},
-        {"role": "assistant", "content": "Booked SK4411 for 89 EUR."},
-    ],
+    **AGENT_ROW,
     "tool_calls": [
+        AGENT_ROW["tool_calls"][0],
         {
-            "id": "c1",
-            "name": "search_flights",
-            "arguments": {"to": "OSL", "day": "friday"},
-            "result": [{"flight": "SK4411", "price": 89}],
-        },
-        {
-            "name": "book",
+            **AGENT_ROW["tool_calls"][1],
             "arguments": {"flight": "<img src=x onerror=alert(1)>"},
-            "result": "<script>x</script>",
         },
     ],
-    "expected_tool_calls": ["search_flights", "book"],
 }
 # The second item: the same agent with a much longer conversation and more calls, to
 # show the card reads nothing more for more agent data.
