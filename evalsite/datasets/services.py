@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -248,6 +249,18 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
             )
 
 
+# Called with a new dataset version's id (version 2 and up) inside the upload's
+# transaction; installed by an app above this one (review matches the new version's
+# items with the previous version's, for compare).
+_version_listeners: list[Callable[[int], None]] = []
+
+
+def on_dataset_version(listener: Callable[[int], None]) -> None:
+    """Register `listener(dataset_id)` for new versions (one listener; the last one
+    wins). It runs inside the upload's transaction and should act on commit."""
+    _version_listeners[:] = [listener]
+
+
 def dataset_create(
     *,
     project: Project,
@@ -358,6 +371,9 @@ def dataset_create(
         dataset.item_count = count
         dataset.columns = columns
         dataset.save(update_fields=["item_count", "columns"])
+        if dataset.version > 1:
+            for listener in _version_listeners:
+                listener(dataset.pk)
     return dataset
 
 

@@ -243,3 +243,39 @@ def test_a_review_after_a_compare_shows_in_the_next_one(client, reviewer, runs):
     assert [i["item_index"] for i in after["items"]][:2] == [1, 3]
     assert before["pairs"][0]["b_pass_rate"] == pytest.approx(0.75)
     assert after["pairs"][0]["b_pass_rate"] == pytest.approx(0.5)
+
+
+def test_an_error_in_either_run_is_missing_not_a_change(client, viewer, runs):
+    """B's faithfulness result of item 1 (a pass → fail regression) is an error: it
+    leaves the means, pass rates, tests and filters, counts under missing, and is
+    listed after every scored item; an A result without a verdict flips nothing."""
+    from evalsite.evals.models import Result
+
+    a, b = runs
+    Result.objects.filter(run=b, item__index=1, run_scorer__kind="faithfulness").update(
+        status=Result.Status.ERROR, final_score=None, final_passed=None
+    )
+    # item 2 (fail → pass in B): A's verdict unknown, so no flip, still improved
+    Result.objects.filter(run=a, item__index=2, run_scorer__kind="faithfulness").update(
+        final_passed=None
+    )
+    login(client, viewer)
+    data = client.get(f"/api/runs/{a.pk}/compare/{b.pk}").json()
+    faith = data["pairs"][0]
+    assert (faith["n"], faith["both_ok"], faith["missing"]) == (4, 3, 1)
+    assert (faith["regressions"], faith["improvements"], faith["unchanged"]) == (
+        1,
+        1,
+        1,
+    )
+    assert (faith["pass_to_fail"], faith["fail_to_pass"]) == (0, 0)
+    # deltas of items 0, 2, 3: −0.5, +1, 0
+    assert faith["mean_delta"] == pytest.approx(0.5 / 3)
+    assert faith["a_pass_rate"] == pytest.approx(2 / 3)
+    assert [i["item_index"] for i in data["items"]] == [0, 3, 2, 1]
+    assert data["items"][-1]["delta"] is None and not data["items"][-1]["regression"]
+    counts = {
+        only: client.get(f"/api/runs/{a.pk}/compare/{b.pk}?only={only}").json()["count"]
+        for only in ("regressions", "improvements", "flips", "changed")
+    }
+    assert counts == {"regressions": 1, "improvements": 1, "flips": 0, "changed": 2}

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import F, Q
 
 from evalsite.core.exceptions import ApplicationError
@@ -34,7 +34,11 @@ from evalsite.review.selectors.matching import (
     DuplicateKeyError,
     MatchSpec,
     duplicates_message,
-    pair_match,
+)
+from evalsite.review.services.dataset_matches import (
+    dataset_match_get_or_create,
+    match_duplicates,
+    match_pairs,
 )
 from scoring import KINDS
 from scoring.stats import (
@@ -50,7 +54,6 @@ SIDE_LABELS = ("A", "B", "C", "D")
 EPS = 1e-9
 # Deep pages cost a sort of the whole join; past this offset the API and page refuse.
 MAX_OFFSET = 100_000
-MATCH_CACHE_TTL = 24 * 3600
 # Aggregates and pages are named by the results' state, so a stale entry is never
 # read; the TTL only bounds the memory they hold.
 RESULTS_CACHE_TTL = 3600
@@ -277,15 +280,13 @@ class Comparison:
         )
 
 
-def _side_queryset(*, scorer_ids: list[int]) -> Any:
-    """One run's results of the given scorers: the figures only, no item join (items
-    pair through their ids; the item text is read for the page's rows alone)."""
-    # By scorer alone: a run scorer belongs to one run, and its own index reads only
-    # its results (the run index would read every scorer's and filter).
-    return Result.objects.filter(run_scorer_id__in=scorer_ids).values(
+def _side_queryset(*, scorer_id: int) -> Any:
+    """One run scorer's results: the figures only, no item join (items pair through
+    their ids; the item text is read for the page's rows alone). These columns are
+    review_result_compare_idx's, so Postgres reads them with an index-only scan."""
+    return Result.objects.filter(run_scorer_id=scorer_id).values(
         rid=F("id"),
         iid=F("item_id"),
-        s=F("run_scorer_id"),
         st=F("status"),
         sc=F("final_score"),
         ps=F("final_passed"),
@@ -293,7 +294,7 @@ def _side_queryset(*, scorer_ids: list[int]) -> Any:
 
 
 def _pairs_table(match: MatchSummary) -> tuple[str, list[Any]]:
-    """The matched (A item, B item) ids as a table m(ia, ib) in SQL, from the cached
+    """The matched (A item, B item) ids as a table m(ia, ib) in SQL, from the stored
     matching: one array per column on Postgres, a JSON array on SQLite."""
     if connection.vendor == "postgresql":
         # Array literals as text: psycopg adapting two 25k-int lists element by
@@ -312,70 +313,107 @@ def _pairs_table(match: MatchSummary) -> tuple[str, list[Any]]:
     )
 
 
-def _joined_sql(
-    *, run_a: Run, run_b: Run, deltas: list[ScorerDelta], match: MatchSummary
-) -> tuple[str, list[Any]]:
-    """The CTE `j`: one row per matched item × paired scorer, with both results'
-    figures, the delta, its direction-aware badness and the verdict flip."""
-    a_sql, a_params = _side_queryset(
-        scorer_ids=[d.a.pk for d in deltas]
-    ).query.sql_with_params()
-    b_sql, b_params = _side_queryset(
-        scorer_ids=[d.b.pk for d in deltas]
-    ).query.sql_with_params()
+def _pair_from(delta: ScorerDelta, *, match: MatchSummary) -> tuple[str, list[Any]]:
+    """FROM run A's results of one scorer (sa) joined with run B's results of its
+    pair (sb) on the matched items: item by item on one dataset, else through the
+    matched pairs' table m (see _with_pairs)."""
+    a_sql, a_params = _side_queryset(scorer_id=delta.a.pk).query.sql_with_params()
+    b_sql, b_params = _side_queryset(scorer_id=delta.b.pk).query.sql_with_params()
     if match.same_dataset:
-        m_sql, m_params = "", list[Any]()
-        join_b = "JOIN sb ON sb.s = p.pb AND sb.iid = sa.iid"
+        joins = f"JOIN ({b_sql}) sb ON sb.iid = sa.iid"
     else:
-        m_sql, m_params = _pairs_table(match)
-        m_sql = f"m AS ({m_sql}),"
-        join_b = "JOIN m ON m.ia = sa.iid JOIN sb ON sb.s = p.pb AND sb.iid = m.ib"
-    values = ", ".join(["(%s, %s, %s)"] * len(deltas))
-    pair_params: list[Any] = []
-    for d in deltas:
-        # sign turns a score delta into a gain: higher-is-better kinds gain when B
-        # is higher, lower-is-better kinds when B is lower.
-        pair_params += [d.a.pk, d.b.pk, -1 if d.direction == "lower" else 1]
+        joins = f"JOIN m ON m.ia = sa.iid JOIN ({b_sql}) sb ON sb.iid = m.ib"
+    return f"FROM ({a_sql}) sa {joins}", [*a_params, *b_params]
+
+
+def _with_pairs(match: MatchSummary) -> tuple[str, list[Any]]:
+    """The WITH clause naming the matched pairs' table m ("" on one dataset)."""
+    if match.same_dataset:
+        return "", []
+    m_sql, m_params = _pairs_table(match)
+    return f"WITH m AS ({m_sql})", m_params
+
+
+def _gain(delta: ScorerDelta) -> int:
+    """+1 when a higher score is better, -1 when lower is: sign × (B − A) > 0 is an
+    improvement of B over A."""
+    return -1 if delta.direction == "lower" else 1
+
+
+def _rows_sql(delta: ScorerDelta, *, match: MatchSummary) -> tuple[str, list[Any]]:
+    """The CTE `j` of compare_rows: one row per matched item of one scorer pair,
+    with both results' figures, the delta, its direction-aware badness (> 0: run B
+    is worse) and the verdict flip (2: pass → fail, 1: fail → pass)."""
+    from_sql, from_params = _pair_from(delta, match=match)
+    with_sql, with_params = _with_pairs(match)
     ok = Result.Status.OK.value
     sql = f"""
-        WITH pairs (pa, pb, sgn) AS (VALUES {values}),
-        {m_sql}
-        sa AS ({a_sql}),
-        sb AS ({b_sql}),
-        j AS (
-            SELECT p.pa AS s, sa.rid AS a_id, sb.rid AS b_id, sa.iid AS a_item,
+        {with_sql}{"," if with_sql else "WITH"} j AS (
+            SELECT sa.rid AS a_id, sb.rid AS b_id, sa.iid AS a_item,
                 sb.iid AS b_item, sa.st AS a_st, sb.st AS b_st,
                 sa.ps AS a_ps, sb.ps AS b_ps,
                 CASE WHEN sa.st = %s THEN sa.sc END AS a_sc,
                 CASE WHEN sb.st = %s THEN sb.sc END AS b_sc,
                 CASE WHEN sa.st = %s AND sb.st = %s THEN sb.sc - sa.sc END AS d,
-                CASE WHEN sa.st = %s AND sb.st = %s
-                    THEN p.sgn * (sa.sc - sb.sc) END AS bad,
+                CASE WHEN sa.st = %s AND sb.st = %s THEN %s * (sa.sc - sb.sc)
+                    END AS bad,
                 CASE WHEN sa.st = %s AND sb.st = %s AND sa.ps = %s AND sb.ps = %s
                         THEN 2
                     WHEN sa.st = %s AND sb.st = %s AND sa.ps = %s AND sb.ps = %s
                         THEN 1
                     ELSE 0 END AS flip
-            FROM pairs p
-            JOIN sa ON sa.s = p.pa
-            {join_b}
+            {from_sql}
         )
     """
     params = [
-        *pair_params,
-        *m_params,
-        *a_params,
-        *b_params,
-        ok,
-        ok,
-        ok,
-        ok,
-        ok,
-        ok,
+        *with_params,
+        *(ok, ok, ok, ok, ok, ok, _gain(delta)),
         *(ok, ok, True, False),
         *(ok, ok, False, True),
+        *from_params,
     ]
     return sql, params
+
+
+def _aggregate_sql(
+    deltas: list[ScorerDelta], *, match: MatchSummary
+) -> tuple[str, list[Any]]:
+    """Per scorer pair, the matched items grouped by outcome: both ok, both verdicts,
+    and the direction-aware change (1 regressed, -1 improved, 0 neither), with the
+    counts and sums _aggregate_rows adds up.
+
+    One grouped SELECT per scorer pair, glued with UNION ALL, each reading its two
+    run scorers by equality and computing only what the grouping needs. Before,
+    one join of all pairs (`run_scorer_id IN (…)` joined on the pairs' list) made
+    Postgres count the scorer filter twice, expect ~3k joined rows where there were
+    ~99k and sort them (269 ms; 226 ms with sorts turned off for the statement);
+    the fifteen CASE columns of the rows' CTE cost ~75 ms more over those rows.
+    Per pair, on review_result_compare_idx, the four scorers of v1 vs v2 on
+    bench_compare's data take 115-135 ms (Postgres 15, load 0.3).
+    """
+    with_sql, params = _with_pairs(match)
+    ok = Result.Status.OK.value
+    branches: list[str] = []
+    for delta in deltas:
+        from_sql, from_params = _pair_from(delta, match=match)
+        branches.append(
+            f"""
+            SELECT %s, g.both_ok, g.has_delta, g.a_ps, g.b_ps,
+                CASE WHEN g.gain > {EPS} THEN -1 WHEN g.gain < -{EPS} THEN 1
+                    ELSE 0 END,
+                COUNT(*), SUM(g.a_sc), SUM(g.b_sc), SUM(g.d), SUM(g.d * g.d)
+            FROM (
+                SELECT sa.st = %s AND sb.st = %s AS both_ok,
+                    (sb.sc - sa.sc) IS NOT NULL AS has_delta,
+                    sa.ps AS a_ps, sb.ps AS b_ps, sa.sc AS a_sc, sb.sc AS b_sc,
+                    sb.sc - sa.sc AS d, %s * (sb.sc - sa.sc) AS gain
+                {from_sql}
+            ) g
+            GROUP BY 2, 3, 4, 5, 6
+            """
+        )
+        params += [delta.a.pk, ok, ok, _gain(delta), *from_params]
+    return with_sql + " UNION ALL ".join(branches), params
 
 
 _ONLY_SQL = {
@@ -421,9 +459,7 @@ def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> N
     }
     missing = [d for d in candidate.deltas if d.a.pk not in found]
     if missing:
-        fresh = _aggregate_rows(
-            run_a=run_a, run_b=candidate.run, match=candidate.match, deltas=missing
-        )
+        fresh = _aggregate_rows(match=candidate.match, deltas=missing)
         # A pair with no joined row caches None, so it is not recomputed either.
         new = {d.a.pk: fresh.get(d.a.pk) for d in missing}
         found.update(new)
@@ -434,62 +470,43 @@ def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> N
 
 
 def _aggregate_rows(
-    *, run_a: Run, run_b: Run, match: MatchSummary, deltas: list[ScorerDelta]
+    *, match: MatchSummary, deltas: list[ScorerDelta]
 ) -> dict[int, tuple[Any, ...]]:
     """One grouped query over the join: per run A scorer id, the raw sums and counts."""
     if not deltas:
         return {}
-    sql, params = _joined_sql(run_a=run_a, run_b=run_b, deltas=deltas, match=match)
-    # Grouped by outcome, then summed up here: a few dozen groups per scorer with
-    # five sums each instead of fifteen conditional sums over every joined row.
-    # The aggregate over 4 × 25k joined rows took ~300 ms with the fifteen sums,
-    # ~210 ms grouped (EXPLAIN ANALYZE runs on bench_compare's data, Postgres 15).
-    sql += f"""
-        SELECT s, CASE WHEN d IS NOT NULL THEN 1 ELSE 0 END, flip,
-            CASE WHEN bad > {EPS} THEN 1 WHEN bad < -{EPS} THEN -1 ELSE 0 END,
-            a_ps, b_ps, COUNT(*), SUM(a_sc), SUM(b_sc), SUM(d), SUM(d * d)
-        FROM j GROUP BY 1, 2, 3, 4, 5, 6
-    """
-    with transaction.atomic(), connection.cursor() as cursor:
-        hashed = connection.vendor == "postgresql"
-        if hashed:
-            # Postgres expects ~3k joined rows where there are ~99k (the run scorer
-            # filter and the pairs' join on it count twice), so it sorts them for a
-            # GroupAggregate; hashing the few dozen groups is cheaper. Sorts are off
-            # for this statement alone: v1 vs v2 on bench_compare's data, median of
-            # 10 interleaved runs, 269 -> 226 ms (load 1.0-1.2); two runs of one
-            # dataset hash already (211 vs 208 ms). A local setting lasts to the
-            # end of the transaction, hence the atomic block and the restore.
-            cursor.execute(
-                "SELECT current_setting('enable_sort'), "
-                "set_config('enable_sort', 'off', true)"
-            )
-            previous = cursor.fetchone()[0]
+    sql, params = _aggregate_sql(deltas, match=match)
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         groups = cursor.fetchall()
-        if hashed:
-            cursor.execute("SELECT set_config('enable_sort', %s, true)", [previous])
     sums: dict[int, list[Any]] = {}
-    for s, both, flip, gain, a_ps, b_ps, n, sum_a, sum_b, sum_d, sum_d2 in groups:
+    for s, both_ok, has_delta, a_ps, b_ps, change, n, *totals in groups:
+        sum_a, sum_b, sum_d, sum_d2 = totals
         row = sums.setdefault(s, [0] * 6 + [0.0] * 4 + [0] * 5)
-        flip = int(flip)
+        # == rather than `is`: SQLite gives 0 and 1 for booleans.
+        flip = 0
+        if both_ok and a_ps == 1 and b_ps == 0:
+            flip = 2
+        elif both_ok and a_ps == 0 and b_ps == 1:
+            flip = 1
+        change = int(change) if both_ok else 0
         row[0] += n
-        if both:
+        if both_ok and has_delta:
             row[1] += n
             row[6] += sum_a or 0.0
             row[7] += sum_b or 0.0
+            row[8] += sum_d or 0.0
+            row[9] += sum_d2 or 0.0
             row[10] += n if a_ps else 0
             row[11] += n if b_ps else 0
-        row[2] += n if gain == 1 else 0
-        row[3] += n if gain == -1 else 0
+        row[2] += n if change == 1 else 0
+        row[3] += n if change == -1 else 0
         row[4] += n if flip == 2 else 0
         row[5] += n if flip == 1 else 0
-        row[8] += sum_d or 0.0
-        row[9] += sum_d2 or 0.0
         # the `only` filters' counts, as _ONLY_SQL states them
-        row[12] += n if flip == 2 or gain == 1 else 0
-        row[13] += n if flip == 1 or gain == -1 else 0
-        row[14] += n if flip > 0 or gain != 0 else 0
+        row[12] += n if flip == 2 or change == 1 else 0
+        row[13] += n if flip == 1 or change == -1 else 0
+        row[14] += n if flip > 0 or change != 0 else 0
     return {s: tuple(row) for s, row in sums.items()}
 
 
@@ -554,39 +571,31 @@ def _fill_deltas(
 def match_summary(
     *, run_a: Run, run_b: Run, spec: MatchSpec, side_b: int = 1
 ) -> MatchSummary:
-    """Which items of run A's and run B's datasets match (selectors.matching), with
-    the counts the page shows and the matched id pairs the SQL joins on. Cached:
-    dataset items never change, so a pair of datasets and a rule match for good."""
+    """Which items of run A's and run B's datasets match, with the counts the page
+    shows and the matched id pairs the SQL joins on: the stored matching of the two
+    datasets (services.dataset_matches), matched now the first time."""
     ds_a, ds_b = run_a.dataset_id, run_b.dataset_id
-    key = f"review:compare-match:v2:{ds_a}:{ds_b}:{side_b}:{spec.cache_token()}"
-    found: MatchSummary | None = cache.get(key)
-    if found is not None:
-        return found
     if ds_a == ds_b:
         n = Item.objects.filter(dataset_id=ds_a).count()
-        summary = MatchSummary(True, n, n, n, 0, 0, 0, 0)
-    else:
-        # In SQL (matching.pair_match): the Python rule took 0.3–0.4 s of a cold
-        # first page at 2 × 25k items, the query ~0.1 s (bench_compare).
-        matching = pair_match(datasets=(ds_a, ds_b), spec=spec)
-        summary = MatchSummary(
-            same_dataset=False,
-            items_a=matching.items[0],
-            items_b=matching.items[1],
-            matched=len(matching.matched),
-            only_in_a=matching.only[0],
-            only_in_b=matching.only[1],
-            no_key_a=matching.no_key[0],
-            no_key_b=matching.no_key[1],
-            duplicates=[
-                dataclasses.replace(d, side=side_b) if d.side == 1 else d
-                for d in matching.duplicates
-            ],
-            pairs_a=[a for a, _ in matching.matched],
-            pairs_b=[b for _, b in matching.matched],
-        )
-    cache.set(key, summary, MATCH_CACHE_TTL)
-    return summary
+        return MatchSummary(True, n, n, n, 0, 0, 0, 0)
+    stored = dataset_match_get_or_create(datasets=(ds_a, ds_b), spec=spec)
+    pairs_a, pairs_b = match_pairs(stored)
+    return MatchSummary(
+        same_dataset=False,
+        items_a=stored.items_a,
+        items_b=stored.items_b,
+        matched=len(pairs_a),
+        only_in_a=stored.only_in_a,
+        only_in_b=stored.only_in_b,
+        no_key_a=stored.no_key_a,
+        no_key_b=stored.no_key_b,
+        duplicates=[
+            dataclasses.replace(d, side=side_b) if d.side == 1 else d
+            for d in match_duplicates(stored)
+        ],
+        pairs_a=pairs_a,
+        pairs_b=pairs_b,
+    )
 
 
 def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Comparison:
@@ -697,12 +706,7 @@ def compare_rows(
         # Past the last page (a stale link): the last page, as Paginator.get_page does.
         number = max(1, math.ceil(count / per_page))
         start = (number - 1) * per_page
-    sql, params = _joined_sql(
-        run_a=comparison.run_a,
-        run_b=candidate.run,
-        deltas=[delta],
-        match=candidate.match,
-    )
+    sql, params = _rows_sql(delta, match=candidate.match)
     sql += f"""
         SELECT a_id, b_id, a_item, b_item, a_st, b_st, a_sc, b_sc, d, bad, flip,
             a_ps, b_ps

@@ -1,0 +1,122 @@
+"""Two datasets' items matched once and kept (models.DatasetMatch).
+
+Dataset items never change after an upload, so the matching of two datasets by one
+rule (selectors.matching.pair_match) is computed once, stored, and read back by
+every later compare of runs on those datasets. A new dataset version is matched with
+its previous version right after the upload (tasks.dataset_versions_match), so the
+first compare of the two versions finds its matching ready.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from array import array
+
+from django.db import IntegrityError, transaction
+
+from evalsite.datasets.models import Dataset
+from evalsite.review.models import DatasetMatch
+from evalsite.review.selectors.matching import (
+    DEFAULT_KEY,
+    DuplicateKey,
+    MatchSpec,
+    pair_match,
+)
+
+# The rules matched ahead of time for a new version: what compare offers first.
+AHEAD_OF_TIME_SPECS = (MatchSpec(mode="key", key=DEFAULT_KEY), MatchSpec(mode="input"))
+
+
+def _pack(pairs: list[tuple[int, int]]) -> bytes:
+    packed = array("q", (pk for pair in pairs for pk in pair))
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def match_pairs(match: DatasetMatch) -> tuple[list[int], list[int]]:
+    """The matched (A item ids, B item ids), in A's item order."""
+    packed = array("q")
+    packed.frombytes(bytes(match.pairs))
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed[0::2].tolist(), packed[1::2].tolist()
+
+
+def match_duplicates(match: DatasetMatch) -> list[DuplicateKey]:
+    """The keys held by several items of one side (side 0: A, 1: B)."""
+    return [
+        DuplicateKey(
+            side=int(d["side"]),
+            key=str(d["key"]),
+            item_ids=tuple(d["item_ids"]),
+            item_indexes=tuple(d["item_indexes"]),
+        )
+        for d in match.duplicates
+    ]
+
+
+def dataset_match_get_or_create(
+    *, datasets: tuple[int, int], spec: MatchSpec
+) -> DatasetMatch:
+    """The stored matching of two distinct datasets by `spec`; matched now (in SQL)
+    and stored when no row holds it yet. Two requests matching the same pair at once
+    both match; the first row stored is kept and is identical to the other."""
+    ds_a, ds_b = datasets
+    rule = spec.cache_token()
+    found = DatasetMatch.objects.filter(
+        dataset_a_id=ds_a, dataset_b_id=ds_b, rule=rule
+    ).first()
+    if found is not None:
+        return found
+    matching = pair_match(datasets=datasets, spec=spec)
+    row = DatasetMatch(
+        dataset_a_id=ds_a,
+        dataset_b_id=ds_b,
+        rule=rule,
+        items_a=matching.items[0],
+        items_b=matching.items[1],
+        only_in_a=matching.only[0],
+        only_in_b=matching.only[1],
+        no_key_a=matching.no_key[0],
+        no_key_b=matching.no_key[1],
+        duplicates=[dataclasses.asdict(d) for d in matching.duplicates],
+        pairs=_pack(matching.matched),
+    )
+    try:
+        with transaction.atomic():
+            row.save()
+    except IntegrityError:
+        # Stored meanwhile by a concurrent compare, or a dataset deleted meanwhile.
+        return (
+            DatasetMatch.objects.filter(
+                dataset_a_id=ds_a, dataset_b_id=ds_b, rule=rule
+            ).first()
+            or row
+        )
+    return row
+
+
+def dataset_versions_match(*, dataset_id: int) -> list[DatasetMatch]:
+    """Match a dataset with the previous version of its name by the rules compare
+    offers first; [] for a first version (or a dataset deleted since)."""
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        return []
+    previous = (
+        Dataset.objects.filter(
+            project_id=dataset.project_id,
+            name=dataset.name,
+            version__lt=dataset.version,
+        )
+        .order_by("-version")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if previous is None:
+        return []
+    return [
+        dataset_match_get_or_create(datasets=(previous, dataset.pk), spec=spec)
+        for spec in AHEAD_OF_TIME_SPECS
+    ]

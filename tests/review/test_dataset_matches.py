@@ -1,0 +1,165 @@
+"""Stored matchings of two datasets (review.services.dataset_matches): matched once,
+read by every later compare, matched ahead of time when a new version is uploaded."""
+
+from __future__ import annotations
+
+import json
+import logging
+from unittest import mock
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from evalsite.datasets.models import Dataset
+from evalsite.datasets.services import dataset_create
+from evalsite.review.models import DatasetMatch
+from evalsite.review.selectors.compare import match_summary
+from evalsite.review.selectors.matching import MatchSpec, pair_match
+from evalsite.review.services.dataset_matches import (
+    dataset_match_get_or_create,
+    dataset_versions_match,
+    match_duplicates,
+    match_pairs,
+)
+from evalsite.review.tasks import dataset_versions_match_task
+from tests.conftest import login
+from tests.factories import DatasetFactory
+from tests.review.builders import judged_claims, make_run
+
+pytestmark = pytest.mark.django_db
+
+
+def _rows(keys: list[str]) -> list[dict]:
+    return [
+        {"input": f"Question {k}?", "output": f"Answer {k}.", "metadata": {"id": k}}
+        for k in keys
+    ]
+
+
+def _jsonl(keys: list[str]) -> SimpleUploadedFile:
+    lines = "\n".join(json.dumps(row) for row in _rows(keys))
+    return SimpleUploadedFile("qa.jsonl", lines.encode())
+
+
+def test_stored_matching_is_the_sql_matching_and_is_read_back(project):
+    v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "c", ""]))
+    v2 = DatasetFactory(project=project, name="qa", rows=_rows(["c", "a", "d"]))
+    spec = MatchSpec()
+    expected = pair_match(datasets=(v1.pk, v2.pk), spec=spec)
+
+    stored = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=spec)
+    assert match_pairs(stored) == (
+        [a for a, _ in expected.matched],
+        [b for _, b in expected.matched],
+    )
+    assert (stored.items_a, stored.items_b) == expected.items == (4, 3)
+    assert (stored.only_in_a, stored.only_in_b) == expected.only == (1, 1)
+    assert (stored.no_key_a, stored.no_key_b) == expected.no_key == (1, 0)
+
+    # Read back, not matched again: one query, the stored row.
+    with CaptureQueriesContext(connection) as queries:
+        again = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=spec)
+    assert again.pk == stored.pk and len(queries) == 1
+    assert match_pairs(again) == match_pairs(stored)
+    # Another rule is another matching.
+    by_input = dataset_match_get_or_create(
+        datasets=(v1.pk, v2.pk), spec=MatchSpec(mode="input")
+    )
+    assert by_input.pk != stored.pk and DatasetMatch.objects.count() == 2
+
+
+def test_duplicates_are_stored_and_reported_on_the_compare_side(project):
+    v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b"]))
+    v2 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "b"]))
+    stored = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
+    [dup] = match_duplicates(stored)
+    assert (dup.side, dup.key, dup.item_indexes) == (1, "b", (1, 2))
+    a = make_run(project, dataset=v1)
+    c = make_run(project, dataset=v2)
+    # As run C of a three-way compare, the duplicate is C's.
+    summary = match_summary(run_a=a, run_b=c, spec=MatchSpec(), side_b=2)
+    assert [d.side for d in summary.duplicates] == [2]
+    assert summary.matched == 1
+
+
+def test_a_matching_goes_with_its_datasets(project):
+    v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a"]))
+    v2 = DatasetFactory(project=project, name="qa", rows=_rows(["a"]))
+    dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
+    v2.delete()
+    assert not DatasetMatch.objects.exists()
+
+
+def test_a_new_version_is_matched_with_the_previous_one_after_the_upload(
+    project, owner, django_capture_on_commit_callbacks, settings
+):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        v1 = dataset_create(
+            project=project, user=owner, file=_jsonl(["a", "b"]), name="qa"
+        )
+    assert callbacks == [] and not DatasetMatch.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        v2 = dataset_create(
+            project=project, user=owner, file=_jsonl(["b", "c"]), name="qa"
+        )
+    assert len(callbacks) == 1
+    stored = {m.rule: m for m in DatasetMatch.objects.all()}
+    assert set(stored) == {"key:id", "input"}
+    for match in stored.values():
+        assert (match.dataset_a_id, match.dataset_b_id) == (v1.pk, v2.pk)
+        a_ids, b_ids = match_pairs(match)
+        assert len(a_ids) == len(b_ids) == 1
+        assert Dataset.objects.get(items__pk=a_ids[0]) == v1
+    # Version 3 is matched with version 2, not version 1.
+    with django_capture_on_commit_callbacks(execute=True):
+        v3 = dataset_create(project=project, user=owner, file=_jsonl(["c"]), name="qa")
+    assert DatasetMatch.objects.filter(dataset_a=v2, dataset_b=v3).count() == 2
+    # Safe to run again, and a no-op for a first version or a deleted dataset.
+    assert len(dataset_versions_match(dataset_id=v3.pk)) == 2
+    assert DatasetMatch.objects.count() == 4
+    assert dataset_versions_match(dataset_id=v1.pk) == []
+    assert dataset_versions_match_task(dataset_id=10**9) == 0
+
+
+def test_the_upload_stands_when_the_broker_is_down(
+    project, owner, django_capture_on_commit_callbacks, caplog
+):
+    dataset_create(project=project, user=owner, file=_jsonl(["a"]), name="qa")
+    with (
+        mock.patch.object(
+            dataset_versions_match_task,
+            "delay",
+            autospec=True,
+            side_effect=ConnectionRefusedError("broker down"),
+        ),
+        caplog.at_level(logging.ERROR),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        v2 = dataset_create(project=project, user=owner, file=_jsonl(["a"]), name="qa")
+    assert v2.version == 2 and v2.items.count() == 1
+    assert "broker down" in caplog.text
+    assert not DatasetMatch.objects.exists()
+
+
+def test_compare_matches_unmatched_datasets_on_its_first_page_then_reads_it(
+    client, viewer, project
+):
+    v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b"]))
+    v2 = DatasetFactory(project=project, name="qa", rows=_rows(["b", "a", "z"]))
+    yes, no = judged_claims("yes"), judged_claims("no")
+    a = make_run(project, dataset=v1, analyses={"faithfulness": [yes, yes]})
+    b = make_run(project, dataset=v2, analyses={"faithfulness": [no, yes, yes]})
+    login(client, viewer)
+    first = client.get(f"/api/runs/{a.pk}/compare/{b.pk}").json()
+    assert first["candidates"][0]["match"]["matched"] == 2
+    assert DatasetMatch.objects.filter(dataset_a=v1, dataset_b=v2).count() == 1
+    again = client.get(f"/api/runs/{a.pk}/compare/{b.pk}").json()
+    assert again["pairs"] == first["pairs"]
+    assert first["pairs"][0]["regressions"] == 1  # b: 1.0 → 0.0
+    # The other direction is its own matching (pairs in its run A's order).
+    reverse = client.get(f"/api/runs/{b.pk}/compare/{a.pk}").json()
+    assert reverse["pairs"][0]["improvements"] == 1
+    assert DatasetMatch.objects.count() == 2
