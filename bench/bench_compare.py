@@ -11,12 +11,12 @@ of requests made with the Django test client and a logged-in viewer:
 - the first page matched by whitespace-normalised input instead of the key;
 - the first page after a review of the listed scorer (its pair recomputed, the rest
   from the cache: a compare's figures are cached under the results' state);
-- cold first pages, nothing cached (every figure computed), 8 samples each with the
+- cold first pages, nothing cached (every figure computed), 20 samples each with the
   cache cleared before each: p50 / p95, target p95 ≤ 300 ms. The two versions'
   items were matched when version 2 was uploaded (services.dataset_matches, as the
   upload's task does), so a cold page reads the stored matching;
 - the first compare ever of two datasets by a rule nobody matched before (another
-  key, or two unrelated datasets): the items matched on the page too, 8 samples
+  key, or two unrelated datasets): the items matched on the page too, 20 samples
   with the stored matchings deleted before each.
 The repeated first pages read the cache; the two rows above say what a change costs.
 Runs on the configured database (`make bench` gives it a scratch one); the data is
@@ -45,7 +45,7 @@ KINDS_USED = ("faithfulness", "hallucination", "context_relevance", "factuality"
 BATCH = 5_000
 REPEAT = 30
 AFTER_REVIEW_REPEAT = 20
-COLD_REPEAT = 8
+COLD_REPEAT = 20
 PAGE_TARGET_MS = 300.0
 DATASET_NAME = "bench-compare"
 REMOVED_EVERY = 100  # v1 item i with i % 100 == 7 is gone from v2

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO, Protocol
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files import File
-from django.db import DataError, connection, transaction
+from django.db import DataError, transaction
 from django.db.models import Max
 
 from evalsite.accounts.models import Project
@@ -30,7 +30,7 @@ from evalsite.datasets.parsing import (
     parse_rows,
     preview_rows,
 )
-from evalsite.lib.db import column_name
+from evalsite.lib.db import insert_rows
 from evalsite.lib.text import text_check_storable, unstorable_char
 
 BATCH_SIZE = 2000
@@ -196,57 +196,31 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
 
     Not bulk_create: on Postgres, Django quotes every value of a batch into one huge
     query on the client (seconds per 100k rows), so batches go through COPY; on SQLite a
-    plain executemany. Both skip building 100k model instances. Other databases fall
-    back to bulk_create.
+    plain executemany (lib.db.insert_rows). Both skip building 100k model instances.
     """
-    vendor = connection.vendor
-    if vendor not in ("postgresql", "sqlite"):
-        Item.objects.bulk_create(
-            Item(
-                dataset=dataset,
-                index=r.index,
-                input=r.input,
-                output=r.output,
-                context=r.context,
-                reference=r.reference,
-                metadata=r.metadata,
-                **{key: getattr(r, key) for key in AGENT_FIELDS},
+    dumps = json.dumps
+    insert_rows(
+        Item,
+        _ITEM_FIELDS,
+        (
+            (
+                dataset.pk,
+                r.index,
+                r.input,
+                r.output,
+                dumps(r.context, ensure_ascii=False),
+                r.reference,
+                dumps(r.metadata, ensure_ascii=False),
+                r.system_prompt,
+                _json_or_null(r.conversation),
+                _json_or_null(r.tool_calls),
+                _json_or_null(r.expected_tool_calls),
+                _json_or_null(r.expected_trajectory),
+                r.baseline_output,
             )
             for r in rows
-        )
-        return
-    qn = connection.ops.quote_name
-    table = qn(Item._meta.db_table)
-    columns = ", ".join(qn(column_name(Item, f)) for f in _ITEM_FIELDS)
-    dumps = json.dumps
-    values = (
-        (
-            dataset.pk,
-            r.index,
-            r.input,
-            r.output,
-            dumps(r.context, ensure_ascii=False),
-            r.reference,
-            dumps(r.metadata, ensure_ascii=False),
-            r.system_prompt,
-            _json_or_null(r.conversation),
-            _json_or_null(r.tool_calls),
-            _json_or_null(r.expected_tool_calls),
-            _json_or_null(r.expected_trajectory),
-            r.baseline_output,
-        )
-        for r in rows
+        ),
     )
-    with connection.cursor() as cursor:
-        if vendor == "postgresql":
-            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for value in values:
-                    copy.write_row(value)
-        else:
-            marks = ", ".join(["%s"] * len(_ITEM_FIELDS))
-            cursor.executemany(
-                f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(values)
-            )
 
 
 # Called with a new dataset version's id (version 2 and up) inside the upload's

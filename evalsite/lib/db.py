@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.db import connection
 from django.db.models import Field, Model
 
 
@@ -11,3 +15,28 @@ def column_name(model: type[Model], field_name: str) -> str:
     if not isinstance(field, Field) or field.column is None:
         raise LookupError(f"{model.__name__}.{field_name} has no column of its own.")
     return field.column
+
+
+def insert_rows(
+    model: type[Model], field_names: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> None:
+    """Insert plain rows (values in `field_names`' order, as the database takes
+    them: JSON already dumped) into `model`'s table, skipping the ORM's objects.
+
+    Postgres takes them with COPY, other databases with one executemany. What it
+    is for: 25k rows of a dataset or of a stored matching; bulk_create built and
+    dumped an object per row and took several times as long.
+    """
+    qn = connection.ops.quote_name
+    table = qn(model._meta.db_table)
+    columns = ", ".join(qn(column_name(model, f)) for f in field_names)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join(["%s"] * len(field_names))
+            cursor.executemany(
+                f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(rows)
+            )

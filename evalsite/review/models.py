@@ -497,9 +497,9 @@ class Preference(models.Model):
 class DatasetMatch(models.Model):
     """The items of two datasets matched by one rule (selectors.matching), kept for
     good: items never change once uploaded, so a pair of datasets and a rule match
-    the same way forever. Compare reads this row instead of matching again (2 × 25k
-    items take ~100 ms; reading the row ~3 ms). A new version of a dataset is matched
-    with its previous version in the background (tasks.dataset_versions_match).
+    the same way forever. Compare joins the results on its pairs instead of matching
+    again (2 × 25k items take ~100 ms). A new version of a dataset is matched with
+    its previous version in the background (tasks.dataset_versions_match).
     """
 
     dataset_a = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
@@ -507,16 +507,13 @@ class DatasetMatch(models.Model):
     rule = models.CharField(max_length=120, help_text="MatchSpec.cache_token()")
     items_a = models.PositiveIntegerField()
     items_b = models.PositiveIntegerField()
+    matched = models.PositiveIntegerField()
     only_in_a = models.PositiveIntegerField()
     only_in_b = models.PositiveIntegerField()
     no_key_a = models.PositiveIntegerField()
     no_key_b = models.PositiveIntegerField()
     # Keys held by several items of one side: [{side, key, item_ids, item_indexes}].
     duplicates = models.JSONField(default=list, blank=True)
-    # The matched (A item id, B item id) pairs in A's item order, as little-endian
-    # int64s a, b, a, b, …: 400 kB for 25k pairs, where a JSON list took 4× the
-    # space and its decoding most of the read.
-    pairs = models.BinaryField()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -529,3 +526,25 @@ class DatasetMatch(models.Model):
 
     def __str__(self) -> str:
         return f"datasets {self.dataset_a_id} ~ {self.dataset_b_id} by {self.rule}"
+
+
+class DatasetMatchPair(models.Model):
+    """One matched item: dataset A's item and dataset B's, under one DatasetMatch.
+
+    A table rather than a list on the match, so that compare's SQL joins the results
+    on it directly: no list read into Python and sent back as array literals, and
+    Postgres may run the scorers' joins in parallel (four scorers' figures of two
+    100k-result runs: 95 ms from array literals, 65 ms from this table). The item ids
+    are plain columns, not foreign keys: the rows go with their match, which goes
+    with its datasets, and 25k foreign-key checks would double the insert.
+    """
+
+    pk = models.CompositePrimaryKey("match", "item_a")
+    match = models.ForeignKey(
+        DatasetMatch, on_delete=models.CASCADE, related_name="pairs"
+    )
+    item_a = models.BigIntegerField()
+    item_b = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.item_a} ~ {self.item_b}"

@@ -14,14 +14,13 @@ from django.test.utils import CaptureQueriesContext
 
 from evalsite.datasets.models import Dataset
 from evalsite.datasets.services import dataset_create
-from evalsite.review.models import DatasetMatch
+from evalsite.review.models import DatasetMatch, DatasetMatchPair
 from evalsite.review.selectors.compare import match_summary
 from evalsite.review.selectors.matching import MatchSpec, pair_match
 from evalsite.review.services.dataset_matches import (
     dataset_match_get_or_create,
     dataset_versions_match,
     match_duplicates,
-    match_pairs,
 )
 from evalsite.review.tasks import dataset_versions_match_task
 from tests.conftest import login
@@ -43,6 +42,10 @@ def _jsonl(keys: list[str]) -> SimpleUploadedFile:
     return SimpleUploadedFile("qa.jsonl", lines.encode())
 
 
+def _pairs(match: DatasetMatch) -> list[tuple[int, int]]:
+    return sorted(match.pairs.values_list("item_a", "item_b"))
+
+
 def test_stored_matching_is_the_sql_matching_and_is_read_back(project):
     v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "c", ""]))
     v2 = DatasetFactory(project=project, name="qa", rows=_rows(["c", "a", "d"]))
@@ -50,10 +53,7 @@ def test_stored_matching_is_the_sql_matching_and_is_read_back(project):
     expected = pair_match(datasets=(v1.pk, v2.pk), spec=spec)
 
     stored = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=spec)
-    assert match_pairs(stored) == (
-        [a for a, _ in expected.matched],
-        [b for _, b in expected.matched],
-    )
+    assert _pairs(stored) == sorted(expected.matched) and stored.matched == 2
     assert (stored.items_a, stored.items_b) == expected.items == (4, 3)
     assert (stored.only_in_a, stored.only_in_b) == expected.only == (1, 1)
     assert (stored.no_key_a, stored.no_key_b) == expected.no_key == (1, 0)
@@ -62,7 +62,7 @@ def test_stored_matching_is_the_sql_matching_and_is_read_back(project):
     with CaptureQueriesContext(connection) as queries:
         again = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=spec)
     assert again.pk == stored.pk and len(queries) == 1
-    assert match_pairs(again) == match_pairs(stored)
+    assert _pairs(again) == _pairs(stored)
     # Another rule is another matching.
     by_input = dataset_match_get_or_create(
         datasets=(v1.pk, v2.pk), spec=MatchSpec(mode="input")
@@ -90,6 +90,7 @@ def test_a_matching_goes_with_its_datasets(project):
     dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
     v2.delete()
     assert not DatasetMatch.objects.exists()
+    assert not DatasetMatchPair.objects.exists()
 
 
 def test_a_new_version_is_matched_with_the_previous_one_after_the_upload(
@@ -110,9 +111,9 @@ def test_a_new_version_is_matched_with_the_previous_one_after_the_upload(
     assert set(stored) == {"key:id", "input"}
     for match in stored.values():
         assert (match.dataset_a_id, match.dataset_b_id) == (v1.pk, v2.pk)
-        a_ids, b_ids = match_pairs(match)
-        assert len(a_ids) == len(b_ids) == 1
-        assert Dataset.objects.get(items__pk=a_ids[0]) == v1
+        [(item_a, item_b)] = _pairs(match)
+        assert Dataset.objects.get(items__pk=item_a) == v1
+        assert Dataset.objects.get(items__pk=item_b) == v2
     # Version 3 is matched with version 2, not version 1.
     with django_capture_on_commit_callbacks(execute=True):
         v3 = dataset_create(project=project, user=owner, file=_jsonl(["c"]), name="qa")

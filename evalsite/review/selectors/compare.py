@@ -27,6 +27,8 @@ from django.db.models import F, Q
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.models import Item
 from evalsite.evals.models import Result, Run, RunScorer
+from evalsite.lib.db import column_name
+from evalsite.review.models import DatasetMatchPair
 from evalsite.review.selectors.matching import (
     MAX_SIDES,
     MIN_SIDES,
@@ -38,7 +40,6 @@ from evalsite.review.selectors.matching import (
 from evalsite.review.services.dataset_matches import (
     dataset_match_get_or_create,
     match_duplicates,
-    match_pairs,
 )
 from scoring import KINDS
 from scoring.stats import (
@@ -98,9 +99,8 @@ class MatchSummary:
     no_key_a: int
     no_key_b: int
     duplicates: list[DuplicateKey] = field(default_factory=list)
-    # The matched item ids, A's and B's, in A's order (empty for one dataset).
-    pairs_a: list[int] = field(default_factory=list, repr=False)
-    pairs_b: list[int] = field(default_factory=list, repr=False)
+    # The stored matching whose pairs the SQL joins on (None for one dataset).
+    match_id: int | None = None
 
 
 @dataclass
@@ -293,45 +293,30 @@ def _side_queryset(*, scorer_id: int) -> Any:
     )
 
 
-def _pairs_table(match: MatchSummary) -> tuple[str, list[Any]]:
-    """The matched (A item, B item) ids as a table m(ia, ib) in SQL, from the stored
-    matching: one array per column on Postgres, a JSON array on SQLite."""
-    if connection.vendor == "postgresql":
-        # Array literals as text: psycopg adapting two 25k-int lists element by
-        # element took longer than the query itself.
-        return (
-            "SELECT * FROM unnest(%s::bigint[], %s::bigint[]) AS t (ia, ib)",
-            [
-                "{" + ",".join(map(str, match.pairs_a)) + "}",
-                "{" + ",".join(map(str, match.pairs_b)) + "}",
-            ],
-        )
-    return (
-        "SELECT json_extract(value, '$[0]') AS ia, json_extract(value, '$[1]') AS ib "
-        "FROM json_each(%s)",
-        [json.dumps(list(zip(match.pairs_a, match.pairs_b, strict=True)))],
-    )
-
-
 def _pair_from(delta: ScorerDelta, *, match: MatchSummary) -> tuple[str, list[Any]]:
     """FROM run A's results of one scorer (sa) joined with run B's results of its
     pair (sb) on the matched items: item by item on one dataset, else through the
-    matched pairs' table m (see _with_pairs)."""
+    stored matching's pairs (m)."""
     a_sql, a_params = _side_queryset(scorer_id=delta.a.pk).query.sql_with_params()
     b_sql, b_params = _side_queryset(scorer_id=delta.b.pk).query.sql_with_params()
     if match.same_dataset:
-        joins = f"JOIN ({b_sql}) sb ON sb.iid = sa.iid"
-    else:
-        joins = f"JOIN m ON m.ia = sa.iid JOIN ({b_sql}) sb ON sb.iid = m.ib"
-    return f"FROM ({a_sql}) sa {joins}", [*a_params, *b_params]
-
-
-def _with_pairs(match: MatchSummary) -> tuple[str, list[Any]]:
-    """The WITH clause naming the matched pairs' table m ("" on one dataset)."""
-    if match.same_dataset:
-        return "", []
-    m_sql, m_params = _pairs_table(match)
-    return f"WITH m AS ({m_sql})", m_params
+        return (
+            f"FROM ({a_sql}) sa JOIN ({b_sql}) sb ON sb.iid = sa.iid",
+            [*a_params, *b_params],
+        )
+    qn = connection.ops.quote_name
+    pairs = qn(DatasetMatchPair._meta.db_table)
+    match_col, ia, ib = (
+        qn(column_name(DatasetMatchPair, f)) for f in ("match", "item_a", "item_b")
+    )
+    # The pairs' table is joined in each scorer's SELECT, not named once in a WITH:
+    # Postgres then may run the scorers' joins in parallel workers (a CTE's scan
+    # is parallel-restricted).
+    return (
+        f"FROM ({a_sql}) sa JOIN {pairs} m ON m.{match_col} = %s AND m.{ia} = sa.iid "
+        f"JOIN ({b_sql}) sb ON sb.iid = m.{ib}",
+        [*a_params, match.match_id, *b_params],
+    )
 
 
 def _gain(delta: ScorerDelta) -> int:
@@ -345,10 +330,9 @@ def _rows_sql(delta: ScorerDelta, *, match: MatchSummary) -> tuple[str, list[Any
     with both results' figures, the delta, its direction-aware badness (> 0: run B
     is worse) and the verdict flip (2: pass → fail, 1: fail → pass)."""
     from_sql, from_params = _pair_from(delta, match=match)
-    with_sql, with_params = _with_pairs(match)
     ok = Result.Status.OK.value
     sql = f"""
-        {with_sql}{"," if with_sql else "WITH"} j AS (
+        WITH j AS (
             SELECT sa.rid AS a_id, sb.rid AS b_id, sa.iid AS a_item,
                 sb.iid AS b_item, sa.st AS a_st, sb.st AS b_st,
                 sa.ps AS a_ps, sb.ps AS b_ps,
@@ -366,7 +350,6 @@ def _rows_sql(delta: ScorerDelta, *, match: MatchSummary) -> tuple[str, list[Any
         )
     """
     params = [
-        *with_params,
         *(ok, ok, ok, ok, ok, ok, _gain(delta)),
         *(ok, ok, True, False),
         *(ok, ok, False, True),
@@ -391,7 +374,7 @@ def _aggregate_sql(
     Per pair, on review_result_compare_idx, the four scorers of v1 vs v2 on
     bench_compare's data take 115-135 ms (Postgres 15, load 0.3).
     """
-    with_sql, params = _with_pairs(match)
+    params: list[Any] = []
     ok = Result.Status.OK.value
     branches: list[str] = []
     for delta in deltas:
@@ -413,7 +396,7 @@ def _aggregate_sql(
             """
         )
         params += [delta.a.pk, ok, ok, _gain(delta), *from_params]
-    return with_sql + " UNION ALL ".join(branches), params
+    return " UNION ALL ".join(branches), params
 
 
 _ONLY_SQL = {
@@ -579,12 +562,11 @@ def match_summary(
         n = Item.objects.filter(dataset_id=ds_a).count()
         return MatchSummary(True, n, n, n, 0, 0, 0, 0)
     stored = dataset_match_get_or_create(datasets=(ds_a, ds_b), spec=spec)
-    pairs_a, pairs_b = match_pairs(stored)
     return MatchSummary(
         same_dataset=False,
         items_a=stored.items_a,
         items_b=stored.items_b,
-        matched=len(pairs_a),
+        matched=stored.matched,
         only_in_a=stored.only_in_a,
         only_in_b=stored.only_in_b,
         no_key_a=stored.no_key_a,
@@ -593,8 +575,7 @@ def match_summary(
             dataclasses.replace(d, side=side_b) if d.side == 1 else d
             for d in match_duplicates(stored)
         ],
-        pairs_a=pairs_a,
-        pairs_b=pairs_b,
+        match_id=stored.pk,
     )
 
 
