@@ -75,6 +75,8 @@ def test_duplicates_are_stored_and_reported_on_the_compare_side(project):
     v2 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "b"]))
     stored = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
     [dup] = match_duplicates(stored)
+    # "a" matches; "b" is held twice by B and matches nothing
+    assert _pairs(stored) == [(v1.items.get(index=0).pk, v2.items.get(index=0).pk)]
     assert (dup.side, dup.key, dup.item_indexes) == (1, "b", (1, 2))
     a = make_run(project, dataset=v1)
     c = make_run(project, dataset=v2)

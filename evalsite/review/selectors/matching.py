@@ -30,7 +30,8 @@ The public entry points, all keyword-only:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -418,30 +419,31 @@ def _side_sql(dataset_id: int, spec: MatchSpec) -> tuple[str, tuple[Any, ...]]:
     return sql, tuple(params)
 
 
-def pair_match(*, datasets: tuple[int, int], spec: MatchSpec) -> PairMatching:
-    """Match two distinct datasets' items in SQL, on Postgres and SQLite alike.
+_KEYED = "k IS NOT NULL AND k <> ''"
+
+
+def pair_match_ctes(
+    *, datasets: tuple[int, int], spec: MatchSpec
+) -> tuple[str, list[Any]]:
+    """The WITH clause of matching two distinct datasets in SQL, on Postgres and
+    SQLite alike: a and b (each side's id i, index x and key k), da and db (keys
+    held twice on a side) and m (the matched pairs: ia, ib and A's index ix).
 
     Steps: key both sides once (the same item_key_expression the Python rule reads);
     count each key per side (GROUP BY); a key held once on each side is a match (a
-    hash join); totals and keyless items are counted alongside. A key held twice on
-    a side is rare and an error for compare: then the Python rule (items_match)
-    answers, so the duplicates reported (ids, indexes, order) are its own.
-
-    Why: matching 2 × 25k items in Python took 330–390 ms cold (250 ms of it the
-    dict work in match_keys, the rest reading the keys); this query with its 25k
-    pairs read back takes 125–145 ms by key or input (bench_compare's datasets,
-    Postgres 15, load average 1.6, 24 Nov 2026).
-    """
+    hash join). Run it under match_statement()."""
     ds_a, ds_b = datasets
     if ds_a == ds_b:
         raise ValueError("pair_match takes two distinct datasets")
     a_sql, a_params = _side_sql(ds_a, spec)
     b_sql, b_params = _side_sql(ds_b, spec)
-    keyed = "k IS NOT NULL AND k <> ''"
+    # The duplicate filters in m are hashed subplans, not joins: the planner cannot
+    # estimate a grouped key's count (it guesses 200 rows) and, joining on such a
+    # guess, picked a nested loop over 25k × 25k rows (minutes, not milliseconds).
     sql = f"""
         WITH a AS ({a_sql}), b AS ({b_sql}),
-        da AS (SELECT k FROM a WHERE {keyed} GROUP BY k HAVING COUNT(*) > 1),
-        db AS (SELECT k FROM b WHERE {keyed} GROUP BY k HAVING COUNT(*) > 1),
+        da AS (SELECT k FROM a WHERE {_KEYED} GROUP BY k HAVING COUNT(*) > 1),
+        db AS (SELECT k FROM b WHERE {_KEYED} GROUP BY k HAVING COUNT(*) > 1),
         m AS (
             SELECT a.i AS ia, b.i AS ib, a.x AS ix
             FROM a JOIN b ON b.k = a.k
@@ -449,42 +451,98 @@ def pair_match(*, datasets: tuple[int, int], spec: MatchSpec) -> PairMatching:
                 AND a.k NOT IN (SELECT k FROM db)
         )
     """
-    # The duplicate filters in m are hashed subplans, not joins: the planner cannot
-    # estimate a grouped key's count (it guesses 200 rows) and, joining on such a
-    # guess, picked a nested loop over 25k × 25k rows (minutes, not milliseconds).
-    stats = f"""
-        SELECT -1, -1, -1,
-            (SELECT COUNT(*) FROM a WHERE {keyed}),
-            (SELECT COUNT(*) FROM da),
-            (SELECT COUNT(*) FROM b WHERE {keyed}),
-            (SELECT COUNT(*) FROM db),
-            (SELECT COUNT(*) FROM a WHERE k IS NULL OR k = ''),
-            (SELECT COUNT(*) FROM b WHERE k IS NULL OR k = '')
-    """
-    # One statement, one pass over each side's keys: the stats row first (ix -1,
-    # below every item index), then the pairs in A's item order.
-    sql += f"""
-        {stats}
-        UNION ALL
-        SELECT ix, ia, ib, 0, 0, 0, 0, 0, 0 FROM m
-        ORDER BY 1, 2
-    """
+    return sql, [*a_params, *b_params]
+
+
+# The counts of a matching, one row: -1 in the first three columns puts it before
+# every pair in pair_match's ORDER BY.
+_STATS_SQL = f"""
+    SELECT -1, -1, -1,
+        (SELECT COUNT(*) FROM a WHERE {_KEYED}),
+        (SELECT COUNT(*) FROM da),
+        (SELECT COUNT(*) FROM b WHERE {_KEYED}),
+        (SELECT COUNT(*) FROM db),
+        (SELECT COUNT(*) FROM a WHERE k IS NULL OR k = ''),
+        (SELECT COUNT(*) FROM b WHERE k IS NULL OR k = ''),
+        (SELECT COUNT(*) FROM m)
+"""
+
+
+@contextmanager
+def match_statement() -> Iterator[Any]:
+    """A cursor for statements on pair_match_ctes, in a transaction of its own
+    (a savepoint when nested)."""
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # The planner guesses 200 distinct keys, so ~800k join rows, and JIT
             # compiles the plan: 31 ms of a 130 ms query (EXPLAIN ANALYZE, 25k items
             # a side) spent compiling for a 25k-row join.
             cursor.execute("SET LOCAL jit = off")
-        cursor.execute(sql, [*a_params, *b_params])
-        rows = cursor.fetchall()
-    _, _, _, keyed_a, dups_a, keyed_b, dups_b, no_key_a, no_key_b = rows[0]
-    if dups_a or dups_b:
-        return pair_matching_from(items_match(datasets=[ds_a, ds_b], spec=spec))
-    matched = [(ia, ib) for _, ia, ib, *_ in rows[1:]]
-    return PairMatching(
-        spec=spec,
+        yield cursor
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """How two datasets match, counted without listing the pairs (pair_match_counts)."""
+
+    items: tuple[int, int]
+    no_key: tuple[int, int]
+    only: tuple[int, int]
+    matched: int
+    has_duplicates: bool
+
+
+def _counts(row: Sequence[Any]) -> PairCounts:
+    _, _, _, keyed_a, dups_a, keyed_b, dups_b, no_key_a, no_key_b, matched = row
+    return PairCounts(
         items=(keyed_a + no_key_a, keyed_b + no_key_b),
         no_key=(no_key_a, no_key_b),
-        only=(keyed_a - len(matched), keyed_b - len(matched)),
+        only=(keyed_a - matched, keyed_b - matched),
         matched=matched,
+        has_duplicates=bool(dups_a or dups_b),
+    )
+
+
+def pair_match_counts(*, datasets: tuple[int, int], spec: MatchSpec) -> PairCounts:
+    """The counts of pair_match without reading the pairs (a caller that stores
+    them inserts them from pair_match_ctes' m in SQL). Counts are only those of
+    pair_match when has_duplicates is False."""
+    sql, params = pair_match_ctes(datasets=datasets, spec=spec)
+    with match_statement() as cursor:
+        cursor.execute(sql + _STATS_SQL, params)
+        return _counts(cursor.fetchone())
+
+
+def pair_match(*, datasets: tuple[int, int], spec: MatchSpec) -> PairMatching:
+    """Match two distinct datasets' items in SQL (pair_match_ctes), with the pairs
+    listed in A's item order. A key held twice on a side is rare and an error for
+    compare: then the Python rule (items_match) answers, so the duplicates reported
+    (ids, indexes, order) are its own.
+
+    Why: matching 2 × 25k items in Python took 330–390 ms cold (250 ms of it the
+    dict work in match_keys, the rest reading the keys); this query with its 25k
+    pairs read back takes 90–105 ms by key, 130–140 ms by input (bench_compare's
+    datasets, Postgres 15, 24 Nov 2026).
+    """
+    sql, params = pair_match_ctes(datasets=datasets, spec=spec)
+    # One statement, one pass over each side's keys: the stats row first (ix -1,
+    # below every item index), then the pairs in A's item order.
+    sql += f"""
+        {_STATS_SQL}
+        UNION ALL
+        SELECT ix, ia, ib, 0, 0, 0, 0, 0, 0, 0 FROM m
+        ORDER BY 1, 2
+    """
+    with match_statement() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    counts = _counts(rows[0])
+    if counts.has_duplicates:
+        return pair_matching_from(items_match(datasets=list(datasets), spec=spec))
+    return PairMatching(
+        spec=spec,
+        items=counts.items,
+        no_key=counts.no_key,
+        only=counts.only,
+        matched=[(ia, ib) for _, ia, ib, *_ in rows[1:]],
     )

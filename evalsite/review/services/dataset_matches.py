@@ -14,13 +14,18 @@ import dataclasses
 from django.db import IntegrityError, connection, transaction
 
 from evalsite.datasets.models import Dataset
-from evalsite.lib.db import insert_rows
+from evalsite.lib.db import column_name, insert_rows
 from evalsite.review.models import DatasetMatch, DatasetMatchPair
 from evalsite.review.selectors.matching import (
     DEFAULT_KEY,
     DuplicateKey,
     MatchSpec,
+    PairCounts,
+    PairMatching,
+    match_statement,
     pair_match,
+    pair_match_counts,
+    pair_match_ctes,
 )
 
 # The rules matched ahead of time for a new version: what compare offers first.
@@ -43,9 +48,15 @@ def match_duplicates(match: DatasetMatch) -> list[DuplicateKey]:
 def dataset_match_get_or_create(
     *, datasets: tuple[int, int], spec: MatchSpec
 ) -> DatasetMatch:
-    """The stored matching of two distinct datasets by `spec`; matched now (in SQL)
-    and stored with its pairs when no row holds it yet. Two requests matching the
-    same datasets at once both match; the first stored is kept, and is the same."""
+    """The stored matching of two distinct datasets by `spec`; matched now and
+    stored with its pairs when no row holds it yet. Two requests matching the same
+    datasets at once both match; the first stored is kept, and is the same.
+
+    Steps: count the matching in SQL; store the row; insert its pairs straight from
+    the matching's SQL (INSERT … SELECT), so no pair passes through Python however
+    large the datasets. A key held twice on a side is the Python rule's to report
+    (pair_match): then its pairs are inserted from Python.
+    """
     ds_a, ds_b = datasets
     rule = spec.cache_token()
     found = DatasetMatch.objects.filter(
@@ -53,28 +64,38 @@ def dataset_match_get_or_create(
     ).first()
     if found is not None:
         return found
-    matching = pair_match(datasets=datasets, spec=spec)
+    counts = pair_match_counts(datasets=datasets, spec=spec)
+    # With duplicate keys, pair_match answers with the Python rule's figures.
+    duplicated = (
+        pair_match(datasets=datasets, spec=spec) if counts.has_duplicates else None
+    )
+    figures: PairCounts | PairMatching = duplicated or counts
     row = DatasetMatch(
         dataset_a_id=ds_a,
         dataset_b_id=ds_b,
         rule=rule,
-        items_a=matching.items[0],
-        items_b=matching.items[1],
-        matched=len(matching.matched),
-        only_in_a=matching.only[0],
-        only_in_b=matching.only[1],
-        no_key_a=matching.no_key[0],
-        no_key_b=matching.no_key[1],
-        duplicates=[dataclasses.asdict(d) for d in matching.duplicates],
+        items_a=figures.items[0],
+        items_b=figures.items[1],
+        matched=len(duplicated.matched) if duplicated else counts.matched,
+        only_in_a=figures.only[0],
+        only_in_b=figures.only[1],
+        no_key_a=figures.no_key[0],
+        no_key_b=figures.no_key[1],
+        duplicates=[dataclasses.asdict(d) for d in duplicated.duplicates]
+        if duplicated
+        else [],
     )
     try:
         with transaction.atomic():
             row.save()
-            insert_rows(
-                DatasetMatchPair,
-                ("match", "item_a", "item_b"),
-                ((row.pk, a, b) for a, b in matching.matched),
-            )
+            if duplicated:
+                insert_rows(
+                    DatasetMatchPair,
+                    ("match", "item_a", "item_b"),
+                    ((row.pk, a, b) for a, b in duplicated.matched),
+                )
+            else:
+                _insert_pairs(row, spec=spec)
     except IntegrityError:
         # Stored meanwhile by a concurrent compare (or a dataset deleted meanwhile):
         # theirs is the same matching.
@@ -86,6 +107,23 @@ def dataset_match_get_or_create(
         return found
     _analyze_pairs()
     return row
+
+
+def _insert_pairs(match: DatasetMatch, *, spec: MatchSpec) -> None:
+    """Insert the matching's pairs from its SQL (pair_match_ctes' m)."""
+    ctes, params = pair_match_ctes(
+        datasets=(match.dataset_a_id, match.dataset_b_id), spec=spec
+    )
+    qn = connection.ops.quote_name
+    columns = ", ".join(
+        qn(column_name(DatasetMatchPair, f)) for f in ("match", "item_a", "item_b")
+    )
+    table = qn(DatasetMatchPair._meta.db_table)
+    with match_statement() as cursor:
+        cursor.execute(
+            f"{ctes} INSERT INTO {table} ({columns}) SELECT %s, ia, ib FROM m",
+            [*params, match.pk],
+        )
 
 
 def _analyze_pairs() -> None:
