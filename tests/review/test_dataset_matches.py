@@ -11,6 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from evalsite.datasets.models import Dataset
 from evalsite.datasets.services import dataset_create
@@ -166,3 +167,33 @@ def test_compare_matches_unmatched_datasets_on_its_first_page_then_reads_it(
     reverse = client.get(f"/api/runs/{b.pk}/compare/{a.pk}").json()
     assert reverse["pairs"][0]["improvements"] == 1
     assert DatasetMatch.objects.count() == 2
+
+
+def test_a_rule_that_matches_nothing_is_answered_but_not_stored(
+    client, viewer, project
+):
+    """A key no item has matches nothing: the page says so, and no row is left
+    behind for each key a viewer tries."""
+    v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b"]))
+    v2 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b"]))
+    a = make_run(
+        project, dataset=v1, analyses={"faithfulness": [judged_claims("yes")] * 2}
+    )
+    b = make_run(
+        project, dataset=v2, analyses={"faithfulness": [judged_claims("no")] * 2}
+    )
+    login(client, viewer)
+    for key in ("nope", "missing", "x" * 100):
+        data = client.get(
+            f"/api/runs/{a.pk}/compare/{b.pk}", {"match": "key", "key": key}
+        ).json()
+        match = data["candidates"][0]["match"]
+        assert (match["matched"], match["only_in_a"], match["no_key_a"]) == (0, 0, 2)
+        assert data["pairs"][0]["n"] == 0 and data["items"] == []
+    assert not DatasetMatch.objects.exists()
+    page = client.get(
+        reverse("review:compare", args=[project.pk]),
+        {"runs": [a.pk, b.pk], "match": "key", "key": "nope"},
+    )
+    assert page.status_code == 200 and "No item matched" in page.content.decode()
+    assert not DatasetMatch.objects.exists()

@@ -99,7 +99,8 @@ class MatchSummary:
     no_key_a: int
     no_key_b: int
     duplicates: list[DuplicateKey] = field(default_factory=list)
-    # The stored matching whose pairs the SQL joins on (None for one dataset).
+    # The stored matching whose pairs the SQL joins on (None for one dataset, or
+    # when nothing matched and so nothing was stored).
     match_id: int | None = None
 
 

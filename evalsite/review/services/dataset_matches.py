@@ -55,7 +55,8 @@ def dataset_match_get_or_create(
     Steps: count the matching in SQL; store the row; insert its pairs straight from
     the matching's SQL (INSERT … SELECT), so no pair passes through Python however
     large the datasets. A key held twice on a side is the Python rule's to report
-    (pair_match): then its pairs are inserted from Python.
+    (pair_match): then its pairs are inserted from Python. A matching without a
+    single pair is returned unsaved (pk None).
     """
     ds_a, ds_b = datasets
     rule = spec.cache_token()
@@ -85,6 +86,10 @@ def dataset_match_get_or_create(
         if duplicated
         else [],
     )
+    if row.matched == 0 and not duplicated:
+        # Not stored: nothing to join on, and it recounts as fast as it reads. A
+        # viewer trying keys no item has would otherwise leave a row per key.
+        return row
     try:
         with transaction.atomic():
             row.save()
