@@ -253,3 +253,30 @@ def test_preferences_list_follows_the_blind_rule(client, runs, owner, reviewer, 
     assert client.get(url, **bearer(bea)).json()["count"] == 3
     page = client.get(url.replace("limit=10", "limit=1&offset=1"), **bearer(bea)).json()
     assert len(page["items"]) == 1 and page["count"] == 3
+
+
+def test_review_queue_endpoints_point_a_pairwise_queue_id_to_its_own(
+    client, runs, owner, reviewer, outsider
+):
+    """A pairwise queue has no review entries or pass/fail agreement: its id answers
+    404 with a pointer on every review-queue endpoint, and nothing is stored."""
+    queue = _queue(runs, owner)
+    entry = f"/api/queues/{queue.pk}/entries/1"
+    answer = {"passed": True}
+    calls = (
+        lambda user: client.get(f"/api/queues/{queue.pk}", **bearer(user)),
+        lambda user: client.get(f"{entry}/reviews", **bearer(user)),
+        lambda user: _post(client, f"{entry}/reviews", answer, user),
+        lambda user: _post(client, f"{entry}/adjudication", answer, owner),
+        lambda user: client.get(f"/api/queues/{queue.pk}/agreement", **bearer(user)),
+    )
+    for call in calls:
+        response = call(reviewer)
+        assert response.status_code == 404, response.content
+        assert f"/api/pairwise/{queue.pk}" in response.json()["detail"]
+    for call in calls[:3] + calls[4:]:
+        response = call(outsider)
+        assert response.status_code == 404
+        assert "pairwise" not in response.content.decode()
+    assert not Preference.objects.exists()
+    assert not AuditEvent.objects.filter(action__startswith="review.").exists()

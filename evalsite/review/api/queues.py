@@ -82,14 +82,13 @@ def queue_create_api(
     return Status(201, _queue_out(queue))
 
 
-@router.get("/queues/{queue_id}", response={200: QueueOut, 404: ErrorOut})
-def queue_detail_api(
-    request: AuthenticatedHttpRequest, queue_id: int
-) -> dict[str, Any]:
-    """A review queue with its progress. A pairwise queue is not one: its id answers
-    404 here with a pointer to GET /api/pairwise/{id} (its pairs, answers and
-    figures), as /api/pairwise/{id} answers 404 for a review queue."""
-    queue = queue_get_for_user(user=request.user, pk=queue_id)
+def review_queue_get(
+    *, request: AuthenticatedHttpRequest, queue_id: int, write: bool = False
+) -> ReviewQueue:
+    """queue_get_for_user for the endpoints of review queues. A pairwise queue is
+    not one: its id answers 404 with a pointer to GET /api/pairwise/{id} (its pairs,
+    answers and figures), as /api/pairwise/{id} answers 404 for a review queue."""
+    queue = queue_get_for_user(user=request.user, pk=queue_id, write=write)
     # Checked after membership, so an outsider learns nothing about the queue's kind.
     if queue.kind == ReviewQueue.Kind.PAIRWISE:
         raise HttpError(
@@ -97,4 +96,12 @@ def queue_detail_api(
             f"Queue {queue.pk} is a pairwise queue: read it at "
             f"/api/pairwise/{queue.pk}.",
         )
-    return _queue_out(queue)
+    return queue
+
+
+@router.get("/queues/{queue_id}", response={200: QueueOut, 404: ErrorOut})
+def queue_detail_api(
+    request: AuthenticatedHttpRequest, queue_id: int
+) -> dict[str, Any]:
+    """A review queue with its progress (404 for a pairwise queue's id)."""
+    return _queue_out(review_queue_get(request=request, queue_id=queue_id))

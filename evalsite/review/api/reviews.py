@@ -14,6 +14,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.models import Result
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.review.api.queues import review_queue_get
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.schemas import (
     AdjudicationEntryOut,
@@ -22,7 +23,6 @@ from evalsite.review.schemas import (
     HumanAgreementOut,
 )
 from evalsite.review.selectors.aggregates import run_aggregates
-from evalsite.review.selectors.queues import queue_get_for_user
 from evalsite.review.selectors.reviews import (
     adjudication_entries,
     agreement_report,
@@ -102,7 +102,7 @@ def entry_reviews_api(
 ) -> dict[str, Any]:
     """The answers on one queue entry. Blind: until you have answered (or the entry
     is decided or waiting for adjudication) only your own answer is listed."""
-    queue = queue_get_for_user(user=request.user, pk=queue_id)
+    queue = review_queue_get(request=request, queue_id=queue_id)
     return entry_reviews_out(queue, _entry(queue, position), request.user)
 
 
@@ -116,9 +116,9 @@ def entry_answer_api(
     """Your answer on a result of an overlap queue (sending it again replaces it
     while the entry still takes answers). The last answer needed applies the queue's
     rule; the response carries the entry's state and the queue's agreement."""
-    queue = queue_get_for_user(user=request.user, pk=queue_id, write=True)
+    queue = review_queue_get(request=request, queue_id=queue_id, write=True)
     # The entry, its result's run and item and the guidelines in one read, checked
-    # against the queue's project (whose membership queue_get_for_user checked).
+    # against the queue's project (whose membership review_queue_get checked).
     target = answer_target(queue=queue, position=position)
     if target is None:
         raise Http404("No such queue entry.")
@@ -146,7 +146,7 @@ def entry_adjudicate_api(
     request: AuthenticatedHttpRequest, queue_id: int, position: int, payload: AnswerIn
 ) -> dict[str, Any]:
     """An owner's or adjudicator's decision on a result whose reviewers disagreed."""
-    queue = queue_get_for_user(user=request.user, pk=queue_id, write=True)
+    queue = review_queue_get(request=request, queue_id=queue_id, write=True)
     entry = _entry(queue, position)
     result = result_get_for_user(user=request.user, pk=entry.result_id, write=True)
     entry = review_adjudicate(
@@ -179,7 +179,7 @@ def queue_agreement_api(
 ) -> dict[str, Any]:
     """Agreement between the queue's reviewers, each figure with its items and a 95 %
     bootstrap interval, and per-reviewer figures."""
-    queue = queue_get_for_user(user=request.user, pk=queue_id)
+    queue = review_queue_get(request=request, queue_id=queue_id)
     report = agreement_report(queue=queue).as_dict()
     return {"scope": "queue", "scope_id": queue.pk, "name": queue.name, **report}
 
