@@ -11,6 +11,7 @@ from evalsite.evals.models import Result, RunScorer
 from evalsite.review.schemas import ResultQuery, ResultQueryError
 from evalsite.review.selectors.compare import ONLY_CHOICES as COMPARE_ONLY_CHOICES
 from evalsite.review.selectors.compare import SIDE_LABELS as COMPARE_SIDE_LABELS
+from evalsite.review.selectors.compare import UNMATCHED_CHOICES
 from evalsite.review.selectors.explorer import DEFAULT_SORT, Q_MAX_LENGTH, SORT_LABELS
 from evalsite.review.services.comments import COMMENT_MAX_LENGTH
 from evalsite.review.services.guidelines import GUIDELINE_MAX_LENGTH
@@ -144,6 +145,8 @@ class CompareForm(forms.Form):
     against = forms.IntegerField(required=False, min_value=1)
     scorer = forms.IntegerField(required=False, min_value=1)
     only = forms.ChoiceField(required=False, choices=COMPARE_ONLY_CHOICES)
+    # List the items only one side holds instead of the matched ones.
+    unmatched = forms.ChoiceField(required=False, choices=UNMATCHED_CHOICES)
     page = forms.IntegerField(required=False, min_value=1)
     per_page = forms.IntegerField(required=False, min_value=1, max_value=500)
     a_item = forms.IntegerField(required=False, min_value=1)

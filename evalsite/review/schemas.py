@@ -284,6 +284,23 @@ class CompareRowOut(Schema):
     pass_flip: Literal["pass_to_fail", "fail_to_pass", ""]
 
 
+class CompareUnmatchedItemOut(Schema):
+    item_id: int
+    item_index: int
+    input: str
+    output: str
+    result_id: int | None = Field(
+        description="The item's result of the listed scorer in its own run."
+    )
+
+
+class CompareUnmatchedOut(Schema):
+    side: Literal["removed", "added"]
+    run_id: int = Field(description="The run whose dataset holds these items.")
+    count: int
+    items: list[CompareUnmatchedItemOut]
+
+
 class CompareOut(Schema):
     run_a: int
     run_b: int
@@ -299,6 +316,10 @@ class CompareOut(Schema):
     scorer_id: int | None = None
     count: int
     items: list[CompareRowOut]
+    unmatched: CompareUnmatchedOut | None = Field(
+        default=None,
+        description="With ?unmatched=removed|added: the items only one side holds.",
+    )
 
 
 class CompareQueryIn(Schema):
@@ -312,6 +333,11 @@ class CompareQueryIn(Schema):
     )
     scorer_id: ObjectId | None = None
     only: Literal["", "regressions", "improvements", "flips", "changed"] = ""
+    unmatched: Literal["", "removed", "added"] = Field(
+        default="",
+        description="Also list the items only run A's dataset holds (removed) or "
+        "only the `against` run's (added), paged by limit and offset.",
+    )
     limit: int = Field(default=50, ge=1, le=500)
     offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
 

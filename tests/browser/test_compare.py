@@ -108,3 +108,16 @@ def test_runs_list_to_compare_filter_regressed_and_side_by_side(
     )
     # The filter is still in place around it.
     assert page.locator("#compare-rows tbody tr").count() == 1
+
+    # The removed item is one click from its count, and back again.
+    page.click("#compare-match-B a[data-count=removed]")
+    page.wait_for_url(re.compile(r"unmatched=removed"))
+    removed = page.locator("#compare-unmatched-rows tbody tr")
+    assert removed.count() == 1 and "Removed question?" in removed.first.inner_text()
+    page.click("#compare-match-B a[data-count=added]")
+    page.wait_for_url(re.compile(r"unmatched=added"))
+    added = page.locator("#compare-unmatched-rows tbody tr")
+    assert added.count() == 1 and "Added question?" in added.first.inner_text()
+    page.click("#compare-unmatched a:has-text('back to the matched items')")
+    page.wait_for_url(lambda url: "unmatched" not in url)
+    assert page.locator("#compare-rows tbody tr").count() == 2

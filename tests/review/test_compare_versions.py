@@ -108,10 +108,67 @@ def test_versions_page_reports_added_removed_and_lists_regressions(
     url = reverse("review:compare", args=[project.pk])
     html = login(client, viewer).get(f"{url}?runs={a.pk}&runs={b.pk}").content.decode()
     assert "metadata key “id”" in html
-    assert '<span data-count="removed">1</span> only in A (removed)' in html
-    assert '<span data-count="added">1</span> only in B (added)' in html
+    assert ">1 only in A (removed)</a>" in html and ">1 only in B (added)</a>" in html
     rows = html.split('id="compare-rows"')[1]
     assert rows.index('data-item="1"') < rows.index('data-item="0"')
+
+
+def test_removed_and_added_items_are_listed(client, viewer, project, versions):
+    """v1's q3 is removed, v2's q5 added: each listed with its own run's result."""
+    v1, v2, a, b = versions
+    login(client, viewer)
+    removed = _api(client, a, b, "?unmatched=removed").json()["unmatched"]
+    q3 = v1.items.get(index=2)
+    assert (removed["side"], removed["run_id"], removed["count"]) == (
+        "removed",
+        a.pk,
+        1,
+    )
+    [item] = removed["items"]
+    assert (item["item_id"], item["item_index"], item["input"]) == (
+        q3.pk,
+        2,
+        "Colour of the sky?",
+    )
+    assert item["result_id"] == a.results.get(item=q3).pk
+    added = _api(client, a, b, "?unmatched=added").json()["unmatched"]
+    q5 = v2.items.get(index=2)
+    assert (added["side"], added["run_id"], added["count"]) == ("added", b.pk, 1)
+    assert [i["item_id"] for i in added["items"]] == [q5.pk]
+    assert added["items"][0]["result_id"] == b.results.get(item=q5).pk
+    # The matched items stay as they were beside it, and without the flag it is None.
+    assert len(_api(client, a, b, "?unmatched=added").json()["items"]) == 3
+    assert _api(client, a, b).json()["unmatched"] is None
+    assert _api(client, a, b, "?unmatched=bogus").status_code == 422
+
+    url = reverse("review:compare", args=[project.pk])
+    html = client.get(f"{url}?runs={a.pk}&runs={b.pk}&unmatched=removed").content
+    section = html.decode().split('id="compare-unmatched"')[1]
+    assert "Colour of the sky?" in section and "Smallest prime?" not in section
+    result_url = reverse("review:item", args=[project.pk, a.results.get(item=q3).pk])
+    assert f'href="{result_url}"' in section
+    assert 'id="compare-rows"' not in html.decode()
+    bad = client.get(f"{url}?runs={a.pk}&runs={b.pk}&unmatched=bogus")
+    assert bad.status_code == 400
+
+
+def test_unmatched_pages_and_one_dataset_has_none(client, viewer, project):
+    rows = [
+        {"input": f"q{i}", "output": "a", "metadata": {"id": f"k{i}"}} for i in range(5)
+    ]
+    v1 = DatasetFactory(project=project, name="qa", rows=rows)
+    v2 = DatasetFactory(project=project, name="qa", rows=rows[:1])
+    a = make_run(project, dataset=v1, analyses={"faithfulness": [YES2] * 5})
+    b = make_run(project, dataset=v2, analyses={"faithfulness": [YES2]})
+    a2 = make_run(project, dataset=v1, analyses={"faithfulness": [NO2] * 5})
+    login(client, viewer)
+    first = _api(client, a, b, "?unmatched=removed&limit=3").json()["unmatched"]
+    second = _api(client, a, b, "?unmatched=removed&limit=3&offset=3").json()
+    assert first["count"] == 4
+    assert [i["item_index"] for i in first["items"]] == [1, 2, 3]
+    assert [i["item_index"] for i in second["unmatched"]["items"]] == [4]
+    same = _api(client, a, a2, "?unmatched=removed").json()["unmatched"]
+    assert same["count"] == 0 and same["items"] == []
 
 
 def test_key_and_input_matching_differ(client, owner, project):

@@ -80,6 +80,31 @@ def runs_compare(
             }
             for row in page
         ]
+    unmatched = None
+    if query.unmatched:
+        side = selectors.compare_unmatched(
+            comparison=comparison,
+            candidate=candidate,
+            side=query.unmatched,
+            delta=delta,
+            per_page=query.limit,
+            offset=query.offset,
+        )
+        unmatched = {
+            "side": query.unmatched,
+            "run_id": (run_a.pk if query.unmatched == "removed" else candidate.run.pk),
+            "count": side.count,
+            "items": [
+                {
+                    "item_id": row.item.pk,
+                    "item_index": row.item.index,
+                    "input": row.item.input,
+                    "output": row.item.output,
+                    "result_id": row.result_id,
+                }
+                for row in side
+            ],
+        }
     candidates = [
         {
             "run_id": c.run.pk,
@@ -111,4 +136,5 @@ def runs_compare(
         "scorer_id": delta.a.pk if delta else None,
         "count": count,
         "items": items,
+        "unmatched": unmatched,
     }

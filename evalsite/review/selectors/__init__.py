@@ -29,6 +29,7 @@ from evalsite.review.selectors.compare import (
     ScorerDelta,
     compare_item,
     compare_rows,
+    compare_unmatched,
     runs_compare,
 )
 from evalsite.review.selectors.explorer import (
@@ -112,6 +113,7 @@ __all__ = [
     "ScorerDelta",
     "compare_item",
     "compare_rows",
+    "compare_unmatched",
     "runs_compare",
     "stratified_sample_size",
 ]

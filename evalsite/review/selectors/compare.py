@@ -17,7 +17,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
@@ -36,6 +36,7 @@ from evalsite.review.selectors.matching import (
     DuplicateKeyError,
     MatchSpec,
     duplicates_message,
+    item_key_expression,
 )
 from evalsite.review.services.dataset_matches import (
     dataset_match_get_or_create,
@@ -51,6 +52,7 @@ from scoring.stats import (
 )
 
 SIDE_LABELS = ("A", "B", "C", "D")
+RowT = TypeVar("RowT")
 # Two scores closer than this are equal (scores are floats of one formula).
 EPS = 1e-9
 # Deep pages cost a sort of the whole join; past this offset the API and page refuse.
@@ -225,10 +227,11 @@ class CompareRow:
 
 
 @dataclass
-class RowsPage:
-    """A page of CompareRows with what a pager needs (Paginator's names)."""
+class RowsPage(Generic[RowT]):
+    """A page of rows (CompareRows, UnmatchedRows) with what a pager needs
+    (Paginator's names)."""
 
-    rows: list[CompareRow]
+    rows: list[RowT]
     number: int
     per_page: int
     count: int
@@ -241,7 +244,7 @@ class RowsPage:
         return max(1, math.ceil(self.count / self.per_page))
 
     @property
-    def paginator(self) -> RowsPage:
+    def paginator(self) -> RowsPage[RowT]:
         return self
 
     def has_next(self) -> bool:
@@ -666,7 +669,7 @@ def compare_rows(
     number: int = 1,
     per_page: int = 50,
     offset: int | None = None,
-) -> RowsPage:
+) -> RowsPage[CompareRow]:
     """A page of one scorer's matched items, regressions first: pass → fail flips,
     then the largest direction-aware losses, then A's item order.
 
@@ -733,6 +736,75 @@ def compare_rows(
     ]
     return RowsPage(
         rows=rows,
+        number=start // per_page + 1,
+        per_page=per_page,
+        count=count,
+    )
+
+
+Unmatched = Literal["removed", "added"]
+UNMATCHED_CHOICES: list[tuple[str, str]] = [
+    ("", "matched items"),
+    ("removed", "only in run A (removed)"),
+    ("added", "only in the other run (added)"),
+]
+
+
+@dataclass
+class UnmatchedRow:
+    """An item of one side that no item of the other matches, with its result of
+    the listed scorer in that side's run (None when it has none)."""
+
+    item: Item
+    result_id: int | None
+
+
+def compare_unmatched(
+    *,
+    comparison: Comparison,
+    candidate: Candidate,
+    side: Unmatched,
+    delta: ScorerDelta | None,
+    number: int = 1,
+    per_page: int = 50,
+    offset: int | None = None,
+) -> RowsPage[UnmatchedRow]:
+    """The items only run A's dataset holds ("removed") or only the other run's
+    ("added"): items with a key that the stored matching does not pair, in item
+    order. Their count is the matching's (only_in_a / only_in_b); items without a
+    key are counted apart (no_key_a / no_key_b) and not listed."""
+    match = candidate.match
+    removed = side == "removed"
+    count = match.only_in_a if removed else match.only_in_b
+    start = offset if offset is not None else (max(1, number) - 1) * per_page
+    if offset is None and count and start >= count:
+        number = max(1, math.ceil(count / per_page))
+        start = (number - 1) * per_page
+    if match.same_dataset or not count:
+        return RowsPage(rows=[], number=1, per_page=per_page, count=0)
+    run = comparison.run_a if removed else candidate.run
+    items = (
+        Item.objects.filter(dataset_id=run.dataset_id)
+        .annotate(match_key=item_key_expression(comparison.spec))
+        .exclude(match_key__isnull=True)
+        .exclude(match_key="")
+        .only("id", "index", "input", "output")
+        .order_by("index")
+    )
+    if match.match_id is not None:
+        paired = DatasetMatchPair.objects.filter(match_id=match.match_id)
+        items = items.exclude(pk__in=paired.values("item_a" if removed else "item_b"))
+    page = list(items[start : start + per_page])
+    results: dict[int, int] = {}
+    if delta is not None and page:
+        scorer = delta.a if removed else delta.b
+        results = dict(
+            Result.objects.filter(
+                run_scorer_id=scorer.pk, item_id__in=[i.pk for i in page]
+            ).values_list("item_id", "id")
+        )
+    return RowsPage(
+        rows=[UnmatchedRow(item=i, result_id=results.get(i.pk)) for i in page],
         number=start // per_page + 1,
         per_page=per_page,
         count=count,

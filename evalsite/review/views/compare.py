@@ -15,7 +15,12 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.review import selectors
 from evalsite.review.forms import CompareForm
-from evalsite.review.selectors.compare import ONLY_CHOICES, SIDE_LABELS, STATS_METHODS
+from evalsite.review.selectors.compare import (
+    ONLY_CHOICES,
+    SIDE_LABELS,
+    STATS_METHODS,
+    Unmatched,
+)
 from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.selectors.matching import MatchSpec, normalise_input
 
@@ -74,7 +79,18 @@ def _compare_context(
         delta=delta,
         side_query=query.urlencode(),
     )
-    if delta is not None:
+    unmatched: Unmatched | None = data.get("unmatched") or None
+    if unmatched:
+        context["unmatched"] = unmatched
+        context["unmatched_page"] = selectors.compare_unmatched(
+            comparison=comparison,
+            candidate=candidate,
+            side=unmatched,
+            delta=delta,
+            number=data.get("page") or 1,
+            per_page=data.get("per_page") or 50,
+        )
+    elif delta is not None:
         only = data.get("only") or ""
         context["filters"] = [
             (value, label, delta.rows_by_only.get(value, 0), value == only)
