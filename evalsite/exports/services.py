@@ -20,9 +20,10 @@ Columns of a run export (one row per item × scorer), in file order:
     judge_model;
     judge_calls, cache_hits, prompt_tokens, completion_tokens (every call of the
     result, cache hits included), latency_ms (their sum), cost (the calls that were not
-    cache hits at the judge connection's current price per 1k tokens; 0 for the offline
-    judge and scorers without a judge; empty when the judge has no price or was
-    deleted: runs do not snapshot prices);
+    cache hits at the judge's price per 1k tokens when the run started; 0 for the
+    offline judge and scorers without a judge; empty when the judge had no price.
+    Runs started before runs recorded prices use the connection's current price, and
+    are empty once it is deleted);
     comment_count, comments (every comment, oldest first, one per line as
     "author (YYYY-MM-DD HH:MM UTC): body");
     answer_count, answers (JSON list of every queue answer: reviewer, queue_id, queue,
@@ -276,6 +277,9 @@ def _run_scorers(run: Run) -> dict[int, _Scorer]:
         scorer.judge_model = snapshot.get("model") or (judge.model if judge else None)
         if snapshot.get("is_offline") or (judge is None and not snapshot):
             scorer.price = (0.0, 0.0)  # the built-in offline judge, or none: free
+        elif "price_per_1k_input" in snapshot or "price_per_1k_output" in snapshot:
+            # The price at run time (runs started since 24 Nov 2026 record it).
+            scorer.price = _snapshot_price(snapshot)
         elif judge is not None and (
             judge.price_per_1k_input is not None
             or judge.price_per_1k_output is not None
@@ -288,6 +292,18 @@ def _run_scorers(run: Run) -> dict[int, _Scorer]:
             scorer.price = None
         scorers[rs.pk] = scorer
     return scorers
+
+
+def _snapshot_price(snapshot: dict[str, Any]) -> tuple[float, float] | None:
+    """(per 1k prompt tokens, per 1k completion tokens) as the run recorded them,
+    None when the judge had no price then."""
+    prices = [snapshot.get("price_per_1k_input"), snapshot.get("price_per_1k_output")]
+    if all(p is None for p in prices):
+        return None
+    try:
+        return (float(prices[0] or 0), float(prices[1] or 0))
+    except (TypeError, ValueError):
+        return None
 
 
 _NO_USAGE = Usage()

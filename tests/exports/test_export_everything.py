@@ -477,3 +477,34 @@ def test_json_cells_that_are_bare_scalars_are_neutralised_in_csv():
     assert services._json_cell(-1) == "'-1"
     assert services._json_cell("=cmd") == '"=cmd"'
     assert services._json_cell(None) == ""
+
+
+def test_cost_is_priced_as_the_run_started_not_at_the_current_price(
+    client, owner, project, world
+):
+    """run_start records the judge's price in the run's snapshot; a later price
+    change (or a deleted connection) leaves that run's cost alone."""
+    from evalsite.evals.services.runs import _judge_snapshot
+
+    run, judge, run_scorer = world["run"], world["judge"], world["run_scorer"]
+    run_scorer.scorer.judge = judge
+    run_scorer.judge_snapshot = _judge_snapshot(run_scorer.scorer)
+    run_scorer.save()
+    assert run_scorer.judge_snapshot["price_per_1k_input"] == "0.15"
+    login(client, owner)
+    before = _by_index(_csv_rows(client.get(_url(run))))["0"]["cost"]
+    judge.price_per_1k_input, judge.price_per_1k_output = Decimal("15"), Decimal("60")
+    judge.save()
+    assert _by_index(_csv_rows(client.get(_url(run))))["0"]["cost"] == before
+    run_scorer.judge = None
+    run_scorer.save()
+    assert _by_index(_csv_rows(client.get(_url(run))))["0"]["cost"] == before
+    assert float(before) > 0
+    # A judge without a price then has none now either.
+    run_scorer.judge_snapshot = {
+        **run_scorer.judge_snapshot,
+        "price_per_1k_input": None,
+        "price_per_1k_output": None,
+    }
+    run_scorer.save()
+    assert _by_index(_csv_rows(client.get(_url(run))))["0"]["cost"] == ""

@@ -62,7 +62,15 @@ def _judge_snapshot(scorer: ScorerConfig) -> dict[str, Any]:
         "model": judge.model,
         "temperature": judge.temperature,
         "is_offline": judge.is_offline,
+        # The price this run is charged at (exports' cost), however the connection's
+        # price changes later; as text, the Decimal's exact digits (None: no price).
+        "price_per_1k_input": _price(judge.price_per_1k_input),
+        "price_per_1k_output": _price(judge.price_per_1k_output),
     }
+
+
+def _price(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
 
 
 def _check_run_inputs(
