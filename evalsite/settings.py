@@ -212,6 +212,13 @@ if DATASET_MAX_CELL_CHARS < 1:
 # Uploads waiting between the preview and mapping steps live in VAR_DIR/uploads; all of
 # them together may take this much disk, and an upload that would pass it is refused.
 UPLOAD_SPOOL_MAX_BYTES = env.int("UPLOAD_SPOOL_MAX_BYTES", default=1024 * 1024 * 1024)
+# Matched item pairs compare keeps per project (review.DatasetMatch; ~70 bytes each
+# with the index): past it the oldest matchings are dropped (and matched again when
+# a compare needs them), so compares of every pair of datasets by every key cannot
+# fill the disk.
+COMPARE_STORED_PAIRS_MAX = env.int("COMPARE_STORED_PAIRS_MAX", default=5_000_000)
+if COMPARE_STORED_PAIRS_MAX < 1:
+    raise ImproperlyConfigured("COMPARE_STORED_PAIRS_MAX must be at least 1.")
 
 # API lists are paginated with limit/offset; a client cannot ask for everything at once.
 NINJA_PAGINATION_PER_PAGE = 50

@@ -197,3 +197,50 @@ def test_a_rule_that_matches_nothing_is_answered_but_not_stored(
     )
     assert page.status_code == 200 and "No item matched" in page.content.decode()
     assert not DatasetMatch.objects.exists()
+
+
+def test_stored_pairs_stay_under_the_projects_cap(project, settings):
+    """Past COMPARE_STORED_PAIRS_MAX the project's oldest matchings are dropped; a
+    compare that needs one again matches again. Another project's are not touched."""
+    settings.COMPARE_STORED_PAIRS_MAX = 5
+    v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "c"]))
+    v2 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "c"]))
+    v3 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b"]))
+    other = DatasetFactory(name="x", rows=_rows(["a"]))
+    other2 = DatasetFactory(project=other.project, name="x", rows=_rows(["a"]))
+    theirs = dataset_match_get_or_create(
+        datasets=(other.pk, other2.pk), spec=MatchSpec()
+    )
+    first = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
+    second = dataset_match_get_or_create(datasets=(v2.pk, v3.pk), spec=MatchSpec())
+    assert (first.matched, second.matched) == (3, 2)
+    assert DatasetMatch.objects.filter(pk__in=[first.pk, second.pk]).count() == 2
+    # 3 + 2 + 3 > 5: the oldest (v1 ~ v2) goes, with its pairs.
+    third = dataset_match_get_or_create(datasets=(v1.pk, v3.pk), spec=MatchSpec())
+    assert not DatasetMatch.objects.filter(pk=first.pk).exists()
+    assert set(DatasetMatch.objects.values_list("pk", flat=True)) == {
+        theirs.pk,
+        second.pk,
+        third.pk,
+    }
+    assert (
+        DatasetMatchPair.objects.filter(match__dataset_a__project=project).count() == 4
+    )
+    # Needed again, it is matched again (and the oldest then goes in its turn).
+    again = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
+    assert again.pk != first.pk and _pairs(again) == _pairs_of_keys(v1, v2, 3)
+    assert not DatasetMatch.objects.filter(pk=second.pk).exists()
+    # A matching larger than the cap alone is still stored, alone.
+    settings.COMPARE_STORED_PAIRS_MAX = 1
+    big = dataset_match_get_or_create(datasets=(v2.pk, v1.pk), spec=MatchSpec())
+    assert big.pk and big.pairs.count() == 3
+    mine = DatasetMatch.objects.filter(dataset_a__project=project)
+    assert list(mine.values_list("pk", flat=True)) == [big.pk]
+    assert DatasetMatch.objects.filter(pk=theirs.pk).exists()
+
+
+def _pairs_of_keys(a: Dataset, b: Dataset, n: int) -> list[tuple[int, int]]:
+    """(a's item, b's item) for the first n items, matched by position (same keys)."""
+    a_ids = list(a.items.order_by("index").values_list("pk", flat=True))[:n]
+    b_ids = list(b.items.order_by("index").values_list("pk", flat=True))[:n]
+    return sorted(zip(a_ids, b_ids, strict=True))

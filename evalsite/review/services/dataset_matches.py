@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from evalsite.datasets.models import Dataset
@@ -92,6 +93,7 @@ def dataset_match_get_or_create(
         return row
     try:
         with transaction.atomic():
+            _make_room(datasets=datasets, pairs=row.matched)
             row.save()
             if duplicated:
                 insert_rows(
@@ -112,6 +114,31 @@ def dataset_match_get_or_create(
         return found
     _analyze_pairs()
     return row
+
+
+def _make_room(*, datasets: tuple[int, int], pairs: int) -> None:
+    """Drop the project's oldest stored matchings until `pairs` more fit under
+    settings.COMPARE_STORED_PAIRS_MAX. A matching larger than the cap is still
+    stored (compare joins on it), alone."""
+    project_id = (
+        Dataset.objects.filter(pk=datasets[0])
+        .values_list("project_id", flat=True)
+        .get()
+    )
+    stored = list(
+        DatasetMatch.objects.filter(dataset_a__project_id=project_id)
+        .order_by("-created_at", "-id")
+        .values_list("pk", "matched")
+    )
+    budget = settings.COMPARE_STORED_PAIRS_MAX - pairs
+    kept = 0
+    for index, (_, matched) in enumerate(stored):
+        kept += matched
+        if kept > budget:
+            DatasetMatch.objects.filter(
+                pk__in=[pk for pk, _ in stored[index:]]
+            ).delete()
+            return
 
 
 def _insert_pairs(match: DatasetMatch, *, spec: MatchSpec) -> None:
