@@ -437,7 +437,10 @@ def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> N
     keys: dict[int, str] = {}
     for d in candidate.deltas:
         token = _state_token(run_a, candidate.run, d)
-        d.state = f"{token}:{spec.cache_token()}" if token else None
+        # The matching's id too: figures computed while a matching was dropped
+        # (COMPARE_STORED_PAIRS_MAX) are never read for its successor.
+        match_token = f"{spec.cache_token()}:{candidate.match.match_id}"
+        d.state = f"{token}:{match_token}" if token else None
         if d.state:
             keys[d.a.pk] = f"review:compare-agg:v2:{d.state}"
     cached = cache.get_many(list(keys.values())) if keys else {}
