@@ -5,6 +5,7 @@ from django.contrib import admin
 from evalsite.review.models import (
     AuditEvent,
     Comment,
+    DatasetMatch,
     Guideline,
     Override,
     PairwiseItem,
@@ -140,4 +141,27 @@ class PreferenceAdmin(admin.ModelAdmin[Preference]):
         "reason",
         "guideline",
         "seconds",
+    ]
+
+
+@admin.register(DatasetMatch)
+class DatasetMatchAdmin(admin.ModelAdmin[DatasetMatch]):
+    list_display = ["dataset_a", "dataset_b", "rule", "matched", "created_at"]
+    raw_id_fields = ["dataset_a", "dataset_b"]
+    # Computed from the datasets' items: deleting one is safe (compare matches
+    # again), editing one would make compare join the wrong items. Its pairs
+    # (DatasetMatchPair) have a composite primary key, which the admin refuses.
+    readonly_fields = [
+        "dataset_a",
+        "dataset_b",
+        "rule",
+        "items_a",
+        "items_b",
+        "matched",
+        "only_in_a",
+        "only_in_b",
+        "no_key_a",
+        "no_key_b",
+        "duplicates",
+        "created_at",
     ]
