@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
 from evalsite.datasets.models import Dataset, Item
 
@@ -21,5 +22,21 @@ class DatasetAdmin(admin.ModelAdmin[Dataset]):
 
 @admin.register(Item)
 class ItemAdmin(admin.ModelAdmin[Item]):
+    """Read-only: a dataset version's items never change once uploaded (runs,
+    exports and compare's stored matchings rely on it); upload a new version."""
+
     list_display = ["dataset", "index"]
     raw_id_fields = ["dataset"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: Item | None = None
+    ) -> bool:
+        return False
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: Item | None = None
+    ) -> bool:
+        return False

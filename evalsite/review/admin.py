@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
 from evalsite.review.models import (
     AuditEvent,
@@ -149,8 +150,8 @@ class DatasetMatchAdmin(admin.ModelAdmin[DatasetMatch]):
     list_display = ["dataset_a", "dataset_b", "rule", "matched", "created_at"]
     raw_id_fields = ["dataset_a", "dataset_b"]
     # Computed from the datasets' items: deleting one is safe (compare matches
-    # again), editing one would make compare join the wrong items. Its pairs
-    # (DatasetMatchPair) have a composite primary key, which the admin refuses.
+    # again), adding or editing one would make compare join the wrong items. Its
+    # pairs (DatasetMatchPair) have a composite primary key, which the admin refuses.
     readonly_fields = [
         "dataset_a",
         "dataset_b",
@@ -165,3 +166,11 @@ class DatasetMatchAdmin(admin.ModelAdmin[DatasetMatch]):
         "duplicates",
         "created_at",
     ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: DatasetMatch | None = None
+    ) -> bool:
+        return False

@@ -540,8 +540,9 @@ class DatasetMatchPair(models.Model):
     """
 
     pk = models.CompositePrimaryKey("match", "item_a")
+    # No index of its own: the primary key (match, item_a) leads with it.
     match = models.ForeignKey(
-        DatasetMatch, on_delete=models.CASCADE, related_name="pairs"
+        DatasetMatch, on_delete=models.CASCADE, related_name="pairs", db_index=False
     )
     item_a = models.BigIntegerField()
     item_b = models.BigIntegerField()

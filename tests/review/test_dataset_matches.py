@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import timedelta
 from unittest import mock
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -71,20 +73,28 @@ def test_stored_matching_is_the_sql_matching_and_is_read_back(project):
     assert by_input.pk != stored.pk and DatasetMatch.objects.count() == 2
 
 
-def test_duplicates_are_stored_and_reported_on_the_compare_side(project):
+def test_duplicates_are_reported_on_the_compare_side_and_not_stored(
+    client, viewer, project
+):
+    """A key held twice is the Python rule's to report (ids and indexes), and
+    compare refuses it: nothing is stored for it, however often it is tried."""
     v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b"]))
     v2 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "b"]))
-    stored = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
-    [dup] = match_duplicates(stored)
-    # "a" matches; "b" is held twice by B and matches nothing
-    assert _pairs(stored) == [(v1.items.get(index=0).pk, v2.items.get(index=0).pk)]
+    matching = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
+    assert matching.pk is None and not DatasetMatch.objects.exists()
+    [dup] = match_duplicates(matching)
     assert (dup.side, dup.key, dup.item_indexes) == (1, "b", (1, 2))
+    assert matching.matched == 1  # "a"
     a = make_run(project, dataset=v1)
     c = make_run(project, dataset=v2)
     # As run C of a three-way compare, the duplicate is C's.
     summary = match_summary(run_a=a, run_b=c, spec=MatchSpec(), side_b=2)
     assert [d.side for d in summary.duplicates] == [2]
-    assert summary.matched == 1
+    response = login(client, viewer).get(f"/api/runs/{a.pk}/compare/{c.pk}")
+    assert (
+        response.status_code == 400 and "'b' (items 1, 2)" in response.content.decode()
+    )
+    assert not DatasetMatch.objects.exists()
 
 
 def test_a_matching_goes_with_its_datasets(project):
@@ -199,9 +209,15 @@ def test_a_rule_that_matches_nothing_is_answered_but_not_stored(
     assert not DatasetMatch.objects.exists()
 
 
+def _age_stored_matchings() -> None:
+    """Make every stored matching older than the window that protects new ones."""
+    DatasetMatch.objects.update(created_at=F("created_at") - timedelta(hours=1))
+
+
 def test_stored_pairs_stay_under_the_projects_cap(project, settings):
-    """Past COMPARE_STORED_PAIRS_MAX the project's oldest matchings are dropped; a
-    compare that needs one again matches again. Another project's are not touched."""
+    """Past COMPARE_STORED_PAIRS_MAX the project's oldest matchings are dropped,
+    except those stored in the last minutes (a compare may be joining on them); a
+    compare that needs a dropped one matches again. Other projects keep theirs."""
     settings.COMPARE_STORED_PAIRS_MAX = 5
     v1 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "c"]))
     v2 = DatasetFactory(project=project, name="qa", rows=_rows(["a", "b", "c"]))
@@ -214,27 +230,30 @@ def test_stored_pairs_stay_under_the_projects_cap(project, settings):
     first = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
     second = dataset_match_get_or_create(datasets=(v2.pk, v3.pk), spec=MatchSpec())
     assert (first.matched, second.matched) == (3, 2)
-    assert DatasetMatch.objects.filter(pk__in=[first.pk, second.pk]).count() == 2
-    # 3 + 2 + 3 > 5: the oldest (v1 ~ v2) goes, with its pairs.
+    # 3 + 2 + 2 > 5, but the first two are minutes old: all three are kept.
     third = dataset_match_get_or_create(datasets=(v1.pk, v3.pk), spec=MatchSpec())
-    assert not DatasetMatch.objects.filter(pk=first.pk).exists()
-    assert set(DatasetMatch.objects.values_list("pk", flat=True)) == {
-        theirs.pk,
-        second.pk,
-        third.pk,
-    }
+    mine = DatasetMatch.objects.filter(dataset_a__project=project)
+    assert set(mine.values_list("pk", flat=True)) == {first.pk, second.pk, third.pk}
+    third.delete()
+    _age_stored_matchings()
+    # Now the oldest that does not fit (v1 ~ v2) goes, with its pairs.
+    third = dataset_match_get_or_create(datasets=(v1.pk, v3.pk), spec=MatchSpec())
+    assert set(mine.values_list("pk", flat=True)) == {second.pk, third.pk}
     assert (
         DatasetMatchPair.objects.filter(match__dataset_a__project=project).count() == 4
     )
-    # Needed again, it is matched again (and the oldest then goes in its turn).
+    assert DatasetMatch.objects.filter(pk=theirs.pk).exists()
+    # Needed again, it is matched again.
+    _age_stored_matchings()
     again = dataset_match_get_or_create(datasets=(v1.pk, v2.pk), spec=MatchSpec())
     assert again.pk != first.pk and _pairs(again) == _pairs_of_keys(v1, v2, 3)
-    assert not DatasetMatch.objects.filter(pk=second.pk).exists()
-    # A matching larger than the cap alone is still stored, alone.
+    # 3 more: the newest older one (v1 ~ v3, 2 pairs) fits beside it, v2 ~ v3 not.
+    assert set(mine.values_list("pk", flat=True)) == {third.pk, again.pk}
+    # A matching larger than the cap is still stored; every older one goes.
     settings.COMPARE_STORED_PAIRS_MAX = 1
+    _age_stored_matchings()
     big = dataset_match_get_or_create(datasets=(v2.pk, v1.pk), spec=MatchSpec())
     assert big.pk and big.pairs.count() == 3
-    mine = DatasetMatch.objects.filter(dataset_a__project=project)
     assert list(mine.values_list("pk", flat=True)) == [big.pk]
     assert DatasetMatch.objects.filter(pk=theirs.pk).exists()
 

@@ -22,7 +22,7 @@ from typing import Any, Generic, Literal, TypeVar
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.models import Item
@@ -783,6 +783,11 @@ def compare_unmatched(
     if offset is None and count and start >= count:
         number = max(1, math.ceil(count / per_page))
         start = (number - 1) * per_page
+    if start > MAX_OFFSET:
+        raise ApplicationError(
+            f"Pages past item {MAX_OFFSET} are not served.",
+            field_errors={"offset": f"at most {MAX_OFFSET}"},
+        )
     if match.same_dataset or not count:
         return RowsPage(rows=[], number=1, per_page=per_page, count=0)
     run = comparison.run_a if removed else candidate.run
@@ -795,8 +800,14 @@ def compare_unmatched(
         .order_by("index")
     )
     if match.match_id is not None:
-        paired = DatasetMatchPair.objects.filter(match_id=match.match_id)
-        items = items.exclude(pk__in=paired.values("item_a" if removed else "item_b"))
+        # NOT EXISTS, an anti-join that can spill to disk; NOT IN (subquery) was
+        # hashed only while the pairs fit in work_mem, and rescanned them per item
+        # beyond that.
+        side_column = "item_a" if removed else "item_b"
+        paired = DatasetMatchPair.objects.filter(
+            match_id=match.match_id, **{side_column: OuterRef("pk")}
+        )
+        items = items.filter(~Exists(paired))
     page = list(items[start : start + per_page])
     results: dict[int, int] = {}
     if delta is not None and page:

@@ -10,25 +10,27 @@ first compare of the two versions finds its matching ready.
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from evalsite.datasets.models import Dataset
-from evalsite.lib.db import column_name, insert_rows
+from evalsite.lib.db import column_name
 from evalsite.review.models import DatasetMatch, DatasetMatchPair
 from evalsite.review.selectors.matching import (
     DEFAULT_KEY,
     DuplicateKey,
     MatchSpec,
-    PairCounts,
-    PairMatching,
     match_statement,
     pair_match,
     pair_match_counts,
     pair_match_ctes,
 )
 
+# A stored matching this young is never dropped to make room (see _make_room).
+EVICT_AFTER = timedelta(minutes=5)
 # The rules matched ahead of time for a new version: what compare offers first.
 AHEAD_OF_TIME_SPECS = (MatchSpec(mode="key", key=DEFAULT_KEY), MatchSpec(mode="input"))
 
@@ -53,11 +55,15 @@ def dataset_match_get_or_create(
     stored with its pairs when no row holds it yet. Two requests matching the same
     datasets at once both match; the first stored is kept, and is the same.
 
-    Steps: count the matching in SQL; store the row; insert its pairs straight from
-    the matching's SQL (INSERT … SELECT), so no pair passes through Python however
-    large the datasets. A key held twice on a side is the Python rule's to report
-    (pair_match): then its pairs are inserted from Python. A matching without a
-    single pair is returned unsaved (pk None).
+    Steps: count the matching in SQL; make room under the project's cap; store the
+    row; insert its pairs straight from the matching's SQL (INSERT … SELECT), so no
+    pair passes through Python however large the datasets.
+
+    Returned unsaved (pk None), so that a viewer trying keys leaves no row behind:
+    - a matching without a single pair (nothing to join on; it recounts as fast as
+      it reads);
+    - a key held twice on a side: compare refuses it, naming the duplicates that
+      pair_match's Python rule reports, which can be long.
     """
     ds_a, ds_b = datasets
     rule = spec.cache_token()
@@ -67,42 +73,40 @@ def dataset_match_get_or_create(
     if found is not None:
         return found
     counts = pair_match_counts(datasets=datasets, spec=spec)
-    # With duplicate keys, pair_match answers with the Python rule's figures.
-    duplicated = (
-        pair_match(datasets=datasets, spec=spec) if counts.has_duplicates else None
-    )
-    figures: PairCounts | PairMatching = duplicated or counts
+    if counts.has_duplicates:
+        matching = pair_match(datasets=datasets, spec=spec)
+        return DatasetMatch(
+            dataset_a_id=ds_a,
+            dataset_b_id=ds_b,
+            rule=rule,
+            items_a=matching.items[0],
+            items_b=matching.items[1],
+            matched=len(matching.matched),
+            only_in_a=matching.only[0],
+            only_in_b=matching.only[1],
+            no_key_a=matching.no_key[0],
+            no_key_b=matching.no_key[1],
+            duplicates=[dataclasses.asdict(d) for d in matching.duplicates],
+        )
     row = DatasetMatch(
         dataset_a_id=ds_a,
         dataset_b_id=ds_b,
         rule=rule,
-        items_a=figures.items[0],
-        items_b=figures.items[1],
-        matched=len(duplicated.matched) if duplicated else counts.matched,
-        only_in_a=figures.only[0],
-        only_in_b=figures.only[1],
-        no_key_a=figures.no_key[0],
-        no_key_b=figures.no_key[1],
-        duplicates=[dataclasses.asdict(d) for d in duplicated.duplicates]
-        if duplicated
-        else [],
+        items_a=counts.items[0],
+        items_b=counts.items[1],
+        matched=counts.matched,
+        only_in_a=counts.only[0],
+        only_in_b=counts.only[1],
+        no_key_a=counts.no_key[0],
+        no_key_b=counts.no_key[1],
     )
-    if row.matched == 0 and not duplicated:
-        # Not stored: nothing to join on, and it recounts as fast as it reads. A
-        # viewer trying keys no item has would otherwise leave a row per key.
+    if row.matched == 0:
         return row
     try:
         with transaction.atomic():
             _make_room(datasets=datasets, pairs=row.matched)
             row.save()
-            if duplicated:
-                insert_rows(
-                    DatasetMatchPair,
-                    ("match", "item_a", "item_b"),
-                    ((row.pk, a, b) for a, b in duplicated.matched),
-                )
-            else:
-                _insert_pairs(row, spec=spec)
+            _insert_pairs(row, spec=spec)
     except IntegrityError:
         # Stored meanwhile by a concurrent compare (or a dataset deleted meanwhile):
         # theirs is the same matching.
@@ -118,27 +122,35 @@ def dataset_match_get_or_create(
 
 def _make_room(*, datasets: tuple[int, int], pairs: int) -> None:
     """Drop the project's oldest stored matchings until `pairs` more fit under
-    settings.COMPARE_STORED_PAIRS_MAX. A matching larger than the cap is still
-    stored (compare joins on it), alone."""
+    settings.COMPARE_STORED_PAIRS_MAX. Matchings stored in the last EVICT_AFTER
+    stay: a compare of 3–4 runs (or another reviewer's) may be joining on them
+    right now. A matching larger than the cap is still stored (compare joins on
+    it)."""
     project_id = (
         Dataset.objects.filter(pk=datasets[0])
         .values_list("project_id", flat=True)
-        .get()
+        .first()
     )
+    if project_id is None:
+        return  # deleted meanwhile: the save that follows fails on its foreign key
     stored = list(
         DatasetMatch.objects.filter(dataset_a__project_id=project_id)
         .order_by("-created_at", "-id")
-        .values_list("pk", "matched")
+        .values_list("pk", "matched", "created_at")
     )
     budget = settings.COMPARE_STORED_PAIRS_MAX - pairs
+    recent = timezone.now() - EVICT_AFTER
     kept = 0
-    for index, (_, matched) in enumerate(stored):
-        kept += matched
-        if kept > budget:
-            DatasetMatch.objects.filter(
-                pk__in=[pk for pk, _ in stored[index:]]
-            ).delete()
-            return
+    dropped: list[int] = []
+    for pk, matched, created_at in stored:
+        if created_at >= recent:
+            kept += matched
+        elif kept + matched > budget:
+            dropped.append(pk)
+        else:
+            kept += matched
+    if dropped:
+        DatasetMatch.objects.filter(pk__in=dropped).delete()
 
 
 def _insert_pairs(match: DatasetMatch, *, spec: MatchSpec) -> None:

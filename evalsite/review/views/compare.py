@@ -82,14 +82,18 @@ def _compare_context(
     unmatched: Unmatched | None = data.get("unmatched") or None
     if unmatched:
         context["unmatched"] = unmatched
-        context["unmatched_page"] = selectors.compare_unmatched(
-            comparison=comparison,
-            candidate=candidate,
-            side=unmatched,
-            delta=delta,
-            number=data.get("page") or 1,
-            per_page=data.get("per_page") or 50,
-        )
+        try:
+            context["unmatched_page"] = selectors.compare_unmatched(
+                comparison=comparison,
+                candidate=candidate,
+                side=unmatched,
+                delta=delta,
+                number=data.get("page") or 1,
+                per_page=data.get("per_page") or 50,
+            )
+        except ApplicationError as exc:
+            context["compare_error"] = exc.message
+            return context, 400
     elif delta is not None:
         only = data.get("only") or ""
         context["filters"] = [
