@@ -663,6 +663,23 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
     )
 
 
+def _page_start(
+    *, number: int, per_page: int, offset: int | None, count: int, hint: str = ""
+) -> int:
+    """The first row of a page (1-based `number`, or an API `offset`). Past MAX_OFFSET
+    it is refused (deep pages cost a sort of the whole join); a page past the last
+    (a stale link) is the last page, as Paginator.get_page does."""
+    start = offset if offset is not None else (max(1, number) - 1) * per_page
+    if start > MAX_OFFSET:
+        raise ApplicationError(
+            f"Pages past item {MAX_OFFSET} are not served{hint}.",
+            field_errors={"offset": f"at most {MAX_OFFSET}"},
+        )
+    if offset is None and count and start >= count:
+        start = (max(1, math.ceil(count / per_page)) - 1) * per_page
+    return start
+
+
 def compare_rows(
     *,
     comparison: Comparison,
@@ -683,17 +700,14 @@ def compare_rows(
         raise ApplicationError(
             f"Unknown filter {only!r}.", field_errors={"only": "unknown"}
         )
-    start = offset if offset is not None else (max(1, number) - 1) * per_page
-    if start > MAX_OFFSET:
-        raise ApplicationError(
-            f"Pages past item {MAX_OFFSET} are not served; filter the items instead.",
-            field_errors={"offset": f"at most {MAX_OFFSET}"},
-        )
     count = delta.rows_by_only.get(only, 0)
-    if offset is None and count and start >= count:
-        # Past the last page (a stale link): the last page, as Paginator.get_page does.
-        number = max(1, math.ceil(count / per_page))
-        start = (number - 1) * per_page
+    start = _page_start(
+        number=number,
+        per_page=per_page,
+        offset=offset,
+        count=count,
+        hint="; filter the items instead",
+    )
     sql, params = _rows_sql(delta, match=candidate.match)
     sql += f"""
         SELECT a_id, b_id, a_item, b_item, a_st, b_st, a_sc, b_sc, d, bad, flip,
@@ -779,15 +793,7 @@ def compare_unmatched(
     match = candidate.match
     removed = side == "removed"
     count = match.only_in_a if removed else match.only_in_b
-    start = offset if offset is not None else (max(1, number) - 1) * per_page
-    if offset is None and count and start >= count:
-        number = max(1, math.ceil(count / per_page))
-        start = (number - 1) * per_page
-    if start > MAX_OFFSET:
-        raise ApplicationError(
-            f"Pages past item {MAX_OFFSET} are not served.",
-            field_errors={"offset": f"at most {MAX_OFFSET}"},
-        )
+    start = _page_start(number=number, per_page=per_page, offset=offset, count=count)
     if match.same_dataset or not count:
         return RowsPage(rows=[], number=1, per_page=per_page, count=0)
     run = comparison.run_a if removed else candidate.run

@@ -80,38 +80,33 @@ def _compare_context(
         side_query=query.urlencode(),
     )
     unmatched: Unmatched | None = data.get("unmatched") or None
-    if unmatched:
-        context["unmatched"] = unmatched
-        try:
+    paging = {"number": data.get("page") or 1, "per_page": data.get("per_page") or 50}
+    try:
+        if unmatched:
+            context["unmatched"] = unmatched
             context["unmatched_page"] = selectors.compare_unmatched(
                 comparison=comparison,
                 candidate=candidate,
                 side=unmatched,
                 delta=delta,
-                number=data.get("page") or 1,
-                per_page=data.get("per_page") or 50,
+                **paging,
             )
-        except ApplicationError as exc:
-            context["compare_error"] = exc.message
-            return context, 400
-    elif delta is not None:
-        only = data.get("only") or ""
-        context["filters"] = [
-            (value, label, delta.rows_by_only.get(value, 0), value == only)
-            for value, label in ONLY_CHOICES
-        ]
-        try:
+        elif delta is not None:
+            only = data.get("only") or ""
+            context["filters"] = [
+                (value, label, delta.rows_by_only.get(value, 0), value == only)
+                for value, label in ONLY_CHOICES
+            ]
             context["page"] = selectors.compare_rows(
                 comparison=comparison,
                 candidate=candidate,
                 delta=delta,
                 only=only,
-                number=data.get("page") or 1,
-                per_page=data.get("per_page") or 50,
+                **paging,
             )
-        except ApplicationError as exc:
-            context["compare_error"] = exc.message
-            return context, 400
+    except ApplicationError as exc:
+        context["compare_error"] = exc.message
+        return context, 400
     if with_item:
         if not (data.get("a_item") and data.get("b_item")):
             context["compare_error"] = "Choose an item of the list (a_item and b_item)."
