@@ -483,34 +483,51 @@ def match_statement() -> Iterator[Any]:
 
 @dataclass(frozen=True)
 class PairCounts:
-    """How two datasets match, counted without listing the pairs (pair_match_counts)."""
+    """How two datasets match, counted without listing the pairs (pair_match_counts).
+    With duplicates, the figures are the Python rule's, as pair_match's are."""
 
     items: tuple[int, int]
     no_key: tuple[int, int]
     only: tuple[int, int]
     matched: int
-    has_duplicates: bool
+    duplicates: tuple[DuplicateKey, ...] = ()
 
 
-def _counts(row: Sequence[Any]) -> PairCounts:
+def _sql_counts(row: Sequence[Any]) -> PairCounts | None:
+    """The counts from _STATS_SQL's row; None when a side holds a key twice (the
+    Python rule answers then)."""
     _, _, _, keyed_a, dups_a, keyed_b, dups_b, no_key_a, no_key_b, matched = row
+    if dups_a or dups_b:
+        return None
     return PairCounts(
         items=(keyed_a + no_key_a, keyed_b + no_key_b),
         no_key=(no_key_a, no_key_b),
         only=(keyed_a - matched, keyed_b - matched),
         matched=matched,
-        has_duplicates=bool(dups_a or dups_b),
     )
+
+
+def _python_rule(datasets: tuple[int, int], spec: MatchSpec) -> PairMatching:
+    return pair_matching_from(items_match(datasets=list(datasets), spec=spec))
 
 
 def pair_match_counts(*, datasets: tuple[int, int], spec: MatchSpec) -> PairCounts:
     """The counts of pair_match without reading the pairs (a caller that stores
-    them inserts them from pair_match_ctes' m in SQL). Counts are only those of
-    pair_match when has_duplicates is False."""
+    them inserts them from pair_match_ctes' m in SQL)."""
     sql, params = pair_match_ctes(datasets=datasets, spec=spec)
     with match_statement() as cursor:
         cursor.execute(sql + _STATS_SQL, params)
-        return _counts(cursor.fetchone())
+        counts = _sql_counts(cursor.fetchone())
+    if counts is not None:
+        return counts
+    matching = _python_rule(datasets, spec)
+    return PairCounts(
+        items=matching.items,
+        no_key=matching.no_key,
+        only=matching.only,
+        matched=len(matching.matched),
+        duplicates=tuple(matching.duplicates),
+    )
 
 
 def pair_match(*, datasets: tuple[int, int], spec: MatchSpec) -> PairMatching:
@@ -536,9 +553,9 @@ def pair_match(*, datasets: tuple[int, int], spec: MatchSpec) -> PairMatching:
     with match_statement() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    counts = _counts(rows[0])
-    if counts.has_duplicates:
-        return pair_matching_from(items_match(datasets=list(datasets), spec=spec))
+    counts = _sql_counts(rows[0])
+    if counts is None:
+        return _python_rule(datasets, spec)
     return PairMatching(
         spec=spec,
         items=counts.items,

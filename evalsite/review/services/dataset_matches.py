@@ -24,7 +24,6 @@ from evalsite.review.selectors.matching import (
     DuplicateKey,
     MatchSpec,
     match_statement,
-    pair_match,
     pair_match_counts,
     pair_match_ctes,
 )
@@ -63,7 +62,7 @@ def dataset_match_get_or_create(
     - a matching without a single pair (nothing to join on; it recounts as fast as
       it reads);
     - a key held twice on a side: compare refuses it, naming the duplicates that
-      pair_match's Python rule reports, which can be long.
+      the Python rule reports (pair_match_counts), which can be long.
     """
     ds_a, ds_b = datasets
     rule = spec.cache_token()
@@ -73,21 +72,6 @@ def dataset_match_get_or_create(
     if found is not None:
         return found
     counts = pair_match_counts(datasets=datasets, spec=spec)
-    if counts.has_duplicates:
-        matching = pair_match(datasets=datasets, spec=spec)
-        return DatasetMatch(
-            dataset_a_id=ds_a,
-            dataset_b_id=ds_b,
-            rule=rule,
-            items_a=matching.items[0],
-            items_b=matching.items[1],
-            matched=len(matching.matched),
-            only_in_a=matching.only[0],
-            only_in_b=matching.only[1],
-            no_key_a=matching.no_key[0],
-            no_key_b=matching.no_key[1],
-            duplicates=[dataclasses.asdict(d) for d in matching.duplicates],
-        )
     row = DatasetMatch(
         dataset_a_id=ds_a,
         dataset_b_id=ds_b,
@@ -99,8 +83,9 @@ def dataset_match_get_or_create(
         only_in_b=counts.only[1],
         no_key_a=counts.no_key[0],
         no_key_b=counts.no_key[1],
+        duplicates=[dataclasses.asdict(d) for d in counts.duplicates],
     )
-    if row.matched == 0:
+    if counts.duplicates or row.matched == 0:
         return row
     try:
         with transaction.atomic():
