@@ -222,6 +222,23 @@ def run() -> list[dict]:
     by_input = f"{page}?runs={run_a.pk}&runs={run_b.pk}&match=input"
     htmx = {"HX-Request": "true"}
 
+    def cold_samples(url: str, *, forget_matchings: bool) -> list[float]:
+        """First pages with the cache cleared before each (and the stored
+        matchings deleted too, when asked)."""
+        samples = []
+        for _ in range(COLD_REPEAT):
+            cache.clear()
+            if forget_matchings:
+                DatasetMatch.objects.all().delete()
+            response = client.get(url, headers=htmx)
+            if (
+                response.status_code != 200
+                or b'id="compare-rows"' not in response.content
+            ):
+                raise RuntimeError(f"compare answered {response.status_code}")
+            samples.append(server_ms(response))
+        return samples
+
     # Cold first pages: nothing cached (cleared before each sample), every figure
     # computed, as for runs that just finished or were just reviewed.
     for url, name in (
@@ -229,40 +246,18 @@ def run() -> list[dict]:
         (same, "one dataset"),
         (by_input, "v1 vs v2 by input"),
     ):
-        samples = []
-        for _ in range(COLD_REPEAT):
-            cache.clear()
-            response = client.get(url, headers=htmx)
-            if (
-                response.status_code != 200
-                or b'id="compare-rows"' not in response.content
-            ):
-                raise RuntimeError(f"compare answered {response.status_code}")
-            samples.append(server_ms(response))
         out += latency_rows(
             "compare",
             f"first page, cold (nothing cached), {name}",
-            samples,
+            cold_samples(url, forget_matchings=False),
             PAGE_TARGET_MS,
         )
-    # The first compare ever of two datasets by a rule: the matching too (stored
-    # matchings deleted before each sample).
+    # The first compare ever of two datasets by a rule: the matching too.
     for url, name in ((versions, "by key"), (by_input, "by input")):
-        samples = []
-        for _ in range(COLD_REPEAT):
-            cache.clear()
-            DatasetMatch.objects.all().delete()
-            response = client.get(url, headers=htmx)
-            if (
-                response.status_code != 200
-                or b'id="compare-rows"' not in response.content
-            ):
-                raise RuntimeError(f"compare answered {response.status_code}")
-            samples.append(server_ms(response))
         out += latency_rows(
             "compare",
             f"first page, first compare ever of the two datasets {name}",
-            samples,
+            cold_samples(url, forget_matchings=True),
             PAGE_TARGET_MS,
         )
     _match_at_upload(run_b)
