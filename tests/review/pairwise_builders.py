@@ -7,6 +7,8 @@ from typing import Any
 
 from evalsite.accounts.models import Project
 from evalsite.evals.models import Run
+from evalsite.review.models import ReviewQueue
+from evalsite.review.services.pairwise import pairwise_queue_create
 from tests.factories import DatasetFactory, RunFactory
 
 
@@ -54,3 +56,9 @@ def make_model_runs(
     run_a = RunFactory(project=project, dataset=ds_a, name=name_a)
     run_b = RunFactory(project=project, dataset=ds_b, name=name_b)
     return run_a, run_b
+
+
+def pairwise_queue(runs: tuple[Run, Run], user: Any, **kwargs: Any) -> ReviewQueue:
+    """A pairwise queue of run A (runs[0]) against run B, made by `user`."""
+    run_a, run_b = runs
+    return pairwise_queue_create(run_a=run_a, run_b=run_b, user=user, **kwargs)

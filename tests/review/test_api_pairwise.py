@@ -9,10 +9,10 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.review.models import AuditEvent, PairwiseItem, Preference, ReviewQueue
-from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_create
+from evalsite.review.services.pairwise import pairwise_answer
 from tests.conftest import bearer
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
-from tests.review.pairwise_builders import make_model_runs
+from tests.review.pairwise_builders import make_model_runs, pairwise_queue
 
 pytestmark = pytest.mark.django_db
 
@@ -33,11 +33,6 @@ def _post(client, url, body, user):
     return client.post(
         url, data=json.dumps(body), content_type="application/json", **bearer(user)
     )
-
-
-def _queue(runs, user, **kwargs):
-    run_a, run_b = runs
-    return pairwise_queue_create(run_a=run_a, run_b=run_b, user=user, **kwargs)
 
 
 def test_create_returns_the_queue_with_its_pairing(client, runs, owner):
@@ -97,7 +92,7 @@ def test_run_b_of_another_project_is_not_found(client, runs, owner):
 
 
 def test_a_pair_is_blind_until_you_answer(client, runs, owner, reviewer, bea):
-    queue = _queue(runs, owner, overlap=2, seed=4)
+    queue = pairwise_queue(runs, owner, overlap=2, seed=4)
     pair = PairwiseItem.objects.select_related("item_a", "item_b").get(
         queue=queue, position=1
     )
@@ -131,7 +126,7 @@ def test_a_pair_is_blind_until_you_answer(client, runs, owner, reviewer, bea):
 
 
 def test_answer_by_run_and_the_errors_of_a_bad_answer(client, runs, owner, reviewer):
-    queue = _queue(runs, owner, overlap=1)
+    queue = pairwise_queue(runs, owner, overlap=1)
     url = f"/api/pairwise/{queue.pk}/pairs/2/preferences"
     assert _post(client, url, {"choice": "b"}, reviewer).status_code == 201
     assert Preference.objects.get(reviewer=reviewer).choice == "b"
@@ -157,7 +152,7 @@ def test_answer_by_run_and_the_errors_of_a_bad_answer(client, runs, owner, revie
 def test_figures_hide_win_rates_from_a_reviewer_with_pairs_left(
     client, runs, owner, reviewer, bea
 ):
-    queue = _queue(runs, owner, overlap=2)
+    queue = pairwise_queue(runs, owner, overlap=2)
     for position, (r, b) in enumerate(
         [("a", "a"), ("a", "b"), ("b", "b"), ("tie", "tie")], 1
     ):
@@ -190,7 +185,7 @@ def test_figures_hide_win_rates_from_a_reviewer_with_pairs_left(
 
 
 def test_lists_of_queues_and_pairs(client, runs, owner):
-    queue = _queue(runs, owner, overlap=1)
+    queue = pairwise_queue(runs, owner, overlap=1)
     run_a, run_b = runs
     listed = client.get(
         f"/api/projects/{run_a.project_id}/pairwise?limit=5", **bearer(owner)
@@ -209,7 +204,7 @@ def test_lists_of_queues_and_pairs(client, runs, owner):
 
 
 def test_outsiders_get_404_and_viewers_403(client, runs, owner, viewer, outsider):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     run_a, run_b = runs
     for path in (
         f"/api/pairwise/{queue.pk}",
@@ -231,7 +226,7 @@ def test_outsiders_get_404_and_viewers_403(client, runs, owner, viewer, outsider
 
 
 def test_preferences_list_follows_the_blind_rule(client, runs, owner, reviewer, bea):
-    queue = _queue(runs, owner, overlap=2, seed=6)
+    queue = pairwise_queue(runs, owner, overlap=2, seed=6)
     pairwise_answer(queue=queue, position=1, user=reviewer, side="left", reason="r1")
     pairwise_answer(queue=queue, position=1, user=bea, side="right")
     pairwise_answer(queue=queue, position=2, user=bea, side="tie")
@@ -260,7 +255,7 @@ def test_review_queue_endpoints_point_a_pairwise_queue_id_to_its_own(
 ):
     """A pairwise queue has no review entries or pass/fail agreement: its id answers
     404 with a pointer on every review-queue endpoint, and nothing is stored."""
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     entry = f"/api/queues/{queue.pk}/entries/1"
     answer = {"passed": True}
     calls = (

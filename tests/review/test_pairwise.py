@@ -24,7 +24,7 @@ from scoring.pairwise import wilson_interval, win_rate_bootstrap, win_rates
 from tests.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run
-from tests.review.pairwise_builders import make_model_runs
+from tests.review.pairwise_builders import make_model_runs, pairwise_queue
 
 pytestmark = pytest.mark.django_db
 
@@ -39,11 +39,6 @@ def bea(project):
 @pytest.fixture
 def runs(project):
     return make_model_runs(project, n=4)
-
-
-def _queue(runs, user, **kwargs):
-    run_a, run_b = runs
-    return pairwise_queue_create(run_a=run_a, run_b=run_b, user=user, **kwargs)
 
 
 def _pair(queue, position):
@@ -100,7 +95,7 @@ def test_bootstrap_over_pairs_is_wider_when_a_pairs_answers_move_together():
 
 def test_create_pairs_items_of_two_dataset_versions_by_input(runs, owner):
     run_a, run_b = runs
-    queue = _queue(runs, owner, seed=7)
+    queue = pairwise_queue(runs, owner, seed=7)
     assert queue.kind == ReviewQueue.Kind.PAIRWISE
     assert (queue.run_id, queue.run_b_id, queue.size) == (run_a.pk, run_b.pk, 4)
     assert queue.pairing["seed"] == 7
@@ -121,9 +116,9 @@ def test_create_pairs_items_of_two_dataset_versions_by_input(runs, owner):
 
 def test_left_right_order_is_drawn_from_the_recorded_seed(project, owner):
     runs = make_model_runs(project, n=40)
-    first = _queue(runs, owner, seed=123)
-    again = _queue(runs, owner, seed=123)
-    other = _queue(runs, owner, seed=124)
+    first = pairwise_queue(runs, owner, seed=123)
+    again = pairwise_queue(runs, owner, seed=123)
+    other = pairwise_queue(runs, owner, seed=124)
     order = lambda q: list(  # noqa: E731
         PairwiseItem.objects.filter(queue=q)
         .order_by("position")
@@ -133,14 +128,16 @@ def test_left_right_order_is_drawn_from_the_recorded_seed(project, owner):
     assert order(first) != order(other)
     assert {True, False} == set(order(first))  # both sides occur
     # Without a seed one is drawn and kept, so the order can be reproduced.
-    drawn = _queue(runs, owner)
+    drawn = pairwise_queue(runs, owner)
     assert isinstance(drawn.pairing["seed"], int)
-    assert order(_queue(runs, owner, seed=drawn.pairing["seed"])) == order(drawn)
+    assert order(pairwise_queue(runs, owner, seed=drawn.pairing["seed"])) == order(
+        drawn
+    )
 
 
 def test_create_by_metadata_key_counts_what_did_not_pair(project, owner):
     runs = make_model_runs(project, n=3, extra_b=2, b_input_spacing=False)
-    queue = _queue(runs, owner, match="key", key="id")
+    queue = pairwise_queue(runs, owner, match="key", key="id")
     assert queue.size == 3
     assert queue.pairing["unmatched_b"] == 2 and queue.pairing["unmatched_a"] == 0
     assert _pair(queue, 1).match_value == "q0"
@@ -150,7 +147,7 @@ def test_a_queue_keeps_at_most_queue_max_pairs_and_says_so(project, owner, monke
     monkeypatch.setattr("evalsite.review.services.pairwise.QUEUE_MAX", 3)
     monkeypatch.setattr("evalsite.review.services.pairwise.PAIR_CHUNK", 2)
     runs = make_model_runs(project, n=10, same_output=(0,))
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     assert queue.size == 3 and queue.truncated is True
     positions = PairwiseItem.objects.filter(queue=queue).order_by("position")
     assert [p.item_a.metadata["id"] for p in positions] == ["q1", "q2", "q3"]
@@ -158,7 +155,7 @@ def test_a_queue_keeps_at_most_queue_max_pairs_and_says_so(project, owner, monke
 
 def test_pairs_with_the_same_output_are_left_out_and_counted(project, owner):
     runs = make_model_runs(project, n=4, same_output=(1, 2))
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     assert queue.size == 2 and queue.pairing["identical"] == 2
 
 
@@ -175,7 +172,7 @@ def test_pairs_with_the_same_output_are_left_out_and_counted(project, owner):
 )
 def test_create_refuses_bad_input_with_a_clear_error(runs, owner, kwargs, message):
     with pytest.raises(ApplicationError, match=message):
-        _queue(runs, owner, **kwargs)
+        pairwise_queue(runs, owner, **kwargs)
     assert not ReviewQueue.objects.filter(kind="pairwise").exists()
 
 
@@ -204,7 +201,7 @@ def test_create_refuses_a_key_held_by_two_items(project, owner):
 
 
 def test_an_answer_by_side_maps_back_to_the_real_run(runs, owner, reviewer):
-    queue = _queue(runs, owner, seed=1, overlap=1)
+    queue = pairwise_queue(runs, owner, seed=1, overlap=1)
     for pair in PairwiseItem.objects.filter(queue=queue):
         outcome = pairwise_answer(
             queue=queue, position=pair.position, user=reviewer, side="left"
@@ -214,7 +211,7 @@ def test_an_answer_by_side_maps_back_to_the_real_run(runs, owner, reviewer):
         assert outcome.preference.side == "left"
         assert outcome.preference.a_left == pair.a_left
     # And by run: "b" is recorded on the side where B was shown.
-    queue2 = _queue(runs, owner, seed=1, overlap=1)
+    queue2 = pairwise_queue(runs, owner, seed=1, overlap=1)
     pair = _pair(queue2, 1)
     pref = pairwise_answer(
         queue=queue2, position=1, user=reviewer, choice="b"
@@ -223,7 +220,7 @@ def test_an_answer_by_side_maps_back_to_the_real_run(runs, owner, reviewer):
 
 
 def test_an_answer_is_audited_with_the_run_it_prefers(runs, owner, reviewer):
-    queue = _queue(runs, owner, seed=3)
+    queue = pairwise_queue(runs, owner, seed=3)
     pair = _pair(queue, 2)
     pairwise_answer(
         queue=queue, position=2, user=reviewer, side="right", reason="clearer"
@@ -239,7 +236,7 @@ def test_an_answer_is_audited_with_the_run_it_prefers(runs, owner, reviewer):
 def test_the_audit_log_keeps_answers_blind_until_the_pair_is_complete(
     runs, owner, reviewer, bea
 ):
-    queue = _queue(runs, owner, overlap=2, seed=3)
+    queue = pairwise_queue(runs, owner, overlap=2, seed=3)
     pairwise_answer(queue=queue, position=1, user=reviewer, choice="a", reason="R-WHY")
     pairwise_answer(queue=queue, position=1, user=reviewer, choice="b", reason="R-WHY")
     first, change = AuditEvent.objects.filter(
@@ -267,7 +264,7 @@ def test_the_audit_log_keeps_answers_blind_until_the_pair_is_complete(
 def test_overlap_takes_each_reviewers_answer_once_then_locks(
     runs, owner, reviewer, bea
 ):
-    queue = _queue(runs, owner, overlap=2)
+    queue = pairwise_queue(runs, owner, overlap=2)
     pairwise_answer(queue=queue, position=1, user=reviewer, choice="a")
     # Answering again replaces, it does not add.
     pairwise_answer(queue=queue, position=1, user=reviewer, choice="tie")
@@ -284,7 +281,7 @@ def test_overlap_takes_each_reviewers_answer_once_then_locks(
 
 
 def test_one_reviewer_per_pair_may_change_their_answer(runs, owner, reviewer):
-    queue = _queue(runs, owner, overlap=1)
+    queue = pairwise_queue(runs, owner, overlap=1)
     pairwise_answer(queue=queue, position=1, user=reviewer, choice="a")
     pairwise_answer(queue=queue, position=1, user=reviewer, choice="b")
     assert Preference.objects.get(queue=queue).choice == "b"
@@ -306,7 +303,7 @@ def test_one_reviewer_per_pair_may_change_their_answer(runs, owner, reviewer):
 def test_bad_answers_are_refused_with_a_clear_error(
     runs, owner, reviewer, kwargs, message
 ):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     with pytest.raises(ApplicationError, match=message):
         pairwise_answer(queue=queue, position=1, user=reviewer, **kwargs)
     with pytest.raises(ApplicationError, match="no pair 9"):
@@ -315,7 +312,7 @@ def test_bad_answers_are_refused_with_a_clear_error(
 
 
 def test_next_pair_skips_your_answers_and_complete_pairs(runs, owner, reviewer, bea):
-    queue = _queue(runs, owner, overlap=1)
+    queue = pairwise_queue(runs, owner, overlap=1)
     pairwise_answer(queue=queue, position=1, user=bea, choice="a")  # complete
     pairwise_answer(queue=queue, position=2, user=reviewer, choice="a")
     assert pairwise_next_for(queue=queue, user=reviewer) == 3
@@ -328,7 +325,7 @@ def test_next_pair_skips_your_answers_and_complete_pairs(runs, owner, reviewer, 
 
 def test_win_rates_and_side_bias_match_a_hand_count(project, owner, reviewer):
     runs = make_model_runs(project, n=10)
-    queue = _queue(runs, owner, overlap=1, seed=5)
+    queue = pairwise_queue(runs, owner, overlap=1, seed=5)
     # A wins 6, B wins 3, one tie: answers given by run.
     for position, choice in enumerate("aaaaaabbbt", 1):
         pairwise_answer(
@@ -358,7 +355,7 @@ def test_win_rates_and_side_bias_match_a_hand_count(project, owner, reviewer):
 def test_agreement_on_preferences_matches_hand_and_reference(
     runs, owner, reviewer, bea
 ):
-    queue = _queue(runs, owner, overlap=2)
+    queue = pairwise_queue(runs, owner, overlap=2)
     rita_says, bea_says = ["a", "a", "b", "tie"], ["a", "b", "b", "tie"]
     for position, (r, b) in enumerate(zip(rita_says, bea_says, strict=True), 1):
         pairwise_answer(queue=queue, position=position, user=reviewer, choice=r)
@@ -436,7 +433,7 @@ def test_create_page_shows_why_nothing_was_created(client, runs, owner):
 def test_queue_page_shows_both_outputs_blind_until_you_answer(
     client, runs, owner, reviewer, bea
 ):
-    queue = _queue(runs, owner, overlap=2, seed=2)
+    queue = pairwise_queue(runs, owner, overlap=2, seed=2)
     pair = _pair(queue, 1)
     pairwise_answer(queue=queue, position=1, user=bea, choice="a", reason="bea-reason")
     login(client, reviewer)
@@ -471,21 +468,21 @@ def test_queue_page_shows_both_outputs_blind_until_you_answer(
 
 
 def test_owner_sees_win_rates_on_the_queue_page(client, runs, owner, reviewer):
-    queue = _queue(runs, owner, overlap=1)
+    queue = pairwise_queue(runs, owner, overlap=1)
     pairwise_answer(queue=queue, position=1, user=reviewer, choice="a")
     login(client, owner)
     page = client.get(_url("pairwise", queue.project_id, queue.pk)).content.decode()
     assert 'class="small win-rates"' in page and "Wilson" in page
     # One answer per pair: the answers are the pairs, no second interval.
     assert "bootstrap over pairs" not in page
-    overlap = _queue(runs, owner, overlap=2)
+    overlap = pairwise_queue(runs, owner, overlap=2)
     pairwise_answer(queue=overlap, position=1, user=reviewer, choice="a")
     page = client.get(_url("pairwise", queue.project_id, overlap.pk)).content.decode()
     assert "bootstrap over pairs" in page
 
 
 def test_answer_without_htmx_redirects_to_your_next_pair(client, runs, owner, reviewer):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     login(client, reviewer)
     response = client.post(
         _url("pairwise_answer", queue.project_id, queue.pk, 1), {"side": "tie"}
@@ -500,7 +497,7 @@ def test_answer_without_htmx_redirects_to_your_next_pair(client, runs, owner, re
 
 
 def test_a_forged_side_is_refused_on_the_card(client, runs, owner, reviewer):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     login(client, reviewer)
     response = client.post(
         _url("pairwise_answer", queue.project_id, queue.pk, 1),
@@ -516,7 +513,7 @@ def test_a_forged_side_is_refused_on_the_card(client, runs, owner, reviewer):
 
 
 def test_queue_page_checks_pos_and_methods(client, runs, owner):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     login(client, owner)
     url = _url("pairwise", queue.project_id, queue.pk)
     assert client.get(url, {"pos": "x"}).status_code == 400
@@ -535,7 +532,7 @@ def test_queue_page_checks_pos_and_methods(client, runs, owner):
 
 
 def test_queue_links_of_a_pairwise_queue_lead_to_its_page(client, runs, owner):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     login(client, owner)
     response = client.get(_url("queue", queue.project_id, queue.pk))
     assert response.status_code == 302
@@ -543,7 +540,7 @@ def test_queue_links_of_a_pairwise_queue_lead_to_its_page(client, runs, owner):
 
 
 def test_agreement_page_loads_the_pairwise_figures(client, runs, owner, reviewer, bea):
-    queue = _queue(runs, owner, overlap=2)
+    queue = pairwise_queue(runs, owner, overlap=2)
     for position in (1, 2):
         pairwise_answer(queue=queue, position=position, user=reviewer, choice="a")
         pairwise_answer(
@@ -572,7 +569,7 @@ def test_agreement_page_loads_the_pairwise_figures(client, runs, owner, reviewer
 
 
 def test_outsiders_and_other_projects_get_404(client, runs, owner, outsider):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     login(client, outsider)
     own = outsider.memberships.get().project_id
     for project_id in (queue.project_id, own):
@@ -609,7 +606,7 @@ def test_a_review_queue_id_is_not_a_pairwise_queue(client, project, owner):
 
 
 def test_viewers_read_but_cannot_answer_or_create(client, runs, owner, viewer):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     login(client, viewer)
     page = client.get(_url("pairwise", queue.project_id, queue.pk)).content.decode()
     assert 'id="read-only"' in page and 'id="answer-form"' not in page
@@ -628,7 +625,7 @@ def test_viewers_read_but_cannot_answer_or_create(client, runs, owner, viewer):
 
 
 def test_answers_need_the_csrf_token(runs, owner, reviewer):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     client = Client(enforce_csrf_checks=True)
     client.force_login(reviewer)
     response = client.post(
@@ -639,7 +636,7 @@ def test_answers_need_the_csrf_token(runs, owner, reviewer):
 
 
 def test_login_is_required(client, runs, owner):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     response = client.get(_url("pairwise", queue.project_id, queue.pk))
     assert response.status_code == 302 and "/login/" in response["Location"]
 
@@ -663,7 +660,7 @@ def test_compare_page_links_to_a_pairwise_queue_of_its_runs(client, project, own
 
 
 def test_admin_lists_pairs_and_preferences_read_only(client, runs, owner, reviewer):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     pairwise_answer(queue=queue, position=1, user=reviewer, side="left")
     owner.is_staff = owner.is_superuser = True
     owner.save()
@@ -676,7 +673,7 @@ def test_admin_lists_pairs_and_preferences_read_only(client, runs, owner, review
 
 
 def test_my_queue_page_lists_a_pairwise_queue_by_its_pairs(client, runs, owner):
-    queue = _queue(runs, owner, overlap=2)
+    queue = pairwise_queue(runs, owner, overlap=2)
     login(client, owner)
     page = client.get(_url("assigned", queue.project_id)).content.decode()
     row = page.split(f'id="queue-row-{queue.pk}"')[1].split("</tr>")[0]

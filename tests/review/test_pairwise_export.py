@@ -24,7 +24,7 @@ from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_cr
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run
-from tests.review.pairwise_builders import make_model_runs
+from tests.review.pairwise_builders import make_model_runs, pairwise_queue
 
 pytestmark = pytest.mark.django_db
 
@@ -39,11 +39,6 @@ def bea(project):
 @pytest.fixture
 def runs(project):
     return make_model_runs(project, n=4)
-
-
-def _queue(runs, user, **kwargs):
-    run_a, run_b = runs
-    return pairwise_queue_create(run_a=run_a, run_b=run_b, user=user, **kwargs)
 
 
 def _page_url(queue, fmt="csv"):
@@ -74,7 +69,7 @@ def _pair(queue, position):
 
 def test_rows_map_each_answer_back_to_the_real_runs(client, runs, owner, reviewer):
     run_a, run_b = runs
-    queue = _queue(runs, owner, overlap=1, seed=3, name="Model A vs B")
+    queue = pairwise_queue(runs, owner, overlap=1, seed=3, name="Model A vs B")
     # One answer by the side shown on each orientation, one tie.
     pairs = [_pair(queue, p) for p in (1, 2, 3, 4)]
     left_a = next(p for p in pairs if p.a_left)
@@ -141,7 +136,7 @@ def test_rows_map_each_answer_back_to_the_real_runs(client, runs, owner, reviewe
 
 def test_jsonl_has_the_same_rows_with_json_types(client, runs, owner, reviewer):
     run_a, _ = runs
-    queue = _queue(runs, owner, overlap=1, seed=5)
+    queue = pairwise_queue(runs, owner, overlap=1, seed=5)
     pair = _pair(queue, 2)
     pairwise_answer(
         queue=queue, position=2, user=reviewer, choice="a", reason="=1+1", seconds=3
@@ -162,7 +157,7 @@ def test_jsonl_has_the_same_rows_with_json_types(client, runs, owner, reviewer):
 
 
 def test_an_empty_queue_exports_the_header_only(client, runs, owner):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     assert _body(login(client, owner).get(_page_url(queue))).splitlines() == [
         ",".join(COLUMNS)
     ]
@@ -175,7 +170,7 @@ def test_an_empty_queue_exports_the_header_only(client, runs, owner):
 def test_answers_on_an_open_pair_stay_hidden_until_you_answer_it(
     client, runs, owner, reviewer, bea
 ):
-    queue = _queue(runs, owner, overlap=2, seed=8)
+    queue = pairwise_queue(runs, owner, overlap=2, seed=8)
     # Pair 1 complete (bea and olivia); pair 2 open with bea's answer only; pair 3
     # open with rita's only.
     pairwise_answer(queue=queue, position=1, user=bea, choice="a", reason="bea 1")
@@ -212,7 +207,7 @@ def test_answers_on_an_open_pair_stay_hidden_until_you_answer_it(
     ['=HYPERLINK("http://x","y")', "+1", "-2+3", "@SUM(A1)", "﹢1", "＝1"],
 )
 def test_formula_like_text_is_quoted_in_csv(client, runs, owner, reason):
-    queue = _queue(runs, owner, overlap=1)
+    queue = pairwise_queue(runs, owner, overlap=1)
     pairwise_answer(queue=queue, position=1, user=owner, choice="a", reason=reason)
     (row,) = _csv(login(client, owner).get(_page_url(queue)))
     assert row["reason"] == "'" + reason
@@ -253,7 +248,7 @@ def test_formula_like_outputs_and_names_are_quoted(client, project, owner):
 
 
 def test_isolation_and_roles(client, runs, owner, viewer, outsider):
-    queue = _queue(runs, owner, overlap=1)
+    queue = pairwise_queue(runs, owner, overlap=1)
     pairwise_answer(queue=queue, position=1, user=owner, choice="a")
     # A viewer may download, as with run exports.
     assert len(_csv(login(client, viewer).get(_page_url(queue)))) == 1
@@ -272,7 +267,7 @@ def test_isolation_and_roles(client, runs, owner, viewer, outsider):
     # Another project's queue under this project's URL: 404.
     other = ProjectFactory(name="Other")
     MembershipFactory(project=other, user=owner, role=Role.OWNER)
-    other_queue = _queue(make_model_runs(other, n=2), owner)
+    other_queue = pairwise_queue(make_model_runs(other, n=2), owner)
     url = reverse("review:pairwise_export_csv", args=[queue.project_id, other_queue.pk])
     assert login(client, owner).get(url).status_code == 404
     # A review queue's id is not a pairwise queue.
@@ -296,7 +291,7 @@ def test_isolation_and_roles(client, runs, owner, viewer, outsider):
 
 
 def test_the_queue_page_links_the_downloads(client, runs, viewer, owner):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     page = login(client, viewer).get(
         reverse("review:pairwise", args=[queue.project_id, queue.pk])
     )
@@ -310,7 +305,7 @@ def test_the_queue_page_links_the_downloads(client, runs, viewer, owner):
 
 
 def _export_queries(client, project, owner, n):
-    queue = _queue(make_model_runs(project, n=n), owner, overlap=1, seed=1)
+    queue = pairwise_queue(make_model_runs(project, n=n), owner, overlap=1, seed=1)
     for position in range(1, n + 1):
         pairwise_answer(
             queue=queue, position=position, user=owner, choice="a", reason="r"
@@ -333,7 +328,7 @@ def test_query_count_does_not_grow_with_the_rows(client, project, owner):
 
 def test_api_export_csv_and_jsonl(client, runs, owner, reviewer):
     run_a, run_b = runs
-    queue = _queue(runs, owner, overlap=1, name="Pairs")
+    queue = pairwise_queue(runs, owner, overlap=1, name="Pairs")
     pairwise_answer(queue=queue, position=1, user=reviewer, choice="b", reason="+x")
     pairwise_answer(queue=queue, position=2, user=owner, choice="a")
     url = f"/api/pairwise/{queue.pk}/export"
@@ -368,7 +363,7 @@ def test_api_export_csv_and_jsonl(client, runs, owner, reviewer):
 
 
 def test_queue_detail_points_a_pairwise_queue_to_its_api(client, runs, owner, outsider):
-    queue = _queue(runs, owner)
+    queue = pairwise_queue(runs, owner)
     response = client.get(f"/api/queues/{queue.pk}", **bearer(owner))
     assert response.status_code == 404
     assert f"/api/pairwise/{queue.pk}" in response.json()["detail"]
