@@ -27,6 +27,7 @@ from evalsite.review.services.dataset_matches import (
 )
 from evalsite.review.tasks import dataset_versions_match_task
 from tests.conftest import login
+from tests.datasets.conftest import upload
 from tests.factories import DatasetFactory
 from tests.review.builders import judged_claims, make_run
 
@@ -41,8 +42,7 @@ def _rows(keys: list[str]) -> list[dict]:
 
 
 def _jsonl(keys: list[str]) -> SimpleUploadedFile:
-    lines = "\n".join(json.dumps(row) for row in _rows(keys))
-    return SimpleUploadedFile("qa.jsonl", lines.encode())
+    return upload("qa.jsonl", "\n".join(json.dumps(row) for row in _rows(keys)))
 
 
 def _pairs(match: DatasetMatch) -> list[tuple[int, int]]:
