@@ -3,6 +3,7 @@ reviewer, the adjudication queue, and agreement between humans."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
 from collections import defaultdict
@@ -12,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.db.models import Count, JSONField, Max, Q, QuerySet, Subquery
+from django.db.models import Count, JSONField, Max, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import JSONObject
 
 from evalsite.evals.models import Result, RunScorer
@@ -289,33 +290,59 @@ def _answers(scope: Q) -> QuerySet[Review]:
     return Review.objects.filter(scope, kind=Review.Kind.ANSWER, reviewer__isnull=False)
 
 
-def _scope_key(prefix: str, answers: QuerySet[Review]) -> str:
-    state = answers.aggregate(n=Count("id"), last=Max("updated_at"), top=Max("id"))
-    last = state["last"].isoformat() if state["last"] else "-"
-    return f"agreement:v1:{prefix}:{state['n']}:{state['top']}:{last}"
+def _scope_key(prefix: str, scope: Q, run_scorer_ids: Iterable[int]) -> str:
+    """Name the report by everything it is computed from, so no write can leave a
+    stale report behind: every review of the scope (answers and adjudications: count,
+    newest id, newest change; an undone answer lowers the count), the reviewed results
+    (their review version sums every review write on them, their updated_at every
+    judge write), the entries decided (with_final counts only those) and the options
+    of the run scorers (a saved rescore rewrites judge and final pass without touching
+    a result's version)."""
+    reviews = Review.objects.filter(scope).aggregate(
+        n=Count("id"),
+        top=Max("id"),
+        last=Max("updated_at"),
+        versions=Sum("result__version"),
+        judged=Max("result__updated_at"),
+    )
+    entries = QueueEntry.objects.filter(
+        result_id__in=Review.objects.filter(scope).values("result_id"),
+        state=QueueEntry.State.DECIDED,
+    ).aggregate(n=Count("id"), last=Max("decided_at"), top=Max("id"))
+    options = sorted(
+        RunScorer.objects.filter(pk__in=list(run_scorer_ids)).values_list(
+            "pk", "options"
+        )
+    )
+    state = json.dumps([reviews, entries, options], sort_keys=True, default=str)
+    digest = hashlib.sha256(state.encode()).hexdigest()[:24]
+    return f"agreement:v2:{prefix}:{digest}"
 
 
 def agreement_report(
     *, queue: ReviewQueue | None = None, run_scorer: RunScorer | None = None
 ) -> AgreementReport:
     """Agreement over a queue's answers, or over every queue's answers on a run
-    scorer's results (a reviewer's latest answer per result). Cached until an answer
-    is added or changed."""
+    scorer's results (a reviewer's latest answer per result). Cached under a key
+    that changes with every write the report reads (see `_scope_key`)."""
     if (queue is None) == (run_scorer is None):
         raise ValueError("give a queue or a run scorer")
     if queue is not None:
         scope = Q(queue=queue)
         prefix = f"q{queue.pk}"
+        run_scorer_ids: list[int] = list(
+            RunScorer.objects.filter(run_id=queue.run_id).values_list("pk", flat=True)
+        )
     else:
         assert run_scorer is not None
         scope = Q(result__run_scorer=run_scorer)
         prefix = f"rs{run_scorer.pk}"
-    answers = _answers(scope)
-    key = _scope_key(prefix, answers)
+        run_scorer_ids = [run_scorer.pk]
+    key = _scope_key(prefix, scope, run_scorer_ids)
     cached = cache.get(key)
     if isinstance(cached, AgreementReport):
         return cached
-    report = _agreement_report(answers)
+    report = _agreement_report(_answers(scope))
     cache.set(key, report, 3600)
     return report
 

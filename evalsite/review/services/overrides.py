@@ -20,7 +20,13 @@ from django.utils import timezone
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, RunScorer
 from evalsite.lib.text import text_check_storable
-from evalsite.review.models import AuditEvent, Override, ReviewVersion
+from evalsite.review.models import (
+    AuditEvent,
+    Override,
+    QueueEntry,
+    Review,
+    ReviewVersion,
+)
 from evalsite.review.selectors.aggregates import review_groups_advance, review_row
 from evalsite.review.selectors.labels import override_change
 from evalsite.review.services.audit import audit_record
@@ -523,6 +529,7 @@ def override_revert(
             if latest_pass is not None:
                 locked.human_passed = latest_pass.new_value
         _save_result(locked, *_REVIEW_FIELDS)
+        _single_answers_follow(locked)
         change = override_change(
             kind=run_scorer.kind,
             override_kind=current.kind,
@@ -543,6 +550,78 @@ def override_revert(
     override.reverted_at = current.reverted_at
     override.reverted_by = current.reverted_by
     _copy_back(override.result, locked)
+    return locked
+
+
+def _single_answers_follow(locked: Result) -> None:
+    """Keep the answers single-review queues recorded for a locked result equal to
+    its human verdict after an undo: retracted when the result is no longer reviewed
+    (the export's answer columns, the entry's counts and the agreement figures then
+    no longer count them), else given the verdict that is left. Overlap queues keep
+    their own answers: an undo there is not a retraction of an answer."""
+    answers = Review.objects.select_for_update().filter(
+        result=locked, kind=Review.Kind.ANSWER, queue__overlap=1
+    )
+    if not locked.reviewed:
+        entry_ids = list(
+            QueueEntry.objects.filter(
+                result=locked, queue_id__in=answers.values("queue_id")
+            ).values_list("pk", flat=True)
+        )
+        if not answers.exists():
+            return
+        answers.delete()
+    else:
+        changed = answers.exclude(passed=locked.human_passed)
+        entry_ids = list(
+            QueueEntry.objects.filter(
+                result=locked, queue_id__in=changed.values("queue_id")
+            ).values_list("pk", flat=True)
+        )
+        if not entry_ids:
+            return
+        changed.update(passed=locked.human_passed, updated_at=timezone.now())
+    for entry in QueueEntry.objects.select_for_update().filter(pk__in=entry_ids):
+        left = Review.objects.filter(
+            queue_id=entry.queue_id, result=locked, kind=Review.Kind.ANSWER
+        )
+        entry.answers = left.count()
+        entry.answers_pass = left.filter(passed=True).count()
+        entry.answers_fail = left.filter(passed=False).count()
+        entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
+
+
+def result_review_retract(*, result: Result, user: User) -> Result:
+    """Undo an answer that changed no verdict (an accept, or a pass/fail that agreed
+    with the final verdict): the result is unreviewed again and the queue answers it
+    recorded are retracted. Overrides are undone with `override_revert` instead."""
+    with transaction.atomic(), _reviewing(result) as (locked, _):
+        if Override.objects.filter(result=locked, reverted_at__isnull=True).exists():
+            raise ConflictError(
+                "This result has active overrides: undo those first.",
+                field_errors={"result": "has active overrides"},
+            )
+        if not locked.reviewed:
+            raise ConflictError("Nothing to undo: this result is not reviewed.")
+        before = {**_snapshot(locked), "human_passed": locked.human_passed}
+        locked.reviewed = False
+        locked.human_passed = None
+        locked.reviewed_by = None
+        locked.reviewed_at = None
+        locked.version += 1
+        locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
+        _single_answers_follow(locked)
+        audit_record(
+            project=locked.run.project,
+            actor=user,
+            action="result.retract",
+            summary=f"{user.get_username()} undid the review of {_where(locked)}",
+            before=before,
+            after={**_snapshot(locked), "human_passed": None},
+            run=locked.run,
+            result=locked,
+        )
+    _copy_back(result, locked)
     return locked
 
 

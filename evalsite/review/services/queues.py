@@ -27,7 +27,11 @@ from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import results_filter
 from evalsite.review.selectors.queues import flip_fields, stratified_sample_size
 from evalsite.review.services.audit import audit_record
-from evalsite.review.services.overrides import override_create, override_revert
+from evalsite.review.services.overrides import (
+    override_create,
+    override_revert,
+    result_review_retract,
+)
 
 # A queue is a unit of human work; past this many results people build a narrower
 # one (or a stratified sample). It also bounds the per-result audit events written.
@@ -281,12 +285,16 @@ def result_flip_field(
 
 
 def result_undo_last(*, result: Result, user: User) -> Result:
-    """Key u: revert the newest active override on the result (the user's own first)."""
+    """Key u: revert the newest active override on the result (the user's own first);
+    with none left, retract the answer that reviewed it (an accept, or a pass/fail
+    that agreed with the verdict), so no answer outlives its undo."""
     active = Override.objects.filter(result=result, reverted_at__isnull=True)
     override = (
         active.filter(user=user).order_by("-created_at", "-id").first()
         or active.order_by("-created_at", "-id").first()
     )
-    if override is None:
-        raise ConflictError("Nothing to undo: this result has no active override.")
-    return override_revert(override=override, user=user)
+    if override is not None:
+        return override_revert(override=override, user=user)
+    if result.reviewed:
+        return result_review_retract(result=result, user=user)
+    raise ConflictError("Nothing to undo: this result has no override or answer.")

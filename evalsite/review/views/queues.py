@@ -187,7 +187,7 @@ def _queue_card_context(
         "comment_form": CommentForm(),
         "can_write": can_write,
         "item_url": item_url(queue.project_id, result.pk) if result else None,
-        "has_undo": bool(result and result.overridden),
+        "has_undo": bool(result and (result.overridden or result.reviewed)),
         "error": error,
         "overlap": overlap,
         **flow_context(request, queue, result),
