@@ -217,9 +217,9 @@ def run() -> list[dict]:
     client = Client()
     client.force_login(user)
     page = reverse("review:compare", args=[run_a.project_id])
-    versions = f"{page}?runs={run_a.pk}&runs={run_b.pk}&match=key&key=id"
-    same = f"{page}?runs={run_a.pk}&runs={run_a2.pk}"
-    by_input = f"{page}?runs={run_a.pk}&runs={run_b.pk}&match=input"
+    versions = f"{page}?a={run_a.pk}&b={run_b.pk}&match=key&key=id"
+    same = f"{page}?a={run_a.pk}&b={run_a2.pk}"
+    by_input = f"{page}?a={run_a.pk}&b={run_b.pk}&match=input"
     htmx = {"HX-Request": "true"}
 
     def cold_samples(url: str, *, forget_matchings: bool) -> list[float]:

@@ -75,9 +75,12 @@ def test_runs_list_to_compare_filter_regressed_and_side_by_side(
     page.check(f"#compare-runs input[name=runs][value='{a.pk}']")
     page.check(f"#compare-runs input[name=runs][value='{b.pk}']")
     page.click("#compare-selected")
-    page.wait_for_url(re.compile(r"/compare/\?"))
+    # The older run is the baseline, named in the URL and the form.
+    page.wait_for_url(re.compile(rf"/compare/\?.*a={a.pk}&b={b.pk}"))
+    assert page.locator("select[name=a]").input_value() == str(a.pk)
+    assert page.locator("select[name=b]").input_value() == str(b.pk)
 
-    # The older run is the baseline; the versions' items matched by id.
+    # The versions' items matched by id.
     summary = page.locator("#compare-summary")
     assert f"#{a.pk}" in summary.locator("h3").first.inner_text().split(" vs ")[0]
     match = page.locator("#compare-match-B").inner_text()
@@ -121,3 +124,32 @@ def test_runs_list_to_compare_filter_regressed_and_side_by_side(
     page.click("#compare-unmatched a:has-text('back to the matched items')")
     page.wait_for_url(lambda url: "unmatched" not in url)
     assert page.locator("#compare-rows tbody tr").count() == 2
+
+
+def test_compare_keeps_the_baseline_on_resubmit_and_swaps_it(page, live_server, scene):
+    """Issue 26 item 1: a new key submitted from the form keeps run A, and the swap
+    link makes run B the baseline (the removed item becomes the added one)."""
+    project, a, b = scene
+    login(page, live_server, "victor", "pw")
+    page.goto(f"{live_server.url}/projects/{project.pk}/runs/")
+    page.check(f"#compare-runs input[name=runs][value='{b.pk}']")
+    page.check(f"#compare-runs input[name=runs][value='{a.pk}']")
+    page.click("#compare-selected")
+    page.wait_for_url(re.compile(rf"a={a.pk}&b={b.pk}"))
+
+    page.fill("#compare-key", "nope")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_url(re.compile(r"key=nope"))
+    assert page.locator("select[name=a]").input_value() == str(a.pk)
+    page.fill("#compare-key", "id")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_url(re.compile(r"key=id"))
+    summary = page.locator("#compare-summary h3").first.inner_text()
+    assert f"#{a.pk}" in summary.split(" vs ")[0]
+    assert "1 only in A (removed)" in page.locator("#compare-match-B").inner_text()
+
+    page.click("#compare-swap")
+    page.wait_for_url(re.compile(rf"a={b.pk}&b={a.pk}"))
+    assert page.locator("select[name=a]").input_value() == str(b.pk)
+    summary = page.locator("#compare-summary h3").first.inner_text()
+    assert f"#{b.pk}" in summary.split(" vs ")[0]

@@ -136,14 +136,14 @@ def test_compare_page_paginates_and_serves_the_partial(client, viewer, project, 
     assert rows.index('data-item="1"') < rows.index('data-item="0"')
     assert 'data-item="3"' not in rows
     partial = client.get(
-        f"{url}?runs={a.pk}&runs={b.pk}&page=2&per_page=2", HTTP_HX_REQUEST="true"
+        f"{url}?a={a.pk}&b={b.pk}&page=2&per_page=2", HTTP_HX_REQUEST="true"
     )
     body = partial.content.decode()
     assert (
         body.lstrip().startswith('<div id="compare-body"') and 'data-item="2"' in body
     )
     # links in the partial keep their path (no {% url as %} outside the region)
-    assert f'href="{url}?runs={a.pk}' in body
+    assert f'href="{url}?a={a.pk}' in body
 
 
 def test_compare_page_filters_regressed_and_changed_verdict(
@@ -152,15 +152,15 @@ def test_compare_page_filters_regressed_and_changed_verdict(
     a, b = runs
     url = reverse("review:compare", args=[project.pk])
     login(client, viewer)
-    html = client.get(f"{url}?runs={a.pk}&runs={b.pk}&only=regressions").content
+    html = client.get(f"{url}?a={a.pk}&b={b.pk}&only=regressions").content
     rows = html.decode().split('id="compare-rows"')[1]
     assert 'data-item="1"' in rows and 'data-item="0"' in rows
     assert 'data-item="2"' not in rows and 'data-item="3"' not in rows
-    html = client.get(f"{url}?runs={a.pk}&runs={b.pk}&only=flips").content.decode()
+    html = client.get(f"{url}?a={a.pk}&b={b.pk}&only=flips").content.decode()
     rows = html.split('id="compare-rows"')[1]
     assert 'data-item="1"' in rows and 'data-item="2"' in rows
     assert 'data-item="0"' not in rows
-    assert client.get(f"{url}?runs={a.pk}&runs={b.pk}&only=bogus").status_code == 400
+    assert client.get(f"{url}?a={a.pk}&b={b.pk}&only=bogus").status_code == 400
 
 
 def test_compare_page_needs_two_to_four_distinct_runs(client, viewer, project, runs):
@@ -168,18 +168,22 @@ def test_compare_page_needs_two_to_four_distinct_runs(client, viewer, project, r
     url = reverse("review:compare", args=[project.pk])
     login(client, viewer)
     assert client.get(url).status_code == 200  # the empty form
-    one = client.get(f"{url}?runs={a.pk}")  # from a run page: A chosen, B to pick
+    one = client.get(f"{url}?a={a.pk}")  # from a run page: A chosen, B to pick
     assert one.status_code == 200 and "Choose a run B" in one.content.decode()
-    one = client.get(f"{url}?runs={a.pk}&only=flips")
+    # The older spelling of that link lands on the same page, spelled ?a=.
+    old = client.get(f"{url}?runs={a.pk}")
+    assert old.status_code == 302 and old["Location"] == f"{url}?a={a.pk}"
+    assert one.status_code == 200 and "Choose a run B" in one.content.decode()
+    one = client.get(f"{url}?a={a.pk}&only=flips")
     assert one.status_code == 200 and f'value="{a.pk}" selected' in one.content.decode()
-    three_same = client.get(f"{url}?runs={a.pk}&runs={b.pk}&runs={a.pk}")
+    three_same = client.get(f"{url}?a={a.pk}&b={b.pk}&c={a.pk}")
     assert three_same.status_code == 400
-    same = client.get(f"{url}?runs={a.pk}&runs={a.pk}")
+    same = client.get(f"{url}?a={a.pk}&b={a.pk}")
     assert same.status_code == 400 and "different runs" in same.content.decode()
     five = "&".join(f"runs={pk}" for pk in [a.pk, b.pk, a.pk, b.pk, a.pk])
     assert client.get(f"{url}?{five}").status_code == 400
-    assert client.get(f"{url}?runs=x&runs={a.pk}").status_code == 400
-    assert client.post(f"{url}?runs={a.pk}&runs={b.pk}").status_code == 405
+    assert client.get(f"{url}?a=x&b={a.pk}").status_code == 400
+    assert client.post(f"{url}?a={a.pk}&b={b.pk}").status_code == 405
 
 
 def test_runs_of_another_project_are_not_found(client, outsider, project, runs):
@@ -194,12 +198,12 @@ def test_runs_of_another_project_are_not_found(client, outsider, project, runs):
         client.get(f"/api/runs/{own_run.pk}/compare/{own_run.pk}?also={a.pk}")
     ).status_code == 404
     page = client.get(
-        reverse("review:compare", args=[own.pk]) + f"?runs={own_run.pk}&runs={a.pk}"
+        reverse("review:compare", args=[own.pk]) + f"?a={own_run.pk}&b={a.pk}"
     )
     assert page.status_code == 404
     assert (
         client.get(
-            reverse("review:compare", args=[project.pk]) + f"?runs={a.pk}&runs={b.pk}"
+            reverse("review:compare", args=[project.pk]) + f"?a={a.pk}&b={b.pk}"
         ).status_code
         == 404
     )
@@ -215,14 +219,14 @@ def test_member_with_runs_in_two_projects_cannot_mix_them(client, owner, project
     login(client, owner)
     assert client.get(f"/api/runs/{a.pk}/compare/{foreign.pk}").status_code == 404
     url = reverse("review:compare", args=[project.pk])
-    assert client.get(f"{url}?runs={a.pk}&runs={foreign.pk}").status_code == 404
+    assert client.get(f"{url}?a={a.pk}&b={foreign.pk}").status_code == 404
 
 
 def test_login_required(client, project, runs):
     a, b = runs
     assert client.get(f"/api/runs/{a.pk}/compare/{b.pk}").status_code == 401
     url = reverse("review:compare", args=[project.pk])
-    assert client.get(f"{url}?runs={a.pk}&runs={b.pk}").status_code == 302
+    assert client.get(f"{url}?a={a.pk}&b={b.pk}").status_code == 302
 
 
 def test_a_review_after_a_compare_shows_in_the_next_one(client, reviewer, runs):
@@ -279,3 +283,33 @@ def test_an_error_in_either_run_is_missing_not_a_change(client, viewer, runs):
         for only in ("regressions", "improvements", "flips", "changed")
     }
     assert counts == {"regressions": 1, "improvements": 1, "flips": 0, "changed": 2}
+
+
+def test_compare_page_picks_run_a_scorer_by_run_scorer_and_swaps_to_b_one(
+    client, viewer, project, runs
+):
+    """?run_scorer= is one of run A's RunScorer ids; the swap link names run B's
+    scorer of the pair and turns regressions into improvements."""
+    a, b = runs
+    hall_a = a.run_scorers.get(kind="hallucination")
+    hall_b = b.run_scorers.get(kind="hallucination")
+    url = reverse("review:compare", args=[project.pk])
+    html = (
+        login(client, viewer)
+        .get(
+            url, {"a": a.pk, "b": b.pk, "run_scorer": hall_a.pk, "only": "regressions"}
+        )
+        .content.decode()
+    )
+    assert f'aria-current="true" data-run-scorer="{hall_a.pk}"' in html
+    assert f"run_scorer={hall_a.pk}" in html.split('id="compare-summary"')[1]
+    swap = html.split('id="compare-swap"')[0].rsplit('href="', 1)[1].split('"')[0]
+    swap = swap.replace("&amp;", "&")
+    assert f"a={b.pk}&b={a.pk}" in swap and f"run_scorer={hall_b.pk}" in swap
+    assert "only=improvements" in swap
+    swapped = client.get(swap).content.decode()
+    assert f'aria-current="true" data-run-scorer="{hall_b.pk}"' in swapped
+    # B → A's improvements are A → B's regressions: the same items (3 and 0).
+    rows = swapped.split('id="compare-rows"')[1]
+    assert 'data-item="3"' in rows and 'data-item="0"' in rows
+    assert 'data-item="1"' not in rows and 'data-item="2"' not in rows

@@ -106,7 +106,7 @@ def test_versions_page_reports_added_removed_and_lists_regressions(
 ):
     _, _, a, b = versions
     url = reverse("review:compare", args=[project.pk])
-    html = login(client, viewer).get(f"{url}?runs={a.pk}&runs={b.pk}").content.decode()
+    html = login(client, viewer).get(f"{url}?a={a.pk}&b={b.pk}").content.decode()
     assert "metadata key “id”" in html
     assert ">1 only in A (removed)</a>" in html and ">1 only in B (added)</a>" in html
     rows = html.split('id="compare-rows"')[1]
@@ -142,13 +142,13 @@ def test_removed_and_added_items_are_listed(client, viewer, project, versions):
     assert _api(client, a, b, "?unmatched=bogus").status_code == 422
 
     url = reverse("review:compare", args=[project.pk])
-    html = client.get(f"{url}?runs={a.pk}&runs={b.pk}&unmatched=removed").content
+    html = client.get(f"{url}?a={a.pk}&b={b.pk}&unmatched=removed").content
     section = html.decode().split('id="compare-unmatched"')[1]
     assert "Colour of the sky?" in section and "Smallest prime?" not in section
     result_url = reverse("review:item", args=[project.pk, a.results.get(item=q3).pk])
     assert f'href="{result_url}"' in section
     assert 'id="compare-rows"' not in html.decode()
-    bad = client.get(f"{url}?runs={a.pk}&runs={b.pk}&unmatched=bogus")
+    bad = client.get(f"{url}?a={a.pk}&b={b.pk}&unmatched=bogus")
     assert bad.status_code == 400
 
 
@@ -219,7 +219,7 @@ def test_duplicate_keys_are_an_error_naming_them(client, owner, project):
     assert "'k' (items 0, 1)" in body["detail"] and f"run A (#{a.pk})" in body["detail"]
     assert body["errors"][0]["field"] == "key"
     url = reverse("review:compare", args=[project.pk])
-    page = client.get(f"{url}?runs={a.pk}&runs={b.pk}")
+    page = client.get(f"{url}?a={a.pk}&b={b.pk}")
     assert page.status_code == 400
     assert "&#x27;k&#x27; (items 0, 1)" in page.content.decode()
     # matching by input instead works
@@ -232,7 +232,7 @@ def test_bad_match_rule_is_a_clear_error(client, owner, versions):
     assert _api(client, a, b, "?match=fuzzy").status_code in (400, 422)
     assert _api(client, a, b, "?key=").status_code in (400, 422)
     url = reverse("review:compare", args=[a.project_id])
-    page = client.get(f"{url}?runs={a.pk}&runs={b.pk}&match=fuzzy")
+    page = client.get(f"{url}?a={a.pk}&b={b.pk}&match=fuzzy")
     assert page.status_code == 400
 
 
@@ -243,7 +243,7 @@ def test_side_by_side_shows_both_outputs_with_a_word_diff(
     a_item = v1.items.get(index=1)
     b_item = v2.items.get(index=1)
     url = reverse("review:compare_item", args=[project.pk])
-    query = f"?runs={a.pk}&runs={b.pk}&a_item={a_item.pk}&b_item={b_item.pk}"
+    query = f"?a={a.pk}&b={b.pk}&a_item={a_item.pk}&b_item={b_item.pk}"
     login(client, viewer)
     page = client.get(url + query)
     html = page.content.decode()
@@ -257,9 +257,9 @@ def test_side_by_side_shows_both_outputs_with_a_word_diff(
     assert partial.lstrip().startswith('<section id="compare-side-by-side"')
     assert 'id="compare-rows"' not in partial
     # an item of another dataset (here: v1's item as B's) is not found
-    wrong = f"?runs={a.pk}&runs={b.pk}&a_item={a_item.pk}&b_item={a_item.pk}"
+    wrong = f"?a={a.pk}&b={b.pk}&a_item={a_item.pk}&b_item={a_item.pk}"
     assert client.get(url + wrong).status_code == 404
-    missing = client.get(url + f"?runs={a.pk}&runs={b.pk}")
+    missing = client.get(url + f"?a={a.pk}&b={b.pk}")
     assert missing.status_code == 400
 
 
@@ -273,7 +273,7 @@ def test_side_by_side_escapes_item_text(client, viewer, project):
     html = (
         login(client, viewer)
         .get(
-            f"{url}?runs={a.pk}&runs={b.pk}"
+            f"{url}?a={a.pk}&b={b.pk}"
             f"&a_item={d1.items.get().pk}&b_item={d2.items.get().pk}"
         )
         .content.decode()
@@ -298,7 +298,7 @@ def test_four_runs_compare_each_with_the_baseline(client, viewer, project, versi
     assert data["candidates"][2]["pairs"] == []
     url = reverse("review:compare", args=[project.pk])
     html = client.get(
-        f"{url}?runs={a.pk}&runs={b.pk}&runs={c.pk}&runs={d.pk}&against={c.pk}"
+        f"{url}?a={a.pk}&b={b.pk}&c={c.pk}&d={d.pk}&against={c.pk}"
     ).content.decode()
     assert "<strong>A vs C</strong>" in html and "shares no scorer" in html
     assert _api(client, a, b, f"?also={c.pk}&also={d.pk}&also={a.pk}").status_code in (
@@ -316,19 +316,119 @@ def test_runs_list_and_run_page_link_to_compare(client, viewer, project, version
     detail = client.get(
         reverse("evals:run_detail", args=[project.pk, a.pk])
     ).content.decode()
-    assert reverse("review:compare", args=[project.pk]) + f"?runs={a.pk}" in detail
+    assert reverse("review:compare", args=[project.pk]) + f"?a={a.pk}" in detail
 
 
 def test_runs_list_sends_newest_first_and_the_oldest_becomes_run_a(
     client, viewer, project, versions
 ):
+    """The runs list's ?order=oldest&runs=<newest>&runs=<oldest> is resolved once
+    into ?a=<oldest>&b=<newest>: the URL, the selects and the heading agree."""
     _, _, a, b = versions  # a is older
     url = reverse("review:compare", args=[project.pk])
-    html = (
-        login(client, viewer)
-        .get(f"{url}?order=oldest&runs={b.pk}&runs={a.pk}")
-        .content.decode()
-    )
+    login(client, viewer)
+    response = client.get(f"{url}?order=oldest&runs={b.pk}&runs={a.pk}&key=id")
+    assert response.status_code == 302
+    assert response["Location"] == f"{url}?key=id&a={a.pk}&b={b.pk}"
+    html = client.get(response["Location"]).content.decode()
     assert f'Run A <span class="muted">#{a.pk} ' in html
-    html = client.get(f"{url}?runs={b.pk}&runs={a.pk}").content.decode()
-    assert f'Run A <span class="muted">#{b.pk} ' in html
+    assert _selected(html, "a") == str(a.pk) and _selected(html, "b") == str(b.pk)
+    # Without order=, the first run listed is A (the older spelling of ?a=&b=).
+    response = client.get(f"{url}?runs={b.pk}&runs={a.pk}")
+    assert response["Location"] == f"{url}?a={b.pk}&b={a.pk}"
+
+
+def test_runs_list_baseline_the_user_designates_is_run_a(
+    client, viewer, project, versions
+):
+    _, _, a, b = versions  # a is older, b designated
+    url = reverse("review:compare", args=[project.pk])
+    login(client, viewer)
+    response = client.get(f"{url}?order=oldest&runs={b.pk}&runs={a.pk}&baseline={b.pk}")
+    assert response["Location"] == f"{url}?a={b.pk}&b={a.pk}"
+    # A designated baseline left unticked still counts as chosen.
+    response = client.get(f"{url}?order=oldest&runs={a.pk}&baseline={b.pk}")
+    assert response["Location"] == f"{url}?a={b.pk}&b={a.pk}"
+    # Still a 404 for another project's run; a baseline alone asks for run B.
+    missing = client.get(f"{url}?order=oldest&runs={a.pk}&baseline=999999")
+    assert missing.status_code == 404
+    alone = client.get(f"{url}?order=oldest&baseline={a.pk}")
+    assert alone["Location"] == f"{url}?a={a.pk}"
+    assert client.get(f"{url}?order=oldest").status_code == 400
+
+
+def _selected(html, param):
+    """The run id the named select (a, b, c, d) has selected."""
+    select = html.split(f'<select name="{param}"')[1].split("</select>")[0]
+    return select.split('" selected')[0].rsplit('value="', 1)[1]
+
+
+def _figures(html):
+    """(run A, run B, removed, added, the current pair's mean Δ text)."""
+    import re
+
+    head = re.search(
+        r'Run A <span class="muted">#(\d+) .*? vs run B <span class="muted">#(\d+) ',
+        html,
+    )
+    removed = re.search(r">(\d+) only in A \(removed\)", html)
+    added = re.search(r">(\d+) only in B \(added\)", html)
+    delta = re.search(
+        r'aria-current="true".*?data-stat="mean-delta">([^<\[]*)', html, re.S
+    )
+    return (
+        int(head.group(1)),
+        int(head.group(2)),
+        int(removed.group(1)),
+        int(added.group(1)),
+        delta.group(1).strip(),
+    )
+
+
+def test_baseline_survives_every_resubmit_and_swaps_on_request(
+    client, viewer, project, versions
+):
+    """Issue 26 item 1: from the runs list, then a new key submitted from the form
+    (the selects as the page rendered them), paging and the unmatched list keep run
+    A, B, removed/added and the sign of every delta; the swap link turns them over."""
+    v1, v2, a, b = versions  # v1 → v2: q3 removed, q5 added; mean Δ (1+0+1 − 2.5)/3
+    for ds in (v1, v2):  # a second key naming the same items
+        for item in ds.items.all():
+            item.metadata = {**item.metadata, "qid": item.metadata["id"]}
+            item.save(update_fields=["metadata"])
+    url = reverse("review:compare", args=[project.pk])
+    login(client, viewer)
+    first = client.get(f"{url}?order=oldest&runs={b.pk}&runs={a.pk}", follow=True)
+    html = first.content.decode()
+    expected = (a.pk, b.pk, 1, 1, "-0.167")
+    assert _figures(html) == expected
+    # Re-submit the form as a browser would: its own selects, a new key.
+    form = {
+        "a": _selected(html, "a"),
+        "b": _selected(html, "b"),
+        "c": "",
+        "d": "",
+        "match": "key",
+        "key": "qid",
+        "only": "",
+    }
+    again = client.get(url, form)
+    assert again.status_code == 200
+    assert _figures(again.content.decode()) == expected
+    partial = client.get(url, form, HTTP_HX_REQUEST="true").content.decode()
+    assert _figures(partial) == expected
+    for extra in ({"per_page": 1, "page": 2}, {"unmatched": "removed"}):
+        html = client.get(url, {**form, **extra}).content.decode()
+        assert _figures(html) == expected
+    listed = client.get(url, {**form, "unmatched": "removed"}).content.decode()
+    assert 'id="compare-unmatched" data-side="removed"' in listed
+    assert "Colour of the sky?" in listed  # q3, only in v1 (run A)
+
+    # The swap link: B becomes the baseline, everything turns over.
+    swap = listed.split('id="compare-swap"')[0].rsplit('href="', 1)[1].split('"')[0]
+    swapped = client.get(swap.replace("&amp;", "&")).content.decode()
+    assert _figures(swapped) == (b.pk, a.pk, 1, 1, "+0.167")
+    assert _selected(swapped, "a") == str(b.pk)
+    # The same items are listed: q3 is now the one only run B holds (added).
+    assert 'id="compare-unmatched" data-side="added"' in swapped
+    assert "Colour of the sky?" in swapped

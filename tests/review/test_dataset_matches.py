@@ -203,7 +203,7 @@ def test_a_rule_that_matches_nothing_is_answered_but_not_stored(
     assert not DatasetMatch.objects.exists()
     page = client.get(
         reverse("review:compare", args=[project.pk]),
-        {"runs": [a.pk, b.pk], "match": "key", "key": "nope"},
+        {"a": a.pk, "b": b.pk, "match": "key", "key": "nope"},
     )
     assert page.status_code == 200 and "No item matched" in page.content.decode()
     assert not DatasetMatch.objects.exists()

@@ -648,7 +648,7 @@ def test_compare_page_links_to_a_pairwise_queue_of_its_runs(client, project, own
     login(client, owner)
     page = client.get(
         reverse("review:compare", args=[project.pk]),
-        {"runs": [run_a.pk, run_b.pk], "match": "input"},
+        {"a": run_a.pk, "b": run_b.pk, "match": "input"},
     ).content.decode()
     link = _url("pairwise_create", project.pk, run_a.pk)
     assert f"{link}?b={run_b.pk}&amp;match=input" in page

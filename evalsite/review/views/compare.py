@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from evalsite.accounts.models import Project
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
@@ -19,24 +20,59 @@ from evalsite.review.selectors.compare import (
     ONLY_CHOICES,
     SIDE_LABELS,
     STATS_METHODS,
+    Candidate,
+    Comparison,
+    ScorerDelta,
     Unmatched,
 )
 from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.selectors.matching import MatchSpec, normalise_input
 
 TEMPLATE = "review/compare.html"
+# What run A's regressions are once B is the baseline.
+_SWAPPED_ONLY = {"regressions": "improvements", "improvements": "regressions"}
+_SWAPPED_UNMATCHED = {"removed": "added", "added": "removed"}
+
+
+def _swap_query(
+    query: QueryDict,
+    *,
+    comparison: Comparison,
+    candidate: Candidate,
+    delta: ScorerDelta | None,
+) -> str:
+    """The query of the same view with runs A and B swapped (B the baseline).
+
+    The listed items stay the same items: the filter and the unmatched side turn
+    over with the direction, and the scorer becomes run B's one of the pair. Against
+    C or D the listed run stays, with run B's first scorer (its pair is unknown).
+    """
+    swapped = query.copy()
+    run_a, run_b = comparison.run_a.pk, comparison.candidates[0].run.pk
+    swapped["a"], swapped["b"] = str(run_b), str(run_a)
+    for name in ("page", "a_item", "b_item", "run_scorer"):
+        swapped.pop(name, None)
+    if candidate.run.pk == run_b:
+        swapped.pop("against", None)
+        if delta is not None:
+            swapped["run_scorer"] = str(delta.b.pk)
+        only, unmatched = swapped.get("only", ""), swapped.get("unmatched", "")
+        if isinstance(only, str) and only in _SWAPPED_ONLY:
+            swapped["only"] = _SWAPPED_ONLY[only]
+        if isinstance(unmatched, str) and unmatched in _SWAPPED_UNMATCHED:
+            swapped["unmatched"] = _SWAPPED_UNMATCHED[unmatched]
+    return str(swapped.urlencode())
 
 
 def _compare_context(
-    request: AuthenticatedHttpRequest, project_id: int, *, with_item: bool
+    request: AuthenticatedHttpRequest, project: Project, *, with_item: bool
 ) -> tuple[dict[str, Any], int]:
     """Parse the form, compare, and (with_item) load the chosen matched item.
 
-    Steps: the project (404 for outsiders); the form (400 when invalid); the
+    Steps: the form (400 when invalid, 404 for another project's run); the
     comparison (400 with the reason on a duplicate key or bad match rule); the
     page of rows of the chosen run and scorer; the side-by-side item.
     """
-    project = project_get_for_user(user=request.user, pk=project_id)
     form = CompareForm(request.GET or None, project=project)
     context: dict[str, Any] = {
         "project": project,
@@ -65,7 +101,7 @@ def _compare_context(
         context["compare_error"] = exc.message
         return context, 400
     candidate = comparison.candidate_for(data.get("against"))
-    delta = candidate.delta_for(data.get("scorer"))
+    delta = candidate.delta_for(data.get("run_scorer"))
     if delta is None and candidate.deltas:
         delta = candidate.deltas[0]
     # The side-by-side links of the rows share this query (one urlencode, not two
@@ -78,6 +114,9 @@ def _compare_context(
         candidate=candidate,
         delta=delta,
         side_query=query.urlencode(),
+        swap_query=_swap_query(
+            request.GET, comparison=comparison, candidate=candidate, delta=delta
+        ),
     )
     unmatched: Unmatched | None = data.get("unmatched") or None
     paging = {"number": data.get("page") or 1, "per_page": data.get("per_page") or 50}
@@ -130,7 +169,12 @@ def _compare_context(
 @require_GET
 @vary_on_htmx
 def compare(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
-    context, status = _compare_context(request, project_id, with_item=False)
+    project = project_get_for_user(user=request.user, pk=project_id)
+    canonical = CompareForm(request.GET, project=project).canonical_query()
+    if canonical is not None:
+        # The runs list's ?runs=…&order=oldest, resolved once into ?a=&b=.
+        return redirect(f"{reverse('review:compare', args=[project.pk])}?{canonical}")
+    context, status = _compare_context(request, project, with_item=False)
     template = partial(request, TEMPLATE, "compare-body")
     return render(request, template, context, status=status)
 
@@ -140,6 +184,7 @@ def compare(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
 def compare_item(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     """One matched item of run A and another run side by side: inputs, outputs with a
     word diff of the outputs, every paired scorer's results."""
-    context, status = _compare_context(request, project_id, with_item=True)
+    project = project_get_for_user(user=request.user, pk=project_id)
+    context, status = _compare_context(request, project, with_item=True)
     template = partial(request, TEMPLATE, "compare-side-by-side")
     return render(request, template, context, status=status)
