@@ -155,6 +155,15 @@ class CustomRubricAnalysis(_Model):
     reason: str = ""
 
 
+# --- imported ---------------------------------------------------------------
+class ImportedAnalysis(_Model):
+    """Another tool's grade as it recorded it: pass, score (0-1) and reason."""
+
+    passed: bool
+    score: Ratio
+    reason: str = ""
+
+
 # --- non-LLM kinds ----------------------------------------------------------
 class TextAnalysis(_Model):
     """What ``analyze_text`` produced: the unscaled ratio plus details."""
@@ -182,6 +191,7 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
     **AGENT_ANALYSIS_MODELS,
     "trajectory": TextAnalysis,
     **RAG_ANALYSIS_MODELS,
+    "imported": ImportedAnalysis,
 }
 
 

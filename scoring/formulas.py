@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from scoring.analysis import validate_analysis
+from scoring.errors import AnalysisError
 from scoring.kinds_agent import AGENT_SCORE_FUNCTIONS
 from scoring.kinds_rag import SCORE_FUNCTIONS as RAG_SCORE_FUNCTIONS
 from scoring.options import check_kind, validate_options
+from scoring.ranges import score_in_range
 from scoring.registry import KINDS
 
 __all__ = [
@@ -152,6 +154,11 @@ def score_custom_rubric(analysis: dict[str, Any], options: dict[str, Any]) -> fl
     return round_half_up(analysis["score"] * options["scale"])
 
 
+def score_imported(analysis: dict[str, Any], options: dict[str, Any]) -> float:
+    """The other tool's score x scale, not rounded."""
+    return float(analysis["score"] * options["scale"])
+
+
 def score_text_ratio(analysis: dict[str, Any], options: dict[str, Any]) -> float:
     """Non-LLM kinds: the ratio ``analyze_text`` computed, scaled, not rounded."""
     return float(analysis["ratio"] * options["scale"])
@@ -177,6 +184,7 @@ SCORE_FUNCTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any]], float]] = 
     **AGENT_SCORE_FUNCTIONS,
     "trajectory": score_text_ratio,
     **RAG_SCORE_FUNCTIONS,
+    "imported": score_imported,
 }
 
 
@@ -185,12 +193,22 @@ def compute_score(
 ) -> float:
     """The score of ``analysis`` for ``kind`` under ``options`` (merged with the defaults).
 
-    Pure, no I/O. Raises ``UnknownKindError``, ``OptionsError`` or ``AnalysisError``.
+    Pure, no I/O. Raises ``UnknownKindError``, ``OptionsError`` or ``AnalysisError``
+    (also for a score outside 0-scale, which no valid options give).
     """
     check_kind(kind)
     merged = validate_options(kind, options)
     validated = validate_analysis(kind, analysis)
-    return SCORE_FUNCTIONS[kind](validated, merged)
+    score = SCORE_FUNCTIONS[kind](validated, merged)
+    # The options keep every formula within 0-scale; a score outside it would be a
+    # formula's bug, and is refused here rather than stored (scoring/ranges.py).
+    if not score_in_range(score, merged["scale"]):
+        raise AnalysisError(
+            f"{kind} gave the score {score!r}, outside 0-{merged['scale']:g} "
+            "(the scale); no score is stored outside it",
+            path="",
+        )
+    return score
 
 
 def _at_least(score: float, bound: float) -> bool:
@@ -203,15 +221,26 @@ def _at_most(score: float, bound: float) -> bool:
     return score <= bound + 1e-9 * max(1.0, abs(bound))
 
 
-def passes(kind: str, score: float, options: dict[str, Any] | None = None) -> bool:
+def passes(
+    kind: str,
+    score: float,
+    options: dict[str, Any] | None = None,
+    *,
+    analysis: dict[str, Any] | None = None,
+) -> bool:
     """The pass rule of SCORERS.md.
 
     Higher-is-better: ``score >= threshold x scale``; lower-is-better (hallucination,
     bias, toxicity): ``score <= threshold x scale``. Factuality without a threshold:
     pass iff ``score > 0`` (promptfoo); with one, the higher-is-better rule.
+    ``imported`` (another tool's grade): the tool's own pass, ``analysis["passed"]``,
+    whatever the score (promptfoo's llm-rubric passes a 0.6 and may fail a 0.9);
+    without the analysis, the higher-is-better rule.
     """
     check_kind(kind)
     merged = validate_options(kind, options)
+    if kind == "imported" and analysis is not None:
+        return bool(validate_analysis(kind, analysis)["passed"])
     threshold = merged["threshold"]
     if threshold is None:  # factuality's default: promptfoo's rule
         return score > 0

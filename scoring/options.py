@@ -20,7 +20,6 @@ from scoring.analysis import format_path
 from scoring.errors import OptionsError, UnknownKindError
 
 __all__ = [
-    "CATEGORY_SCORE_LIMIT",
     "DEFAULT_CUSTOM_RUBRIC",
     "MAX_SCALE",
     "OPTIONS_MODELS",
@@ -35,9 +34,6 @@ __all__ = [
 # floats, so an option like a scale of 1e308 would overflow them (a stored 1e308 made
 # every later rescore fail); no real scorer comes near these bounds.
 MAX_SCALE = 1_000_000.0
-# Factuality's category scores are multiples of the scale; "any number" (promptfoo)
-# within this, which leaves room for bonuses (2 = twice the scale) and penalties (-1).
-CATEGORY_SCORE_LIMIT = 10.0
 
 
 def _number(value: Any) -> Any:
@@ -126,9 +122,13 @@ class AnswerRelevancyOptions(CommonOptions):
     )
 
 
+# Factuality's category scores are fractions of the scale, 0 to 1, so that the score
+# stays within 0-scale like every other score a result holds (scoring/ranges.py):
+# overrides, the aggregates and the histogram assume it. promptfoo takes any number
+# (README, row factuality-category-score-range).
 CategoryScore = Annotated[
     float,
-    Field(allow_inf_nan=False, ge=-CATEGORY_SCORE_LIMIT, le=CATEGORY_SCORE_LIMIT),
+    Field(allow_inf_nan=False, ge=0, le=1),
     BeforeValidator(_number),
 ]
 
@@ -173,9 +173,8 @@ class FactualityOptions(CommonOptions):
         default_factory=CategoryScores,
         title="Category scores",
         description=(
-            "Score of each answer category A-E, as a multiple of the scale (any "
-            f"number from -{CATEGORY_SCORE_LIMIT:g} to {CATEGORY_SCORE_LIMIT:g}; "
-            "the score is not clamped)."
+            "Score of each answer category A-E, as a fraction of the scale, from 0 "
+            "to 1 (promptfoo takes any number; a score must stay within 0-scale)."
         ),
     )
     rubric_prompt: Annotated[str | None, _rubric_with("{{completion}}")] = Field(
@@ -659,6 +658,9 @@ OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
     "noise_sensitivity": NoiseSensitivityOptions,
     "prompt_alignment": PromptAlignmentOptions,
     "summarization": SummarizationOptions,
+    # Another tool's grades (evalsite's import): the tool decided pass; the threshold
+    # is not used (scoring.formulas.passes).
+    "imported": CommonOptions,
 }
 
 

@@ -32,6 +32,9 @@ class KindSpec:
     steps: tuple[str, ...]
     overridable: dict[str, list[Any]]
     value_labels: dict[str, dict[str, str]]
+    # False for kinds a run never computes (imported grades): not offered for scorer
+    # configs and not in TEXT_KINDS.
+    runnable: bool = True
 
 
 _YES_NO = ["yes", "no"]
@@ -395,6 +398,24 @@ _RAW: list[dict[str, Any]] = [
 
 # scoring.kinds_rag's five kinds describe themselves there.
 _RAW += RAG_REGISTRY_ENTRIES
+_RAW.append(
+    {
+        "name": "imported",
+        "label": "Imported grade",
+        "description": (
+            "A grade another tool recorded (a promptfoo assertion): its pass, score "
+            "(0-1) and reason, as the tool gave them. Never computed here; a reviewer "
+            "flips its pass or overrides its score."
+        ),
+        "needs_judge": False,
+        "required_fields": ("output",),
+        "direction": "higher",
+        "steps": (),
+        "overridable": {"passed": [True, False]},
+        "value_labels": {"passed": {"true": "pass", "false": "fail"}},
+        "runnable": False,
+    }
+)
 
 KINDS: dict[str, KindSpec] = {
     raw["name"]: KindSpec(
@@ -409,7 +430,7 @@ LLM_KINDS: tuple[str, ...] = tuple(
     name for name, spec in KINDS.items() if spec.needs_judge
 )
 TEXT_KINDS: tuple[str, ...] = tuple(
-    name for name, spec in KINDS.items() if not spec.needs_judge
+    name for name, spec in KINDS.items() if not spec.needs_judge and spec.runnable
 )
 
 if tuple(KINDS) != tuple(OPTIONS_MODELS):  # pragma: no cover - a programming error

@@ -38,12 +38,15 @@ ALL_KINDS = {
     "noise_sensitivity",
     "prompt_alignment",
     "summarization",
+    # another tool's grades, never computed (evalsite's import)
+    "imported",
 }
 
 
 def test_every_kind_is_registered():
     assert set(KINDS) == ALL_KINDS
-    assert set(LLM_KINDS) | set(TEXT_KINDS) == ALL_KINDS
+    assert set(LLM_KINDS) | set(TEXT_KINDS) == ALL_KINDS - {"imported"}
+    assert [name for name, spec in KINDS.items() if not spec.runnable] == ["imported"]
     assert set(TEXT_KINDS) == {
         "content_similarity",
         "textual_difference",
@@ -84,6 +87,8 @@ def test_spec_fields(kind):
     assert {"scale", "threshold"} <= set(spec.options_schema["properties"])
     if spec.needs_judge:
         assert spec.steps
+    elif not spec.runnable:  # imported: the tool's pass is what a reviewer flips
+        assert spec.steps == () and spec.overridable == {"passed": [True, False]}
     else:
         assert spec.steps == () and spec.overridable == {} and spec.value_labels == {}
     for pattern, values in spec.overridable.items():
@@ -125,3 +130,14 @@ def test_required_fields():
     assert (
         "context" not in KINDS["context_relevance"].required_fields
     )  # no chunks -> 1 x scale
+
+
+def test_imported_grade_keeps_the_tools_pass_whatever_the_score():
+    from scoring import compute_score, overridable_count, passes
+
+    failed_high = {"passed": False, "score": 0.9, "reason": "judge said no"}
+    passed_low = {"passed": True, "score": 0.6, "reason": "close enough"}
+    assert compute_score("imported", failed_high) == 0.9
+    assert passes("imported", 0.9, analysis=failed_high) is False
+    assert passes("imported", 0.6, analysis=passed_low) is True
+    assert overridable_count("imported", passed_low) == 1

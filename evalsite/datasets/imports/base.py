@@ -19,7 +19,7 @@ from evalsite.datasets.parsing import Limits, Problem
 Tool = Literal["promptfoo", "langfuse", "langsmith"]
 TOOLS: tuple[Tool, ...] = ("promptfoo", "langfuse", "langsmith")
 TOOL_LABELS: dict[str, str] = {
-    "promptfoo": "promptfoo results (promptfoo eval -o results.json)",
+    "promptfoo": "promptfoo results (promptfoo eval -o results.json or results.jsonl)",
     "langfuse": "Langfuse dataset items (CSV, JSON or JSONL export)",
     "langsmith": "LangSmith dataset examples (CSV, JSON or JSONL)",
 }
@@ -44,17 +44,21 @@ PREVIEW_ROWS = 10
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """A judge's factuality verdict on one item, in scoring's analysis shape.
+class Grade:
+    """One check the tool recorded on one item, as a result of the scorer `scorer`
+    (kind `kind`: "factuality", or "imported" for the tool's own pass, score and
+    reason), in scoring's analysis shape.
 
-    `error` instead of an analysis when the tool recorded a failure (the result is
-    imported as an error). `inferred` when the tool did not record the category and the
-    importer chose one that scores and passes as the tool's grade did.
+    `error` instead of an analysis when the tool recorded an error or could not read
+    its grader's reply (the result is imported as an error). `inferred` when the tool
+    did not record the factuality category and the importer chose one that scores and
+    passes as the tool's grade did.
     """
 
+    scorer: str
+    kind: str
+    options: dict[str, Any]
     analysis: dict[str, Any] | None
-    score: float | None
-    passed: bool | None
     reason: str = ""
     error: str = ""
     inferred: bool = False
@@ -70,7 +74,10 @@ class ImportedRow:
     metadata: dict[str, Any] = field(default_factory=dict)
     system_prompt: str = ""
     conversation: list[dict[str, Any]] | None = None
-    verdict: Verdict | None = None
+    # The run this item's grades go to (promptfoo: one per prompt x provider); its
+    # items become one dataset version.
+    group: str = ""
+    grades: list[Grade] = field(default_factory=list)
 
     def as_item(self) -> dict[str, Any]:
         """The row as a JSON Lines record for datasets.services.dataset_create."""
@@ -94,7 +101,7 @@ class ImportSummary:
     file_format: str = "json"
     rows: int = 0
     details: dict[str, Any] = field(default_factory=dict)
-    # Verdicts: how many passed, failed and were errors; categories by letter.
+    # Grades: how many passed, failed and were errors; categories by letter.
     verdicts: Counter[str] = field(default_factory=Counter)
     categories: Counter[str] = field(default_factory=Counter)
     # Other assertion types (promptfoo), kept in the items' metadata: type -> count.
@@ -106,6 +113,8 @@ class ImportSummary:
     input_choices: list[str] = field(default_factory=list)
     input_source: str = ""
     scorer: str = ""
+    # The groups (runs) in the order met: promptfoo's "<provider> · <prompt>".
+    groups: list[str] = field(default_factory=list)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -134,6 +143,7 @@ class ImportSummary:
             "input_source": self.input_source,
             "input_choices": self.input_choices,
             "scorer": self.scorer,
+            "groups": list(self.groups),
             "verdicts": dict(self.verdicts),
             "categories": dict(sorted(self.categories.items())),
             "other_assertions": dict(sorted(self.other_assertions.items())),

@@ -1,17 +1,19 @@
 """Read another tool's file for import: detect it, preview it, spill it to disk, and
-create the dataset from it. The run that holds its verdicts is created a layer up, in
+create the datasets from it. The runs that hold its grades are created a layer up, in
 evalsite.review.services.imports (datasets may not import evals), in the same
-transaction as the dataset.
+transaction as the datasets.
 
 1. Detect the tool (promptfoo results, Langfuse dataset items, LangSmith examples)
    unless the user chose it, and read the file row by row with the upload's bounds
    (size, nesting, cell size, storable text: datasets.parsing's Limits and checks).
-2. Write the rows to a JSON Lines file on disk (memory stays bounded by one row) and the
-   verdicts to another; any row problem stops here, before anything is written.
-3. (review.services.imports) In one transaction: datasets.services.dataset_create reads that JSON Lines file as an
-   ordinary upload (versions, batching, the same checks), then the verdicts become a
-   finished run with a factuality scorer whose results reviewers can override like any
-   judge's. A failure anywhere rolls both back.
+2. Write each group's rows (promptfoo: one group per prompt x provider; the other
+   tools: one) to a JSON Lines file on disk (memory stays bounded by one row) and its
+   grades to another; any row problem stops here, before anything is written.
+3. (review.services.imports) In one transaction, per group: datasets.services.
+   dataset_create reads its JSON Lines file as an ordinary upload (a new version of
+   the one dataset name; batching, the same checks), then its grades become a
+   finished run, one scorer per check, whose results reviewers override like any
+   judge's. A failure anywhere rolls everything back.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TextIO
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -35,10 +37,10 @@ from evalsite.datasets.imports import langfuse, langsmith, promptfoo
 from evalsite.datasets.imports.base import (
     PREVIEW_ROWS,
     TOOLS,
+    Grade,
     ImportedRow,
     ImportFailed,
     ImportSummary,
-    Verdict,
 )
 from evalsite.datasets.models import Dataset
 from evalsite.datasets.parsing import (
@@ -81,7 +83,6 @@ class ImportPreview:
 
 class _Reader(Protocol):
     summary: ImportSummary
-    scorer_options: dict[str, Any] | None
     grader: str
 
     def rows(self) -> Iterator[ImportedRow | Problem]: ...
@@ -98,7 +99,6 @@ class _TableReader:
         self._format = file_format
         self._limits = limits
         self.summary = ImportSummary(tool=tool, file_format=file_format)
-        self.scorer_options: dict[str, Any] | None = None
         self.grader = ""
 
     def rows(self) -> Iterator[ImportedRow | Problem]:
@@ -158,10 +158,14 @@ def import_detect(
         )
     head = _binary(file).read(_HEAD_BYTES)
     filename = os.path.basename(file.name or "")
-    if tool == "promptfoo" or (
-        not tool and promptfoo.looks_like(head.decode("utf-8", "replace"))
-    ):
-        return "promptfoo", "json"
+    form = promptfoo.sniff(head.decode("utf-8", "replace"))
+    if form == "csv" and tool in (None, "", "promptfoo"):
+        raise DatasetUploadError(
+            promptfoo.CSV_REFUSED,
+            [Problem("promptfoo's CSV output is not imported.", column="format")],
+        )
+    if tool == "promptfoo" or (not tool and form is not None):
+        return "promptfoo", "jsonl" if form == "jsonl" else "json"
     limits = _limits()
     try:
         file_format = detect_format(filename, None, head)
@@ -177,7 +181,7 @@ def import_detect(
     shown = ", ".join(columns[:20]) or "none"
     raise DatasetUploadError(
         "This file is not one evalsite can import from another tool: expected "
-        "promptfoo results (promptfoo eval -o results.json), Langfuse dataset items "
+        f"promptfoo results ({promptfoo.SUPPORTED_FORMS}), Langfuse dataset items "
         "(columns input, expectedOutput, ...) or LangSmith examples (inputs, outputs, "
         f"or inputs.<key> columns). Columns found: {shown}. A plain CSV or JSON Lines "
         "file is a dataset upload instead; or choose the tool if you know it.",
@@ -193,6 +197,10 @@ def _reader(
     input_var: str | None,
     limits: Limits,
 ) -> _Reader:
+    if tool == "promptfoo" and file_format == "jsonl":
+        return promptfoo.PromptfooReader(
+            limits=limits, input_var=input_var, jsonl=_binary(file)
+        )
     if tool == "promptfoo":
         return promptfoo.PromptfooReader(
             _text_chunks(_binary(file)), limits=limits, input_var=input_var
@@ -261,46 +269,69 @@ def import_preview(
 
     _scan(reader, keep)
     summary = reader.summary
-    summary.scorer = _scorer_name(tool) if summary.verdict_total else ""
+    summary.scorer = ", ".join(_scorer_names(rows)) if summary.verdict_total else ""
     return ImportPreview(
         tool=tool, summary=summary, rows=rows, name=_default_name(file)
     )
 
 
-def _scorer_name(tool: str) -> str:
-    return f"factuality ({tool})"
+def _scorer_names(rows: list[ImportedRow]) -> list[str]:
+    names: list[str] = []
+    for row in rows:
+        for grade in row.grades:
+            if grade.scorer not in names:
+                names.append(grade.scorer)
+    return names
+
+
+@dataclass
+class GroupSpill:
+    """One group's items and grades on disk (promptfoo: one prompt x provider)."""
+
+    label: str
+    items_path: Path
+    grades_path: Path
+    items: int = 0
+    # Scorer name -> (kind, options), in the order first met.
+    scorers: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+
+    def grades(self) -> Iterator[tuple[int, str, dict[str, Any] | None, str, str]]:
+        """(item index, scorer name, analysis or None, reason, error) of each grade."""
+        with open(self.grades_path, encoding="utf-8") as lines:
+            for line in lines:
+                index, scorer, analysis, reason, error = json.loads(line)
+                yield index, scorer, analysis, reason, error
 
 
 @dataclass
 class ImportSpill:
-    """A file read into JSON Lines on disk: the items, and the verdicts by item index."""
+    """A file read into JSON Lines on disk, group by group."""
 
     tool: str
     summary: ImportSummary
-    items_path: Path
-    verdicts_path: Path
+    directory: Path
     filename: str
     default_name: str
+    groups: dict[str, GroupSpill] = field(default_factory=dict)
     # Agent fields some row has (mapped only then: a mapped column in no row is refused).
     agent_fields: set[str] = field(default_factory=set)
-    scorer_options: dict[str, Any] | None = None
     grader: str = ""
 
-    @property
-    def scorer_name(self) -> str:
-        return _scorer_name(self.tool)
+    def group(self, label: str) -> GroupSpill:
+        if label not in self.groups:
+            n = len(self.groups)
+            self.groups[label] = GroupSpill(
+                label=label,
+                items_path=self.directory / f"items-{n}.jsonl",
+                grades_path=self.directory / f"grades-{n}.jsonl",
+            )
+        return self.groups[label]
 
-    def verdicts(self) -> Iterator[tuple[int, dict[str, Any] | None, str, str]]:
-        """(item index, analysis or None, reason, error) of each verdict."""
-        with open(self.verdicts_path, encoding="utf-8") as lines:
-            for line in lines:
-                index, analysis, reason, error = json.loads(line)
-                yield index, analysis, reason, error
 
-
-def _verdict_line(index: int, verdict: Verdict) -> str:
+def _grade_line(index: int, grade: Grade) -> str:
     return json.dumps(
-        [index, verdict.analysis, verdict.reason, verdict.error], ensure_ascii=False
+        [index, grade.scorer, grade.analysis, grade.reason, grade.error],
+        ensure_ascii=False,
     )
 
 
@@ -323,39 +354,52 @@ def import_spill(
         input_var=input_var,
         limits=_limits(),
     )
-    with tempfile.TemporaryDirectory(prefix="evalsite-import-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="evalsite-import-") as tmp,
+        ExitStack() as files,
+    ):
         spill = ImportSpill(
             tool=tool,
             summary=reader.summary,
-            items_path=Path(tmp) / "items.jsonl",
-            verdicts_path=Path(tmp) / "verdicts.jsonl",
+            directory=Path(tmp),
             filename=os.path.basename(file.name or "")[:255] or "import.jsonl",
             default_name=_default_name(file),
         )
-        with (
-            open(spill.items_path, "w", encoding="utf-8") as items,
-            open(spill.verdicts_path, "w", encoding="utf-8") as verdicts,
-        ):
+        handles: dict[str, tuple[TextIO, TextIO]] = {}
 
-            def write(row: ImportedRow) -> None:
-                record = row.as_item()
-                spill.agent_fields.update(
-                    k for k in ("system_prompt", "conversation") if k in record
+        def write(row: ImportedRow) -> None:
+            group = spill.group(row.group)
+            if row.group not in handles:
+                handles[row.group] = (
+                    files.enter_context(open(group.items_path, "w", encoding="utf-8")),
+                    files.enter_context(open(group.grades_path, "w", encoding="utf-8")),
                 )
-                items.write(json.dumps(record, ensure_ascii=False) + "\n")
-                if row.verdict is not None:
-                    verdicts.write(_verdict_line(row.index, row.verdict) + "\n")
+            items, grades = handles[row.group]
+            record = row.as_item()
+            spill.agent_fields.update(
+                k for k in ("system_prompt", "conversation") if k in record
+            )
+            items.write(json.dumps(record, ensure_ascii=False) + "\n")
+            group.items += 1
+            for grade in row.grades:
+                group.scorers.setdefault(grade.scorer, (grade.kind, grade.options))
+                grades.write(_grade_line(row.index, grade) + "\n")
 
-            _scan(reader, write)
-        spill.scorer_options = reader.scorer_options
+        _scan(reader, write)
+        files.close()
         spill.grader = reader.grader
         yield spill
 
 
 def import_dataset_create(
-    *, project: Project, user: User | None, spill: ImportSpill, name: str = ""
+    *,
+    project: Project,
+    user: User | None,
+    spill: ImportSpill,
+    group: GroupSpill,
+    name: str = "",
 ) -> Dataset:
-    """The spilled items as a new version of dataset `name` (default: the file's name),
+    """One group's items as a new version of dataset `name` (default: the file's name),
     through datasets.services.dataset_create. Runs in the caller's transaction when
     there is one, so the caller can add the run to the same all-or-nothing write."""
     mapping: dict[str, Any] = {
@@ -367,7 +411,7 @@ def import_dataset_create(
     }
     # dataset_create checks the size of the file it is given: say that it is the items
     # read from the file (JSON Lines can be larger than a CSV) that are too large.
-    size = spill.items_path.stat().st_size
+    size = group.items_path.stat().st_size
     limit = settings.DATASET_MAX_UPLOAD_BYTES
     if size > limit:
         raise DatasetUploadError(
@@ -376,7 +420,7 @@ def import_dataset_create(
             "smaller ones.",
             [Problem(f"Items too large ({human_bytes(size)} > {human_bytes(limit)}).")],
         )
-    with open(spill.items_path, "rb") as spilled:
+    with open(group.items_path, "rb") as spilled:
         return dataset_create(
             project=project,
             user=user,

@@ -27,7 +27,9 @@ UNSET: Any = object()
 # otherwise end in "the item has no <field>".
 ITEM_FIELDS = frozenset({"input", "output", "context", "reference", *AGENT_FIELDS})
 SCORER_KINDS = tuple(
-    name for name, spec in KINDS.items() if set(spec.required_fields) <= ITEM_FIELDS
+    name
+    for name, spec in KINDS.items()
+    if spec.runnable and set(spec.required_fields) <= ITEM_FIELDS
 )
 
 

@@ -33,6 +33,7 @@ class ImportSummaryOut(Schema):
     input_source: str
     input_choices: list[str]
     scorer: str
+    groups: list[str]
     verdicts: dict[str, int]
     categories: dict[str, int]
     other_assertions: dict[str, int]
@@ -47,7 +48,8 @@ class ImportedItemOut(Schema):
     system_prompt: str
     conversation: list[dict[str, Any]] | None
     metadata: dict[str, Any]
-    verdict: dict[str, Any] | None
+    group: str
+    grades: list[dict[str, Any]]
 
 
 class ImportPreviewOut(Schema):
@@ -60,11 +62,13 @@ class ImportPreviewOut(Schema):
 class ImportOut(Schema):
     dataset: DatasetOut
     run_id: int | None
+    # One dataset version and run per promptfoo prompt x provider.
+    dataset_ids: list[int]
+    run_ids: list[int]
     summary: ImportSummaryOut
 
 
 def _item(row: ImportedRow) -> dict[str, Any]:
-    verdict = row.verdict
     return {
         "index": row.index,
         "input": row.input,
@@ -73,15 +77,17 @@ def _item(row: ImportedRow) -> dict[str, Any]:
         "system_prompt": row.system_prompt,
         "conversation": row.conversation,
         "metadata": row.metadata,
-        "verdict": None
-        if verdict is None
-        else {
-            "analysis": verdict.analysis,
-            "score": verdict.score,
-            "passed": verdict.passed,
-            "error": verdict.error,
-            "category_inferred": verdict.inferred,
-        },
+        "group": row.group,
+        "grades": [
+            {
+                "scorer": g.scorer,
+                "kind": g.kind,
+                "analysis": g.analysis,
+                "error": g.error,
+                "category_inferred": g.inferred,
+            }
+            for g in row.grades
+        ],
     }
 
 
@@ -103,9 +109,11 @@ def _tool(tool: str | None) -> str | None:
         "name; an existing name gets a new version), `input_var` (promptfoo: the var "
         "that is the input, or `(rendered prompt)`; default a var named like "
         "query/question/input, else the rendered prompt), `run_name`, and `dry_run` "
-        "(true: answer 200 with what would be imported, creating nothing). A file "
-        "with factuality grades (promptfoo) also makes a finished run whose factuality "
-        "results reviewers can override; the answer has its `run_id`. A file that "
+        "(true: answer 200 with what would be imported, creating nothing). A promptfoo "
+        "file (-o results.json or results.jsonl; CSV is refused) makes one dataset "
+        "version and one finished run per prompt x provider, with a scorer per "
+        "assertion type (promptfoo's pass, score and reason) and one for each test's "
+        "own result; the answer lists `dataset_ids` and `run_ids`. A file that "
         "cannot be imported answers 400 with its first problems and creates nothing."
     ),
 )
@@ -152,6 +160,8 @@ def import_file(
         {
             "dataset": outcome.dataset,
             "run_id": outcome.run.pk if outcome.run else None,
+            "dataset_ids": [d.pk for d in outcome.datasets],
+            "run_ids": [r.pk for r in outcome.runs],
             "summary": _summary(outcome.summary),
         },
     )

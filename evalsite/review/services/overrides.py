@@ -98,7 +98,7 @@ def compute_final(
     if pass_ov:
         final_passed = bool(pass_ov[-1].new_value)
     else:
-        final_passed = passes(kind, final_score, options)
+        final_passed = passes(kind, final_score, options, analysis=final_analysis)
     return FinalFields(
         final_analysis=final_analysis,
         final_score=final_score,

@@ -93,7 +93,9 @@ def _rescore_row(
     if row["status"] != Result.Status.OK or row["analysis"] is None:
         return new
     new["judge_score"] = compute_score(kind, row["analysis"], options)
-    new["judge_passed"] = passes(kind, new["judge_score"], options)
+    new["judge_passed"] = passes(
+        kind, new["judge_score"], options, analysis=row["analysis"]
+    )
     if not row["overridden"]:
         new["final_score"], new["final_passed"] = (
             new["judge_score"],
@@ -104,7 +106,12 @@ def _rescore_row(
             final_analysis = row.get("final_analysis") or row["analysis"]
             new["final_score"] = compute_score(kind, final_analysis, options)
         if not row["pass_overridden"]:
-            new["final_passed"] = passes(kind, new["final_score"], options)
+            new["final_passed"] = passes(
+                kind,
+                new["final_score"],
+                options,
+                analysis=row.get("final_analysis") or row["analysis"],
+            )
     return new
 
 

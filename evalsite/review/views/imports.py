@@ -21,7 +21,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets import uploads
-from evalsite.datasets.imports.base import TOOL_LABELS, ImportedRow
+from evalsite.datasets.imports.base import TOOL_LABELS, Grade, ImportedRow
 from evalsite.datasets.imports.forms import ConfirmForm, ImportForm, PreviewOptionsForm
 from evalsite.datasets.imports.services import (
     ImportPreview,
@@ -93,18 +93,20 @@ def import_start(request: AuthenticatedHttpRequest, project_id: int) -> HttpResp
     return redirect("imports:preview", project_id=project.pk, token=token)
 
 
+def _grade_text(grade: Grade) -> str:
+    analysis = grade.analysis
+    if analysis is None:
+        return f"{grade.scorer}: error"
+    if grade.kind == "factuality":
+        text = f"{grade.scorer}: {analysis['category']}"
+        return text + (" (category not in the file)" if grade.inferred else "")
+    return f"{grade.scorer}: {'pass' if analysis['passed'] else 'fail'} {analysis['score']:g}"
+
+
 def _row_cells(row: ImportedRow) -> dict[str, Any]:
-    verdict = row.verdict
-    if verdict is None:
-        shown = ""
-    elif verdict.analysis is None:
-        shown = f"error: {verdict.error}"
-    else:
-        shown = (
-            f"{verdict.analysis['category']} ({'pass' if verdict.passed else 'fail'})"
-        )
-        if verdict.inferred:
-            shown += " · category not in the file"
+    shown = " · ".join(_grade_text(g) for g in row.grades)
+    if row.group:
+        shown = f"[{row.group}] {shown}"
     return {"row": row, "verdict": shown}
 
 
@@ -198,12 +200,21 @@ def _imported(
     outcome: ImportOutcome,
 ) -> HttpResponse:
     uploads.upload_forget(request.session, key=_SESSION_KEY, token=token)
-    dataset, run = outcome.dataset, outcome.run
-    text = f"Imported {dataset.item_count} items as “{dataset.name}” v{dataset.version}"
+    dataset, run, runs = outcome.dataset, outcome.run, outcome.runs
+    versions = ", ".join(f"v{d.version}" for d in outcome.datasets)
+    items = sum(d.item_count for d in outcome.datasets)
+    text = f"Imported {items} items as “{dataset.name}” {versions}"
+    if len(runs) > 1:
+        messages.success(
+            request,
+            f"{text}, and their grades as {len(runs)} runs, one per prompt × "
+            "provider: tick two and compare them.",
+        )
+        return redirect("evals:runs", project_id=project.pk)
     if run is not None:
         messages.success(
             request,
-            f"{text}, and {run.total} {outcome.summary.scorer} verdicts as run “{run}”.",
+            f"{text}, and {run.total} grades ({outcome.summary.scorer}) as run “{run}”.",
         )
         return redirect("evals:run_detail", project_id=project.pk, pk=run.pk)
     messages.success(request, f"{text}.")
