@@ -579,6 +579,8 @@ def _factuality(rng: random.Random, index: int) -> Case:
         }
         options["category_scores"] = scores
         theirs_options = {names[k]: v for k, v in scores.items()}
+        if any(not 0 <= v <= 1 for v in scores.values()):
+            rows.add("factuality-category-score-range")  # promptfoo takes any number
     reference = "Expert answer: " + _text(rng, flavour="plain", sentences=1)
     if rng.random() < 0.04:
         reference = rng.choice(["", "   "])

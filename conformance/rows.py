@@ -23,7 +23,13 @@ from conformance.kinds_agent import AGENT_KINDS
 from conformance.kinds_agent import explain as agent_explain
 from conformance.kinds_rag import ROW_CHECKS as RAG_ROW_CHECKS
 from conformance.run import Outcome
-from scoring import compute_score, round_half_up, validate_options
+from scoring import (
+    ScoringError,
+    compute_score,
+    parse_factuality_reply,
+    round_half_up,
+    validate_options,
+)
 from scoring.textkinds import (
     completeness_elements,
     coverage,
@@ -261,6 +267,45 @@ def _factuality_unparseable(outcome: Outcome, meta: dict[str, Any]) -> bool:
     return _number(outcome.theirs.score) == score and outcome.theirs.passed == passed
 
 
+def _their_category_scores(outcome: Outcome) -> dict[str, float]:
+    """promptfoo's table: our defaults with the case's category scores as given (it
+    takes any number; ours keeps them within 0-1 so that scores stay within 0-scale)."""
+    scores: dict[str, float] = dict(validate_options("factuality")["category_scores"])
+    scores.update((outcome.case.options or {}).get("category_scores") or {})
+    return scores
+
+
+def _score_range_rows(outcome: Outcome) -> list[str]:
+    """The rows explaining a case whose category scores are outside 0-1: ours refuses
+    the options; theirs is reproduced from promptfoo's table (``_their_category_scores``)
+    and the letter our parser reads, or, for a reply it refuses or a lone letter, the
+    letter promptfoo reads (with that row too). Empty when nothing reproduces it."""
+    error = outcome.ours.error or ""
+    if not error.startswith("OptionsError") or "category_scores" not in error:
+        return []
+    if outcome.theirs.error is not None:
+        return []
+    rows = outcome.case.rows
+    reply = str((outcome.case.script or {}).get("reply", ""))
+    table = _their_category_scores(outcome)
+    candidates: list[tuple[list[str], str | None]] = []
+    try:
+        letter = parse_factuality_reply(reply)["category"]
+    except ScoringError:
+        if "factuality-unparseable" in rows:
+            candidates.append((["factuality-unparseable"], _promptfoo_letter(reply)))
+    else:
+        candidates.append(([], letter))
+        if "factuality-lone-letter" in rows:
+            candidates.append((["factuality-lone-letter"], None))
+    for also, their_letter in candidates:
+        score = table[_CATEGORY_KEYS[their_letter]] if their_letter else 0.0
+        passed = their_letter is not None and score > 0
+        if _number(outcome.theirs.score) == score and outcome.theirs.passed == passed:
+            return ["factuality-category-score-range", *also]
+    return []
+
+
 def _lone_letter(outcome: Outcome, meta: dict[str, Any]) -> bool:
     reply = str((outcome.case.script or {}).get("reply", "")).strip()
     letter = reply[:1].upper()
@@ -414,6 +459,7 @@ ROWS: dict[str, Row] = {
         Row("verdict-off-vocabulary", _off_vocabulary),
         Row("factuality-unparseable", _factuality_unparseable),
         Row("factuality-lone-letter", _lone_letter),
+        Row("factuality-category-score-range"),  # explain(): _score_range_rows
         Row("blank-reference"),  # text kinds: a switch; factuality: below
         Row("text-compared-with-reference"),
         Row("keyword-stopwords"),
@@ -447,6 +493,10 @@ def explain(outcome: Outcome, meta: dict[str, Any]) -> Explanation:
     if not outcome.case.script:
         return _explain_text(outcome, meta)
     rows = outcome.case.rows
+    if "factuality-category-score-range" in rows:  # ours refused the options
+        found = _score_range_rows(outcome)
+        if found:
+            return Explanation(found)
     for row_id in rows:
         row = ROWS[row_id]
         check = RAG_ROW_CHECKS.get(row_id, {}).get(outcome.case.kind) or (

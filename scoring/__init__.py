@@ -29,6 +29,7 @@ from scoring.judge import (
 )
 from scoring.options import options_schema, validate_options
 from scoring.overrides import apply_override, get_path, overridable_count
+from scoring.ranges import clamp_score, score_bounds, score_in_range
 from scoring.registry import KINDS, LLM_KINDS, TEXT_KINDS, KindSpec
 from scoring.textkinds import analyze_text
 from scoring.types import Case
@@ -47,6 +48,7 @@ __all__ = [
     "UnknownKindError",
     "analyze_text",
     "apply_override",
+    "clamp_score",
     "compute_score",
     "get_path",
     "options_schema",
@@ -54,6 +56,8 @@ __all__ = [
     "parse_factuality_reply",
     "passes",
     "round_half_up",
+    "score_bounds",
+    "score_in_range",
     "validate_analysis",
     "validate_options",
     "AsyncJudgeCache",

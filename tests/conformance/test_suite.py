@@ -9,18 +9,26 @@ from collections import Counter
 
 import pytest
 
-from conformance.cases import KINDS_COMPARED, generate
+from conformance.cases import KINDS_COMPARED, Case, generate
 from conformance.judge_server import ScriptedJudge, scripted_judge
 from conformance.rows import (
     ROWS,
     _mastra_reads,
     _promptfoo_letter,
     _utf16,
+    explain,
     readme_row_ids,
     text_ratio,
 )
 from conformance.run import Outcome, SideResult
-from scoring import KINDS, analyze_text, judge_case, make_client
+from scoring import (
+    KINDS,
+    OptionsError,
+    analyze_text,
+    judge_case,
+    make_client,
+    validate_options,
+)
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +137,47 @@ def test_the_scripted_judge_answers_our_steps(cases):
     assert result.analysis["statements"] == case.script["items"]
     assert judge.calls["ours"] == 3  # statements, verdicts, reason
     assert case.script["items"][0] in "\n".join(judge.prompts[case.id]["ours"])
+
+
+def _range_outcome(reply, scores, theirs_score, theirs_pass, rows=()):
+    options = {"category_scores": scores}
+    case = Case(
+        id="factuality-x",
+        kind="factuality",
+        item={"input": "q", "output": "a", "reference": "r"},
+        options=options,
+        theirs={},
+        script={"kind": "factuality", "reply": reply},
+        rows=["factuality-category-score-range", *rows],
+    )
+    with pytest.raises(OptionsError) as info:
+        validate_options("factuality", options)
+    ours = SideResult(None, error=f"OptionsError: {info.value}")
+    return Outcome(
+        case, ours, SideResult(theirs_score, passed=theirs_pass), ScriptedJudge({})
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "scores", "theirs", "rows"),
+    [
+        ('{"category": "D", "reason": "r"}', {"disagree": -1}, (-1, False), ()),
+        ('{"category": "B", "reason": "r"}', {"superset": 2}, (2, True), ()),
+        # a category the case did not change: promptfoo's default
+        ('{"category": "A", "reason": "r"}', {"superset": 2}, (1, True), ()),
+        ("C", {"agree": 2}, (0, False), ("factuality-lone-letter",)),
+        (
+            "(see above)",
+            {"differ_but_factual": -1},
+            (-1, False),
+            ("factuality-unparseable",),
+        ),
+    ],
+)
+def test_category_score_range_row_reproduces_promptfoo(reply, scores, theirs, rows):
+    outcome = _range_outcome(reply, scores, *theirs, rows=rows)
+    expected = ["factuality-category-score-range", *rows]
+    assert explain(outcome, {}).rows == expected
+    # Any other number of theirs is not explained by the row.
+    wrong = _range_outcome(reply, scores, 0.5, True, rows=rows)
+    assert explain(wrong, {}).rows == []

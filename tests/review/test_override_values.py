@@ -332,7 +332,7 @@ def test_rescore_page_shows_range_errors(client, owner, project):
     }
     resp = client.post(url, form)
     assert resp.status_code == 200
-    assert "less than or equal to 10" in resp.content.decode()
+    assert "less than or equal to 1" in resp.content.decode()
     resp = client.post(url, {**form, "scale": "1e308"}, HTTP_HX_REQUEST="true")
     assert resp.status_code == 200
     html = resp.content.decode()

@@ -6,11 +6,13 @@ import pytest
 
 from scoring import (
     AnalysisError,
+    OptionsError,
     UnknownKindError,
     compute_score,
     passes,
     round_half_up,
 )
+from scoring.formulas import SCORE_FUNCTIONS
 
 
 def verdicts(*values: str, key: str = "claim") -> list[dict]:
@@ -353,10 +355,10 @@ def test_toxicity_no_verdicts_is_zero_not_one():
         ("E", None, 1.0, True),
         ("D", {"category_scores": {"disagree": 0.25}}, 0.25, True),
         ("A", {"category_scores": {"subset": 0}}, 0.0, False),
-        ("B", {"category_scores": {"superset": 2}}, 2.0, True),
+        ("B", {"category_scores": {"superset": 0.75}, "scale": 2}, 1.5, True),
         ("A", {"scale": 10}, 10.0, True),
         ("D", {"category_scores": {"disagree": 0.25}, "scale": 10}, 2.5, True),
-        ("D", {"category_scores": {"disagree": -1}}, -1.0, False),  # not clamped
+        ("D", {"category_scores": {"disagree": 1}}, 1.0, True),
         ("C", {"category_scores": {"agree": 0.333}}, 0.333, True),  # not rounded
         # a user-set threshold replaces "score > 0"
         ("D", {"category_scores": {"disagree": 0.25}, "threshold": 0.5}, 0.25, False),
@@ -376,6 +378,29 @@ def test_factuality(category, options, score, passed):
     result = compute_score("factuality", analysis, options)
     assert result == score
     assert passes("factuality", result, options) is passed
+
+
+@pytest.mark.parametrize("value", [1.5, -1, 2, -0.01])
+def test_factuality_refuses_category_scores_outside_0_1(value):
+    # promptfoo takes any number; ours would leave 0-scale (README row
+    # factuality-category-score-range).
+    with pytest.raises(OptionsError) as info:
+        compute_score(
+            "factuality",
+            {"category": "D", "reason": "r"},
+            {"category_scores": {"disagree": value}},
+        )
+    assert info.value.field == "category_scores.disagree"
+
+
+def test_compute_score_refuses_a_score_outside_the_scale(monkeypatch):
+    # Guard for every formula: a score outside 0-scale is never returned.
+    monkeypatch.setitem(SCORE_FUNCTIONS, "faithfulness", lambda analysis, options: 1.5)
+    with pytest.raises(AnalysisError, match="outside 0-1"):
+        compute_score("faithfulness", {"claims": [], "verdicts": []})
+    monkeypatch.setitem(SCORE_FUNCTIONS, "faithfulness", lambda analysis, options: -0.5)
+    with pytest.raises(AnalysisError, match="outside 0-10"):
+        compute_score("faithfulness", {"claims": [], "verdicts": []}, {"scale": 10})
 
 
 def test_factuality_category_is_upper_cased_and_trimmed():

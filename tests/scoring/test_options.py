@@ -11,7 +11,7 @@ from scoring import (
     options_schema,
     validate_options,
 )
-from scoring.options import CATEGORY_SCORE_LIMIT, DEFAULT_CUSTOM_RUBRIC, MAX_SCALE
+from scoring.options import DEFAULT_CUSTOM_RUBRIC, MAX_SCALE
 
 
 def test_defaults_for_every_kind_have_scale_and_threshold():
@@ -256,14 +256,25 @@ def test_scale_has_a_sensible_upper_bound():
     assert info.value.field == "scale"
 
 
-@pytest.mark.parametrize("value", [-1, 0, 0.25, 2, CATEGORY_SCORE_LIMIT])
-def test_factuality_category_scores_accept_multiples_of_the_scale(value):
+@pytest.mark.parametrize("value", [0, 0.25, 1, "0.5"])
+def test_factuality_category_scores_accept_fractions_of_the_scale(value):
     options = validate_options("factuality", {"category_scores": {"disagree": value}})
-    assert options["category_scores"]["disagree"] == value
+    assert options["category_scores"]["disagree"] == float(value)
 
 
-@pytest.mark.parametrize("value", [CATEGORY_SCORE_LIMIT + 1, -CATEGORY_SCORE_LIMIT - 1])
-def test_factuality_category_scores_are_range_checked(value):
+@pytest.mark.parametrize("value", [1.5, -1, 2, -0.001, 1.0001, 10, -10])
+def test_factuality_category_scores_stay_within_0_1(value):
+    # A category score outside 0-1 would give a score outside 0-scale, which
+    # overrides, aggregates and the histogram do not hold (promptfoo takes any number).
     with pytest.raises(OptionsError) as info:
         validate_options("factuality", {"category_scores": {"subset": value}})
     assert info.value.field == "category_scores.subset"
+    assert "less than or equal to 1" in str(
+        info.value
+    ) or "greater than or equal to 0" in str(info.value)
+
+
+def test_factuality_category_scores_schema_says_0_to_1():
+    schema = options_schema("factuality")["properties"]["category_scores"]
+    for prop in schema["properties"].values():
+        assert (prop["minimum"], prop["maximum"]) == (0, 1)
