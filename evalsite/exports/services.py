@@ -89,6 +89,7 @@ from evalsite.lib.csvsafe import safe_cell
 from evalsite.lib.streams import csv_stream, jsonl_stream
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import results_filter
+from evalsite.review.selectors.blind import results_not_blind
 from evalsite.review.selectors.explorer import results_selected
 
 Format = Literal["csv", "jsonl", "parquet"]
@@ -230,12 +231,17 @@ def run_export_queryset(
     restricted to `ids` when given (the explorer's bulk export of selected rows).
 
     Every id must be a result of `run` (review's `results_selected` raises
-    ApplicationError otherwise): checked here, before the first byte is streamed."""
-    qs = results_filter(
-        run=run, query=query or ResultQuery(), user=user or AnonymousUser()
-    )
+    ApplicationError otherwise): checked here, before the first byte is streamed.
+
+    Results blind to `user` (waiting for their answer in a blind queue, see
+    review.selectors.blind) are left out, as the explorer leaves them out: their
+    rows would carry the judge's and the final values, and masking them would not
+    do under a filter on those values (a row's presence would tell)."""
+    who = user or AnonymousUser()
+    qs = results_filter(run=run, query=query or ResultQuery(), user=who)
     if ids is not None:
         qs = qs.filter(pk__in=results_selected(run=run, ids=ids))
+    qs = results_not_blind(qs, user=who, project_id=run.project_id)
     return qs.select_related(None)
 
 

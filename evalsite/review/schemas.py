@@ -118,6 +118,12 @@ class ResultOut(ResultFinalOut):
     reviewed_at: datetime | None = None
     overrides: list[OverrideOut]
     calls: list[JudgeCallOut]
+    blind: str | None = Field(
+        None,
+        description="Set while the result waits for your answer in a blind queue: "
+        "the judge's and the final fields, the overrides and the calls are then "
+        "empty, and this says where to answer.",
+    )
 
 
 class AgreementOut(Schema):
@@ -590,6 +596,11 @@ class ResultRowOut(Schema):
 class ResultPageOut(Schema):
     count: int
     items: list[ResultRowOut]
+    blind_hidden: int = Field(
+        0,
+        description="Results of the run left out because they wait for your "
+        "answer in a blind queue.",
+    )
 
 
 class CommentIn(Schema):

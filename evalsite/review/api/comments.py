@@ -13,6 +13,7 @@ from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import services
 from evalsite.review.models import Comment
 from evalsite.review.schemas import CommentIn, CommentOut
+from evalsite.review.selectors.blind import result_is_blind
 from evalsite.review.selectors.comments import comment_list
 
 router = Router(tags=["review"])
@@ -34,7 +35,11 @@ def comment_list_api(
     request: AuthenticatedHttpRequest, result_id: int
 ) -> list[dict[str, Any]]:
     result = result_get_for_user(user=request.user, pk=result_id)
-    return [_comment_out(c) for c in comment_list(result=result)]
+    comments = comment_list(result=result)
+    if result_is_blind(user=request.user, result=result):
+        # Blind review: others' comments may carry their verdict; yours stay.
+        comments = comments.filter(user_id=request.user.pk)
+    return [_comment_out(c) for c in comments]
 
 
 @router.post("/results/{result_id}/comments", response={201: CommentOut})

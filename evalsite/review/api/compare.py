@@ -10,6 +10,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review import selectors
 from evalsite.review.schemas import CompareOut, CompareQueryIn
+from evalsite.review.selectors.blind import compare_rows_mask
 from evalsite.review.selectors.compare import STATS_METHODS, ScorerDelta
 from evalsite.review.selectors.matching import MatchSpec
 
@@ -59,6 +60,7 @@ def runs_compare(
             per_page=query.limit,
             offset=query.offset,
         )
+        compare_rows_mask(page.rows, user=request.user, project_id=run_a.project_id)
         count = page.count
         items = [
             {

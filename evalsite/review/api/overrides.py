@@ -18,6 +18,7 @@ from evalsite.review.schemas import (
     OverrideRevertIn,
     ResultOut,
 )
+from evalsite.review.selectors.blind import blind_entry_for, result_out_mask
 
 router = Router(tags=["review"])
 
@@ -73,7 +74,7 @@ def result_detail(request: AuthenticatedHttpRequest, result_id: int) -> dict[str
     overrides = result.overrides.select_related("user", "reverted_by").order_by(
         "created_at", "id"
     )
-    return _final_out(result) | {
+    out = _final_out(result) | {
         "run_id": result.run_id,
         "item": {
             "id": item.pk,
@@ -106,6 +107,8 @@ def result_detail(request: AuthenticatedHttpRequest, result_id: int) -> dict[str
         "overrides": [_override_out(override) for override in overrides],
         "calls": list(result.calls.all()),
     }
+    blind = blind_entry_for(user=request.user, result=result)
+    return out if blind is None else result_out_mask(out, blind)
 
 
 @router.post("/results/{result_id}/overrides", response={201: OverrideCreatedOut})

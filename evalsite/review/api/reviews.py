@@ -23,6 +23,7 @@ from evalsite.review.schemas import (
     HumanAgreementOut,
 )
 from evalsite.review.selectors.aggregates import run_aggregates
+from evalsite.review.selectors.blind import blind_result_ids
 from evalsite.review.selectors.reviews import (
     adjudication_entries,
     agreement_report,
@@ -79,6 +80,12 @@ def entry_reviews_out(
     if reviews is None:
         reviews = entry_answers(queue=queue, result_id=entry.result_id)
     visible = answers_visible(entry=entry, answers=reviews, user=user)
+    if visible and blind_result_ids(
+        user=user, project_id=queue.project_id, result_ids=[entry.result_id]
+    ):
+        # Answered here, but the result still waits for this user's answer in a
+        # blind queue: the answers here would tell that queue's verdict too.
+        visible = False
     shown = reviews if visible else [r for r in reviews if r.reviewer_id == user.pk]
     return {
         "queue_id": queue.pk,

@@ -19,6 +19,7 @@ from evalsite.review.selectors.audit import (
     audit_list_for_result,
     audit_list_for_run,
 )
+from evalsite.review.selectors.blind import audit_mask_blind
 
 AUDIT_PAGE_SIZE = 50
 
@@ -36,6 +37,9 @@ def run_audit(
     page_obj = Paginator(
         audit_list_for_run(run=run, action=action), AUDIT_PAGE_SIZE
     ).get_page(form.cleaned_data.get("page") or 1)
+    page_obj.object_list = audit_mask_blind(
+        page_obj.object_list, user=request.user, project_id=run.project_id
+    )
     query = urlencode({"action": action}) if action else ""
     context = {
         "project": run.project,
@@ -58,5 +62,12 @@ def result_audit(request: HttpRequest, project_id: int, result_id: int) -> HttpR
     return render(
         request,
         "review/_audit.html",
-        {"events": audit_list_for_result(result=result)[:200], "result": result},
+        {
+            "events": audit_mask_blind(
+                audit_list_for_result(result=result)[:200],
+                user=request.user,
+                project_id=result.run.project_id,
+            ),
+            "result": result,
+        },
     )

@@ -16,6 +16,7 @@ from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import services
 from evalsite.review.forms import CommentForm
 from evalsite.review.selectors.audit import audit_list_for_result
+from evalsite.review.selectors.blind import audit_mask_blind
 from evalsite.review.selectors.comments import comment_list
 from evalsite.review.views.common import item_url, user_can_write
 
@@ -83,7 +84,11 @@ def comments(
                 "review/_comment_response.html",
                 {
                     "comment": comment,
-                    "events": audit_list_for_result(result=result)[:50],
+                    "events": audit_mask_blind(
+                        audit_list_for_result(result=result)[:50],
+                        user=request.user,
+                        project_id=result.run.project_id,
+                    ),
                     "oob": True,
                 },
                 status=201,

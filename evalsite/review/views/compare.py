@@ -16,6 +16,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.review import selectors
 from evalsite.review.forms import CompareForm
+from evalsite.review.selectors.blind import compare_rows_mask, results_mask
 from evalsite.review.selectors.compare import (
     ONLY_CHOICES,
     SIDE_LABELS,
@@ -143,6 +144,9 @@ def _compare_context(
                 only=only,
                 **paging,
             )
+            compare_rows_mask(
+                context["page"].rows, user=request.user, project_id=project.pk
+            )
     except ApplicationError as exc:
         context["compare_error"] = exc.message
         return context, 400
@@ -155,6 +159,11 @@ def _compare_context(
             candidate=candidate,
             a_item_id=data["a_item"],
             b_item_id=data["b_item"],
+        )
+        results_mask(
+            [r for _, ra, rb in side.results for r in (ra, rb)],
+            user=request.user,
+            project_id=project.pk,
         )
         context.update(
             side=side,

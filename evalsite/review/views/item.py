@@ -21,6 +21,11 @@ from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import selectors
 from evalsite.review.forms import CommentForm
 from evalsite.review.models import Override
+from evalsite.review.selectors.blind import (
+    BlindEntry,
+    audit_mask_blind,
+    blind_entry_for,
+)
 from evalsite.review.views.common import user_can_write
 from evalsite.review.views.flow import reference_context
 from scoring import KINDS, KindSpec
@@ -38,6 +43,9 @@ class Panel:
     error: str = ""
     notice: str = ""
     offline: bool = False
+    # Set while the result waits for this user's answer in a blind queue: the panel
+    # then shows none of the judge, the final fields, the overrides or the calls.
+    blind: BlindEntry | None = None
 
     @property
     def tokens(self) -> int:
@@ -47,11 +55,18 @@ class Panel:
     def latency_ms(self) -> float:
         return sum(c.latency_ms for c in self.calls)
 
+    @property
+    def wait_ms(self) -> float:
+        return sum(c.wait_ms for c in self.calls)
+
 
 def _hide_judge(request: HttpRequest, project: Any, result: Result) -> bool:
-    """Blind review (the page's ?blind=1 or the project setting): hide the judge until reviewed."""
+    """Blind review (the page's ?blind=1 or the project setting): hide the judge until
+    reviewed; and always while the result is blind to the user (selectors.blind)."""
     blind = request.GET.get("blind") == "1" or getattr(project, "blind_review", False)
-    return bool(blind and not result.reviewed)
+    if blind and not result.reviewed:
+        return True
+    return blind_entry_for(user=request.user, result=result) is not None
 
 
 def result_panel(
@@ -63,6 +78,20 @@ def result_panel(
     notice: str = "",
 ) -> Panel:
     project = result.run.project
+    blind = blind_entry_for(user=request.user, result=result)
+    if blind is not None:
+        return Panel(
+            r=result,
+            spec=KINDS.get(result.run_scorer.kind),
+            view=selectors.analysis_view(
+                kind=result.run_scorer.kind, analysis={}, final_analysis={}, context=[]
+            ),
+            can_write=can_write,
+            hide_judge=True,
+            error=error,
+            notice=notice,
+            blind=blind,
+        )
     return Panel(
         r=result,
         spec=KINDS.get(result.run_scorer.kind),
@@ -133,10 +162,15 @@ def item(
         )
     context.update(
         result=result,
-        comments=result.comments.select_related("user"),
+        comments=[] if panel.blind else result.comments.select_related("user"),
         comment_form=CommentForm(),
         can_write=user_can_write(project),
-        events=selectors.audit_list_for_result(result=result)[:50],
+        blind=panel.blind,
+        events=audit_mask_blind(
+            selectors.audit_list_for_result(result=result)[:50],
+            user=request.user,
+            project_id=project.pk,
+        ),
         **reference_context(result),
     )
     return render(request, "review/item.html", context)

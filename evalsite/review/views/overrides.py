@@ -15,6 +15,7 @@ from evalsite.evals.selectors import result_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import selectors, services
 from evalsite.review.forms import OverrideForm
+from evalsite.review.selectors.blind import audit_mask_blind
 from evalsite.review.views.item import result_panel
 
 
@@ -44,7 +45,11 @@ def _panel_response(
             "agg": agg[0] if agg else None,
             "oob": True,
             "single": history,
-            "events": selectors.audit_list_for_result(result=result)[:50]
+            "events": audit_mask_blind(
+                selectors.audit_list_for_result(result=result)[:50],
+                user=request.user,
+                project_id=result.run.project_id,
+            )
             if history
             else None,
         },

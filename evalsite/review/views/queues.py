@@ -25,6 +25,7 @@ from evalsite.review.forms import CommentForm, QueueCreateForm
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.schemas import ResultQuery, ResultQueryError
 from evalsite.review.selectors.aggregates import run_aggregates
+from evalsite.review.selectors.blind import blind_entry_for
 from evalsite.review.selectors.comments import comment_list
 from evalsite.review.selectors.item import analysis_view
 from evalsite.review.selectors.queues import (
@@ -142,6 +143,18 @@ def _queue_card_context(
     else:
         progress = queue_progress(queue=queue)
     hidden = blind and not answered
+    # The same result may wait for this user's answer in another blind queue: this
+    # card (of any queue) then shows neither the judge nor anyone's answer either.
+    elsewhere = (
+        blind_entry_for(user=request.user, result=result)
+        if result is not None and not hidden
+        else None
+    )
+    if elsewhere is not None:
+        hidden = True
+        if overlap is not None:
+            overlap["visible"] = False
+            overlap["reviews"] = []
     fields = []
     view = None
     kind_spec = None
@@ -178,6 +191,7 @@ def _queue_card_context(
         else None,
         "blind": blind,
         "hidden": hidden,
+        "blind_elsewhere": elsewhere,
         "flip_fields": fields,
         "analysis": view,
         "kind_spec": kind_spec,

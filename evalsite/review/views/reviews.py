@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -16,6 +17,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
 from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.selectors.blind import blind_entry_for, blind_message
 from evalsite.review.selectors.item import analysis_view
 from evalsite.review.selectors.queues import flip_fields, queue_get_for_user
 from evalsite.review.selectors.reviews import (
@@ -138,6 +140,10 @@ def _adjudicate_context(
     result = result_get_for_user(
         user=user, pk=entry.result_id, project_id=queue.project_id
     )
+    blind = blind_entry_for(user=user, result=result)
+    if blind is not None:
+        # Every answer and the judge side by side: nothing of it before your own.
+        raise PermissionDenied(blind_message(blind))
     reviews = entry_answers(queue=queue, result_id=entry.result_id)
     fields = flip_fields(
         kind=result.run_scorer.kind, analysis=result.analysis, limit=10_000

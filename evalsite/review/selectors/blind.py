@@ -1,0 +1,250 @@
+"""Blind review: which results hide the judge (and the other reviewers) from a user.
+
+The one rule every page, fragment, export and endpoint asks. A result is *blind* to a
+user while that user has an unanswered entry for it in a blind review queue: a
+QueueEntry of a review-kind queue of the project that is blind (the queue's own flag,
+or the project's "blind review" setting), and
+
+- overlap 1 (one answer decides): the result is not reviewed yet (no human pass/fail
+  and not marked reviewed), the queue card's own rule;
+- overlap > 1: the entry still takes answers (state OPEN) and the user has not given
+  their own ANSWER on it (selectors.reviews.answers_visible's rule).
+
+While it is blind, nothing shows that user the judge's output (judge score, pass,
+reason, analysis verdicts and reasons, the judge calls' prompts and raw replies), the
+final fields (final = judge until someone reviews), the overrides' values or another
+reviewer's answer for that result.
+
+Only members who can answer (owners, adjudicators, reviewers) are ever blind: a viewer
+cannot answer a queue, so there is nothing to bias, and viewers see everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.urls import reverse
+
+from evalsite.accounts.models import REVIEW_ROLES, Membership
+from evalsite.evals.models import Result
+from evalsite.review.models import AuditEvent, QueueEntry, Review, ReviewQueue
+
+if TYPE_CHECKING:
+    from evalsite.review.selectors.compare import CompareRow
+
+AnyUser = User | AnonymousUser
+
+
+def _can_answer(*, user: AnyUser, project_id: int) -> bool:
+    if not user.is_authenticated:
+        return False
+    return Membership.objects.filter(
+        project_id=project_id, user_id=user.pk, role__in=REVIEW_ROLES
+    ).exists()
+
+
+def _blind_queues(*, project_id: int) -> QuerySet[ReviewQueue]:
+    return ReviewQueue.objects.filter(
+        project_id=project_id, kind=ReviewQueue.Kind.REVIEW
+    ).filter(Q(blind=True) | Q(project__blind_review=True))
+
+
+def _blind_entries(*, user: AnyUser) -> QuerySet[QueueEntry]:
+    """Entries (of any project) still unanswered by `user` in a blind review queue."""
+    own_answer = Review.objects.filter(
+        queue_id=OuterRef("queue_id"),
+        result_id=OuterRef("result_id"),
+        reviewer_id=user.pk,
+        kind=Review.Kind.ANSWER,
+    )
+    single = Q(
+        queue__overlap=1,
+        result__human_passed__isnull=True,
+        result__reviewed=False,
+    )
+    several = Q(queue__overlap__gt=1, state=QueueEntry.State.OPEN) & ~Exists(own_answer)
+    return QueueEntry.objects.filter(
+        queue__kind=ReviewQueue.Kind.REVIEW,
+    ).filter(
+        Q(queue__blind=True) | Q(queue__project__blind_review=True),
+        single | several,
+    )
+
+
+def blind_applies(*, user: AnyUser, project_id: int) -> bool:
+    """Whether any result of the project can be blind to `user` at all: they may
+    answer queues and the project has a blind review queue. One cheap check, so
+    projects without blind queues pay nothing more."""
+    return (
+        _can_answer(user=user, project_id=project_id)
+        and _blind_queues(project_id=project_id).exists()
+    )
+
+
+def blind_for(*, user: AnyUser, result_ref: str = "pk") -> Exists:
+    """An Exists for a Result queryset (`result_ref` names the result's id in the
+    outer query): true for rows blind to `user`. Callers check `blind_applies` first
+    (it includes the role check this expression does not make)."""
+    return Exists(_blind_entries(user=user).filter(result_id=OuterRef(result_ref)))
+
+
+def results_not_blind(
+    qs: QuerySet[Result], *, user: AnyUser, project_id: int
+) -> QuerySet[Result]:
+    """`qs` without the results blind to `user` (unchanged when nothing can be)."""
+    if not blind_applies(user=user, project_id=project_id):
+        return qs
+    return qs.filter(~blind_for(user=user))
+
+
+def blind_count(qs: QuerySet[Result], *, user: AnyUser, project_id: int) -> int:
+    """How many results of `qs` are blind to `user` (what a list left out)."""
+    if not blind_applies(user=user, project_id=project_id):
+        return 0
+    return qs.order_by().filter(blind_for(user=user)).values("pk").count()
+
+
+def blind_result_ids(
+    *, user: AnyUser, project_id: int, result_ids: Iterable[int] | None = None
+) -> set[int]:
+    """The ids of the project's results blind to `user`, among `result_ids` when
+    given (an export or a page marks these rows)."""
+    if not blind_applies(user=user, project_id=project_id):
+        return set()
+    entries = _blind_entries(user=user).filter(queue__project_id=project_id)
+    if result_ids is not None:
+        entries = entries.filter(result_id__in=list(result_ids))
+    return set(entries.values_list("result_id", flat=True))
+
+
+@dataclass(frozen=True)
+class BlindEntry:
+    """Where a blind result waits for the user's answer: the note's link."""
+
+    queue_id: int
+    queue_name: str
+    position: int
+    url: str
+
+
+def blind_entry_for(*, user: AnyUser, result: Result) -> BlindEntry | None:
+    """The first blind queue entry of `result` that `user` has not answered, or None
+    when the result is not blind to them."""
+    project_id = result.run.project_id
+    if not blind_applies(user=user, project_id=project_id):
+        return None
+    entry = (
+        _blind_entries(user=user)
+        .filter(result_id=result.pk, queue__project_id=project_id)
+        .select_related("queue")
+        .order_by("queue_id", "position")
+        .first()
+    )
+    if entry is None:
+        return None
+    url = reverse("review:queue", args=[project_id, entry.queue_id])
+    return BlindEntry(
+        queue_id=entry.queue_id,
+        queue_name=entry.queue.name,
+        position=entry.position,
+        url=f"{url}?pos={entry.position}",
+    )
+
+
+def result_is_blind(*, user: AnyUser, result: Result) -> bool:
+    return blind_entry_for(user=user, result=result) is not None
+
+
+BLIND_NOTE = "hidden until you answer it in blind queue"
+
+
+def blind_message(entry: BlindEntry) -> str:
+    """The plain note shown (or returned by the API) instead of the judge."""
+    return f"Judge and review {BLIND_NOTE} “{entry.queue_name}” (#{entry.position})."
+
+
+def audit_mask_blind(
+    events: Iterable[AuditEvent], *, user: AnyUser, project_id: int
+) -> list[AuditEvent]:
+    """The events, with the summary and before/after values of those about a result
+    blind to `user` replaced by a note (who did what kind of change, and when, stay:
+    they say nothing of the verdict). Masks the instances in memory only."""
+    events = list(events)
+    blind = blind_result_ids(
+        user=user,
+        project_id=project_id,
+        result_ids={e.result_id for e in events if e.result_id is not None},
+    )
+    for event in events:
+        if event.result_id in blind:
+            event.summary = f"Details {BLIND_NOTE}."
+            event.before = None
+            event.after = None
+    return events
+
+
+# What an API row of a blind result leaves out: the judge's output, the final fields
+# (final = judge until someone reviews), the human verdict and who gave it, the
+# overrides and the judge calls.
+_NULLED = (
+    "analysis",
+    "final_analysis",
+    "judge_score",
+    "judge_passed",
+    "final_score",
+    "final_passed",
+    "human_passed",
+    "reviewed_by",
+    "reviewed_at",
+)
+_EMPTIED = {"reason": "", "overrides": [], "calls": []}
+
+
+def result_out_mask(out: dict[str, Any], entry: BlindEntry) -> dict[str, Any]:
+    """An API result dict with the blind fields masked and `blind` saying why."""
+    masked = dict(out)
+    for key in _NULLED:
+        if key in masked:
+            masked[key] = None
+    for key, empty in _EMPTIED.items():
+        if key in masked:
+            masked[key] = empty
+    masked["blind"] = blind_message(entry)
+    return masked
+
+
+def compare_rows_mask(
+    rows: Iterable[CompareRow], *, user: AnyUser, project_id: int
+) -> None:
+    """Blank the scores, pass/fail and delta of compare rows whose run A or run B
+    result is blind to `user` (in memory). The runs' aggregate deltas still count
+    them, as every aggregate does."""
+    rows = list(rows)
+    ids = {r.a_result_id for r in rows} | {r.b_result_id for r in rows}
+    blind = blind_result_ids(user=user, project_id=project_id, result_ids=ids)
+    for row in rows:
+        if row.a_result_id in blind or row.b_result_id in blind:
+            row.a_score = row.b_score = row.delta = row.badness = None
+            row.a_passed = row.b_passed = None
+            row.flip = 0
+
+
+def results_mask(
+    results: Iterable[Result | None], *, user: AnyUser, project_id: int
+) -> None:
+    """Blank the judge's and the final fields of the results blind to `user`, in
+    memory only (a page that lists results beside others: compare's side by side)."""
+    present = [r for r in results if r is not None]
+    blind = blind_result_ids(
+        user=user, project_id=project_id, result_ids={r.pk for r in present}
+    )
+    for result in present:
+        if result.pk in blind:
+            result.judge_score = result.final_score = None
+            result.judge_passed = result.final_passed = result.human_passed = None
+            result.analysis = result.final_analysis = None
+            result.reason = ""
