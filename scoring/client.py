@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import math
 import random
@@ -42,7 +43,11 @@ class StepRecord:
     messages: list[dict[str, Any]]
     raw: str | None = None
     usage: dict[str, int] = field(default_factory=_zero_usage)
+    # The judge's own time: its requests from sent to answered, every attempt and the
+    # repair included. ``wait_ms`` is the rest of the step's time: waiting for a
+    # limiter slot, for the cache, and the back-off between retries.
     latency_ms: float = 0.0
+    wait_ms: float = 0.0
     cached: bool = False
     attempts: int = 0
     response_format: str = "json_schema"
@@ -182,12 +187,65 @@ def _is_transient(exc: Exception) -> bool:
     return False
 
 
+@dataclass
+class JudgeClock:
+    """The seconds a step's requests spent at the judge: a driver adds each request's
+    time, never the time it waited for a limiter slot."""
+
+    seconds: float = 0.0
+
+    def add(self, round_trip: float, reported: float | None) -> float:
+        """One request: the judge's own figure when its reply gave one (no more than
+        the round trip), else the round trip from sent to answered; the seconds added."""
+        seconds = round_trip if reported is None else min(reported, round_trip)
+        self.seconds += seconds
+        return seconds
+
+
+@dataclass
+class _Reply:
+    reported: float | None = None
+
+
+# The request a driver is sending in this thread or task: the judge client's response
+# hook (``note_reply``) records there what the judge says its own time was.
+_REPLY: contextvars.ContextVar[_Reply | None] = contextvars.ContextVar(
+    "judge_reply", default=None
+)
+
+
+def reported_seconds(headers: Any) -> float | None:
+    """The judge's own time for a reply, when it says (``openai-processing-ms``, as
+    OpenAI's API and the offline judge send): from the client, a reply waiting in the
+    socket for a busy event loop looks like a judge still working."""
+    value = headers.get("openai-processing-ms") if headers is not None else None
+    try:
+        seconds = float(value) / 1000 if value else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < math.inf else None
+
+
+def note_reply(response: Any) -> None:
+    """httpx response hook of the judge clients (``scoring.judge.make_client``)."""
+    reply = _REPLY.get()
+    if reply is not None:
+        reply.reported = reported_seconds(response.headers)
+
+
+async def anote_reply(response: Any) -> None:
+    """``note_reply`` for the asyncio clients."""
+    note_reply(response)
+
+
 class SendRequest(NamedTuple):
     """Action: POST one chat completion (inside the limiter); the reply is the
-    ``ChatCompletion``, or the client's exception is thrown back into the plan."""
+    ``ChatCompletion``, or the client's exception is thrown back into the plan. The
+    driver adds the request's own time to ``clock``."""
 
     messages: list[dict[str, Any]]
     params: dict[str, Any]
+    clock: JudgeClock
 
 
 class Wait(NamedTuple):
@@ -252,6 +310,7 @@ def step_plan(
 ) -> Plan[tuple[Reply, StepRecord]]:
     """The plan of one step; StepFailed when it cannot produce a valid reply."""
     start = time.perf_counter()
+    clock = JudgeClock()
     record = StepRecord(name=step.name, messages=[dict(m) for m in messages])
     first = RESPONSE_FORMATS.index(remembered_format(settings.base_url, settings.model))
     try:
@@ -266,12 +325,14 @@ def step_plan(
                 if hit is not None:
                     return hit, record
             try:
-                raw = yield from _request_plan(sent, params, record, settings, rng)
+                raw = yield from _request_plan(
+                    sent, params, record, settings, rng, clock
+                )
             except _FormatRejected:
                 continue
             _remember_format(settings.base_url, settings.model, mode)
             reply = yield from _validate_or_repair(
-                step, sent, params, raw, record, settings, rng
+                step, sent, params, raw, record, settings, rng, clock
             )
             if settings.use_cache:
                 yield CacheWrite(
@@ -285,7 +346,9 @@ def step_plan(
             return reply, record
         raise _fail(record, "the endpoint rejected every response format", None)
     finally:
-        record.latency_ms = round((time.perf_counter() - start) * 1000, 3)
+        elapsed_ms = (time.perf_counter() - start) * 1000
+        record.latency_ms = round(clock.seconds * 1000, 3)
+        record.wait_ms = round(max(0.0, elapsed_ms - record.latency_ms), 3)
 
 
 def _messages_for(step: Step, messages: Messages, mode: str) -> list[dict[str, Any]]:
@@ -337,6 +400,7 @@ def _validate_or_repair(
     record: StepRecord,
     settings: StepSettings,
     rng: random.Random,
+    clock: JudgeClock,
 ) -> Plan[Reply]:
     try:
         return step.parse(raw)
@@ -348,7 +412,7 @@ def _validate_or_repair(
         repair_message(first_error),
     ]
     record.messages = conversation
-    raw2 = yield from _request_plan(conversation, params, record, settings, rng)
+    raw2 = yield from _request_plan(conversation, params, record, settings, rng, clock)
     try:
         return step.parse(raw2)
     except ValueError as exc:
@@ -365,13 +429,14 @@ def _request_plan(
     record: StepRecord,
     settings: StepSettings,
     rng: random.Random,
+    clock: JudgeClock,
 ) -> Plan[str]:
     policy = settings.retry
     attempt = 0
     while True:
         record.attempts += 1
         try:
-            response = yield SendRequest(messages, params)
+            response = yield SendRequest(messages, params, clock)
             break
         except openai.APIStatusError as exc:
             if "response_format" in params and _is_format_rejection(exc):
@@ -482,11 +547,18 @@ class StepRunner:
                 self.limiter() if self.limiter is not None else contextlib.nullcontext()
             )
             with limiter:
-                return self.client.post(
-                    "/chat/completions",
-                    body=_chat_body(self.settings.model, action),
-                    cast_to=ChatCompletion,
-                )
+                reply = _Reply()
+                token = _REPLY.set(reply)
+                sent = time.perf_counter()
+                try:
+                    return self.client.post(
+                        "/chat/completions",
+                        body=_chat_body(self.settings.model, action),
+                        cast_to=ChatCompletion,
+                    )
+                finally:
+                    action.clock.add(time.perf_counter() - sent, reply.reported)
+                    _REPLY.reset(token)
         if isinstance(action, Wait):
             self.settings.retry.sleep(action.seconds)
             return None
@@ -513,11 +585,14 @@ class AsyncStepRunner:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         seed: int | None = None,
+        on_request: Callable[[float], None] | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
         self.limiter = limiter
         self.sleep = sleep
+        # Told each request's judge seconds as it ends (a run's live figures).
+        self.on_request = on_request
         self.settings = StepSettings.of(
             client, model, base_url, temperature, retry, cache
         )
@@ -543,11 +618,22 @@ class AsyncStepRunner:
                 self.limiter() if self.limiter is not None else contextlib.nullcontext()
             )
             async with limiter:
-                return await self.client.post(
-                    "/chat/completions",
-                    body=_chat_body(self.settings.model, action),
-                    cast_to=ChatCompletion,
-                )
+                reply = _Reply()
+                token = _REPLY.set(reply)
+                sent = time.perf_counter()
+                try:
+                    return await self.client.post(
+                        "/chat/completions",
+                        body=_chat_body(self.settings.model, action),
+                        cast_to=ChatCompletion,
+                    )
+                finally:
+                    seconds = action.clock.add(
+                        time.perf_counter() - sent, reply.reported
+                    )
+                    _REPLY.reset(token)
+                    if self.on_request is not None:
+                        self.on_request(seconds)
         if isinstance(action, Wait):
             await self.sleep(action.seconds)
             return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
@@ -29,6 +29,8 @@ from scoring.client import (
     StepRecord,
     StepRunner,
     StepSettings,
+    anote_reply,
+    note_reply,
     step_plan,
 )
 from scoring.egress import (
@@ -118,6 +120,8 @@ def make_client(
         if address_guard is not None
         else httpx2.Client(timeout=timeout, follow_redirects=False, limits=_LIMITS)
     )
+    # The judge's own time, when its replies say it (scoring.client.reported_seconds).
+    http_client.event_hooks = {"request": [], "response": [note_reply]}
     return openai.OpenAI(
         http_client=http_client, **_client_args(base_url, api_key, timeout)
     )
@@ -137,6 +141,7 @@ def make_async_client(
         if address_guard is not None
         else httpx2.AsyncClient(timeout=timeout, follow_redirects=False, limits=_LIMITS)
     )
+    http_client.event_hooks = {"request": [], "response": [anote_reply]}
     return openai.AsyncOpenAI(
         http_client=http_client, **_client_args(base_url, api_key, timeout)
     )
@@ -461,10 +466,12 @@ async def ajudge_case(
     max_field_chars: int = 100_000,
     base_url: str | None = None,
     retry: RetryPolicy | None = None,
+    on_request: Callable[[float], None] | None = None,
 ) -> JudgeResult:
     """``judge_case`` on asyncio: the same steps and errors, with an AsyncOpenAI
     client, an async cache and an async limiter (``retry.sleep`` is not used: the
-    waits are ``asyncio.sleep``)."""
+    waits are ``asyncio.sleep``). ``on_request`` is told each request's judge seconds
+    (``StepRecord.latency_ms``'s parts) as it ends."""
     prepared = _prepare(kind, case, options, max_field_chars, client is not None)
     if prepared.result is not None:
         return prepared.result
@@ -477,6 +484,7 @@ async def ajudge_case(
         cache=cache,
         limiter=limiter,
         retry=retry or RetryPolicy(max_retries=max_retries),
+        on_request=on_request,
     )
     run = _Run(kind, runner.settings, runner.rng)
     return await runner.drive(_judge_plan(run, case, prepared.opts))

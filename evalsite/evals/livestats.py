@@ -3,8 +3,12 @@
 Each dispatcher publishes its own snapshot about twice a second, under its claim token:
 a Redis hash per run (REDIS_URL set), else one small file per dispatcher under VAR_DIR.
 A reader adds them up: the counts over every dispatcher that ever worked the run, the
-rates and calls in flight only over those heard from in the last few seconds (a killed
-worker's last snapshot must not count as in flight forever).
+rates, calls in flight and judge latencies only over those heard from in the last few
+seconds (a killed worker's last snapshot must not count as in flight forever).
+
+Calls in flight are the judge's own seconds per second over the last few seconds (the
+mean number of calls the judge is working on, Little's law), not a count of the
+worker's open requests, which also holds replies waiting for a busy event loop.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +32,18 @@ _KEEP_SECONDS = 7 * 24 * 3600
 
 @dataclass
 class Snapshot:
-    in_flight: int = 0
+    in_flight: float = 0.0  # mean calls the judge is working on, lately
     calls: int = 0
     calls_per_second: float = 0.0
     throttled: int = 0  # 429 answers
     server_errors: int = 0  # 5xx answers
+    # judge connection id -> [the judge's own seconds, requests], lately.
+    judge_latency: dict[str, list[float]] = field(default_factory=dict)
+
+    def latency_ms(self, judge_id: int) -> float | None:
+        """The judge connection's mean latency lately (ms), if any call ended."""
+        seconds, requests = self.judge_latency.get(str(judge_id), [0.0, 0])
+        return 1000 * seconds / requests if requests else None
 
 
 def _key(run_id: int) -> str:
@@ -93,7 +104,19 @@ def run_live(*, run_id: int) -> Snapshot:
         total.throttled += int(data.get("throttled", 0))
         total.server_errors += int(data.get("server_errors", 0))
         if now - float(data.get("at", 0)) <= FRESH_SECONDS:
-            total.in_flight += int(data.get("in_flight", 0))
+            total.in_flight += float(data.get("in_flight", 0))
             total.calls_per_second += float(data.get("calls_per_second", 0.0))
+            latency = data.get("judge_latency")
+            for judge_id, pair in (
+                latency if isinstance(latency, dict) else {}
+            ).items():
+                try:
+                    seconds, requests = float(pair[0]), int(pair[1])
+                except (TypeError, ValueError, IndexError):
+                    continue
+                summed = total.judge_latency.setdefault(str(judge_id), [0.0, 0])
+                summed[0] += seconds
+                summed[1] += requests
+    total.in_flight = round(total.in_flight, 1)
     total.calls_per_second = round(total.calls_per_second, 1)
     return total

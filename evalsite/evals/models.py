@@ -42,6 +42,10 @@ class JudgeConnection(models.Model):
     is_offline = models.BooleanField(
         default=False, help_text="The built-in offline heuristic judge (not an LLM)."
     )
+    # The judge's own mean latency per call (ms) as the last run's dispatcher saw it:
+    # with max_concurrency and requests_per_minute, it tells which limit binds.
+    observed_latency_ms = models.FloatField(null=True, blank=True)
+    latency_observed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -305,7 +309,10 @@ class JudgeCall(models.Model):
     def __str__(self) -> str:
         return f"{self.step} for result {self.result_id}"
 
+    # The judge's own time (its requests, sent to answered) and, apart, the time the
+    # step waited around them: a limiter slot, the cache, back-off between retries.
 
+    wait_ms = models.FloatField(default=0)
 class JudgeCacheEntry(models.Model):
     """Identical judge calls (same base URL, model, messages, params) are answered from here."""
 

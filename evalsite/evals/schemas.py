@@ -126,6 +126,25 @@ class RunStartedOut(Schema):
     url: str
 
 
+class RateBoundOut(Schema):
+    judge_id: int
+    judge_name: str
+    max_concurrency: int
+    requests_per_minute: int
+    latency_ms: float | None = Field(
+        description="The judge's own mean latency used (ms), without waits."
+    )
+    latency_source: str
+    concurrency_rate: float | None = Field(
+        description="max_concurrency / latency, calls/s (null without a latency)."
+    )
+    rpm_rate: float | None = Field(description="requests_per_minute / 60, calls/s.")
+    rate: float | None = Field(description="The bound: the lower of the two.")
+    binding: str = Field(
+        description='"concurrency", "requests_per_minute", or "" (unknown/unlimited).'
+    )
+
+
 class ProgressOut(Schema):
     total: int
     done: int
@@ -136,10 +155,14 @@ class ProgressOut(Schema):
     percent: float
     rate: float | None
     eta_seconds: float | None
-    in_flight: int = 0
+    in_flight: float = Field(
+        default=0.0,
+        description="Mean calls the judges are working on lately (their own time).",
+    )
     calls_per_second: float = 0.0
     throttled: int = 0
     server_errors: int = 0
+    judge_bounds: list[RateBoundOut] = Field(default_factory=list)
 
 
 class RunScorerOut(Schema):

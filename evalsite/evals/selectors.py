@@ -161,10 +161,12 @@ class RunProgress:
     rate: float | None  # finished results per second (lately while running)
     eta_seconds: float | None
     # While running, from the run's dispatchers (evalsite/evals/livestats.py).
-    in_flight: int = 0
+    in_flight: float = 0.0  # mean calls the judges are working on, lately
     calls_per_second: float = 0.0
     throttled: int = 0  # the judge's 429 answers during the run
     server_errors: int = 0  # and its 5xx answers
+    # Each judge connection's calls/s bound and the limit that binds (run_progress).
+    bounds: tuple[RateBound, ...] = ()
 
     @property
     def done(self) -> int:
@@ -190,6 +192,7 @@ class RunProgress:
             "calls_per_second": self.calls_per_second,
             "throttled": self.throttled,
             "server_errors": self.server_errors,
+            "judge_bounds": [bound.as_dict() for bound in self.bounds],
         }
 
 
@@ -220,7 +223,7 @@ def run_progress(*, run: Run) -> RunProgress:
     )
     progress = _progress(run, counts)
     if run.is_finished or not run.started_at:
-        return progress
+        return replace(progress, bounds=tuple(run_rate_bounds(run=run, live=None)))
     now = timezone.now()
     window = min(_RECENT_SECONDS, (now - run.started_at).total_seconds())
     rate, eta = progress.rate, progress.eta_seconds
@@ -240,6 +243,7 @@ def run_progress(*, run: Run) -> RunProgress:
         calls_per_second=live.calls_per_second,
         throttled=live.throttled,
         server_errors=live.server_errors,
+        bounds=tuple(run_rate_bounds(run=run, live=live)),
     )
 
 
@@ -330,3 +334,112 @@ def on_run_aggregates(provider: RunAggregates) -> None:
 def run_aggregates_of(*, run_id: int) -> Sequence[Any]:
     """The run's aggregates from the registered provider ([] when none is installed)."""
     return _run_aggregates[0](run_id=run_id) if _run_aggregates else []
+
+
+@dataclass(frozen=True)
+class RateBound:
+    """How fast one judge connection can be called: at most min(max concurrency ÷
+    latency, requests per minute ÷ 60) calls/s, and which of the two limits binds.
+
+    0 means "no limit" for either knob (as in the limiter). Without a latency estimate
+    only the requests-per-minute side is known; ``break_even_ms`` says how slow the
+    judge would have to be for the concurrency limit to bind instead."""
+
+    judge_id: int | None  # None: a connection not saved yet (the new-judge form)
+    judge_name: str
+    max_concurrency: int
+    requests_per_minute: int
+    latency_ms: float | None
+    latency_source: str  # where latency_ms comes from ("" without one)
+
+    @property
+    def rpm_rate(self) -> float | None:
+        return self.requests_per_minute / 60 if self.requests_per_minute else None
+
+    @property
+    def concurrency_rate(self) -> float | None:
+        if not self.max_concurrency or not self.latency_ms:
+            return None
+        return self.max_concurrency / (self.latency_ms / 1000)
+
+    @property
+    def break_even_ms(self) -> float | None:
+        """The latency at which both limits allow the same rate."""
+        if not self.max_concurrency or not self.requests_per_minute:
+            return None
+        return 1000 * self.max_concurrency / (self.requests_per_minute / 60)
+
+    @property
+    def binding(self) -> str:
+        """ "concurrency", "requests_per_minute", or "" when unknown or unlimited."""
+        rpm, concurrency = self.rpm_rate, self.concurrency_rate
+        if rpm is not None and concurrency is not None:
+            return "requests_per_minute" if rpm <= concurrency else "concurrency"
+        if concurrency is not None:
+            return "concurrency"
+        if rpm is not None and (not self.max_concurrency or self.latency_ms):
+            return "requests_per_minute"
+        return ""
+
+    @property
+    def rate(self) -> float | None:
+        """The bound in calls/s (None: unlimited, or not known without a latency)."""
+        if self.binding == "requests_per_minute":
+            return self.rpm_rate
+        if self.binding == "concurrency":
+            return self.concurrency_rate
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "judge_id": self.judge_id,
+            "judge_name": self.judge_name,
+            "max_concurrency": self.max_concurrency,
+            "requests_per_minute": self.requests_per_minute,
+            "latency_ms": self.latency_ms,
+            "latency_source": self.latency_source,
+            "concurrency_rate": self.concurrency_rate,
+            "rpm_rate": self.rpm_rate,
+            "rate": self.rate,
+            "binding": self.binding,
+        }
+
+
+def judge_rate_bound(
+    *, judge: JudgeConnection, live: livestats.Snapshot | None = None
+) -> RateBound:
+    """The connection's bound, with the latency of `live` (a running run's figures)
+    when its calls have ended lately, else the one the connection last saw."""
+    latency, source = None, ""
+    recent = live.latency_ms(judge.pk) if live is not None else None
+    if recent is not None:
+        latency, source = recent, "this run's calls in the last few seconds"
+    elif judge.observed_latency_ms:
+        latency = judge.observed_latency_ms
+        when = judge.latency_observed_at
+        source = "the connection's last run" + (
+            f" ({when:%Y-%m-%d %H:%M})" if when is not None else ""
+        )
+    return RateBound(
+        judge_id=judge.pk,
+        judge_name=judge.name,
+        max_concurrency=judge.max_concurrency,
+        requests_per_minute=judge.requests_per_minute,
+        latency_ms=latency,
+        latency_source=source,
+    )
+
+
+def judge_rate_bound_new() -> RateBound:
+    """The bound of a new connection with the default limits (the new-judge form)."""
+    return judge_rate_bound(judge=JudgeConnection(name=""))
+
+
+def run_rate_bounds(*, run: Run, live: livestats.Snapshot | None) -> list[RateBound]:
+    """The bound of each judge connection the run calls."""
+    judges = {
+        rs.judge.pk: rs.judge
+        for rs in run.run_scorers.select_related("judge").order_by("pk")
+        if rs.judge is not None
+    }
+    return [judge_rate_bound(judge=j, live=live) for j in judges.values()]

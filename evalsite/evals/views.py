@@ -47,6 +47,7 @@ def judge_list(request: AuthenticatedHttpRequest, project_id: int) -> HttpRespon
             "project": project,
             "judges": selectors.judge_list(project_id=project.pk),
             "form": JudgeForm(),
+            "bound": selectors.judge_rate_bound_new(),
         },
     )
 
@@ -83,6 +84,7 @@ def judge_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResp
             "project": project,
             "judges": selectors.judge_list(project_id=project.pk),
             "form": form,
+            "bound": selectors.judge_rate_bound_new(),
         },
         status=400,
     )
@@ -115,7 +117,12 @@ def judge_edit(
     return render(
         request,
         "evals/judge_edit.html",
-        {"project": judge.project, "judge": judge, "form": form},
+        {
+            "project": judge.project,
+            "judge": judge,
+            "form": form,
+            "bound": selectors.judge_rate_bound(judge=judge),
+        },
         status=status,
     )
 

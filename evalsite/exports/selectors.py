@@ -135,7 +135,8 @@ class Usage:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    latency_ms: float | None = None
+    latency_ms: float | None = None  # the judge's own time
+    wait_ms: float | None = None  # waiting for a limiter slot, the cache, back-off
     paid_prompt_tokens: int = 0
     paid_completion_tokens: int = 0
 
@@ -338,6 +339,7 @@ def result_batch_extras(
         prompt,
         completion,
         latency,
+        wait,
         paid_prompt,
         paid_completion,
     ) in (
@@ -350,6 +352,7 @@ def result_batch_extras(
             prompt=Sum("prompt_tokens"),
             completion=Sum("completion_tokens"),
             latency=Sum("latency_ms"),
+            wait=Sum("wait_ms"),
             paid_prompt=Sum("prompt_tokens", filter=Q(cache_hit=False)),
             paid_completion=Sum("completion_tokens", filter=Q(cache_hit=False)),
         )
@@ -360,6 +363,7 @@ def result_batch_extras(
             "prompt",
             "completion",
             "latency",
+            "wait",
             "paid_prompt",
             "paid_completion",
         )
@@ -372,6 +376,7 @@ def result_batch_extras(
             prompt_tokens=prompt or 0,
             completion_tokens=completion or 0,
             latency_ms=latency,
+            wait_ms=wait,
             paid_prompt_tokens=paid_prompt or 0,
             paid_completion_tokens=paid_completion or 0,
         )

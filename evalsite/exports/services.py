@@ -19,7 +19,9 @@ Columns of a run export (one row per item × scorer), in file order:
     scorer_options (JSON, as the run used them, what-if rescoring included),
     judge_model;
     judge_calls, cache_hits, prompt_tokens, completion_tokens (every call of the
-    result, cache hits included), latency_ms (their sum), cost (the calls that were not
+    result, cache hits included), latency_ms (the judge's own time of those calls,
+    summed; wait_ms, after review_seconds, is their time waiting apart from it: a
+    limiter slot, the cache, back-off between retries), cost (the calls that were not
     cache hits at the judge's price per 1k tokens when the run started; 0 for the
     offline judge and scorers without a judge; empty when the judge had no price.
     Runs started before runs recorded prices use the connection's current price, and
@@ -34,6 +36,7 @@ Columns of a run export (one row per item × scorer), in file order:
     adjudication_note (the latest adjudication);
     review_seconds (time spent on every review of the result, where the browser
     measured it, blind answers included: it says how long, not what);
+    wait_ms (see latency_ms);
     answer.<reviewer>.passed, answer.<reviewer>.score, answer.<reviewer>.note (one
     group per reviewer who answered anywhere in the run, sorted by name; their latest
     answer on the result): the wide shape an analyst computes agreement from.
@@ -169,6 +172,7 @@ RUN_EXTRA: tuple[tuple[str, Kind], ...] = (
     ("adjudication_score", "float"),
     ("adjudication_note", "str"),
     ("review_seconds", "float"),
+    ("wait_ms", "float"),
 )
 ANSWER_GROUP: tuple[tuple[str, Kind], ...] = (
     ("passed", "bool"),
@@ -418,6 +422,7 @@ def _result_records(
                     "prompt_tokens": usage.prompt_tokens,
                     "completion_tokens": usage.completion_tokens,
                     "latency_ms": usage.latency_ms,
+                    "wait_ms": usage.wait_ms,
                     "cost": _cost(usage, scorer.price),
                     "comment_count": len(comments),
                     "comments": comments,

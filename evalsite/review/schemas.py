@@ -63,7 +63,8 @@ class JudgeCallOut(Schema):
     response_format: str
     prompt_tokens: int
     completion_tokens: int
-    latency_ms: float
+    latency_ms: float  # the judge's own time
+    wait_ms: float  # waiting for a limiter slot, the cache, back-off
     attempts: int
     cache_hit: bool
     error: str

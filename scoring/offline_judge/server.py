@@ -52,6 +52,9 @@ class JudgeState:
         self.stats: Counter[str] = Counter()
         self.in_flight = 0
         self.max_in_flight = 0
+        # Seconds of chat requests here (arrival to reply), summed: over an interval,
+        # its growth divided by the interval is the mean number of requests here.
+        self.busy_seconds = 0.0
         self.completions = 0
         self.replies = 0
 
@@ -62,6 +65,7 @@ class JudgeState:
             self.stats.clear()
             self.rng = random.Random(self.seed)
             self.max_in_flight = 0
+            self.busy_seconds = 0.0
             self.completions = 0
             self.replies = 0
 
@@ -94,6 +98,7 @@ class JudgeState:
                 "completed": self.completions,
                 "in_flight": self.in_flight,
                 "max_in_flight": self.max_in_flight,
+                "busy_seconds": round(self.busy_seconds, 6),
                 "script_left": len(self.script),
             }
             for prefix in ("status", "step", "format", "action"):
@@ -144,11 +149,17 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ----------------------------------------------------------------------
 
-    def _leave_in_flight(self) -> None:
-        if getattr(self, "_in_flight", False):
-            self._in_flight = False
-            with self.server.state.lock:
-                self.server.state.in_flight -= 1
+    def _leave_in_flight(self) -> float | None:
+        """Seconds this request was in flight, the first time it leaves; else None."""
+        if not getattr(self, "_in_flight", False):
+            return None
+        self._in_flight = False
+        # From the request's arrival, as its latency runs (parse_request).
+        elapsed = time.monotonic() - self.arrived
+        with self.server.state.lock:
+            self.server.state.in_flight -= 1
+            self.server.state.busy_seconds += elapsed
+        return elapsed
 
     def _send_json(
         self, status: int, data: Any, headers: dict[str, str] | None = None
@@ -170,7 +181,11 @@ class Handler(BaseHTTPRequestHandler):
     def _send_prepared(self, body: bytes, status: int) -> None:
         # Leave the in-flight count before the reply goes out: once the client has it, it
         # may send its next request, which must not find this one still counted.
-        self._leave_in_flight()
+        elapsed = self._leave_in_flight()
+        if elapsed is not None:
+            # Our own time, as OpenAI's API reports its own: a client whose event loop
+            # is busy reads the reply late, and must not count that as the judge's.
+            self.send_header("openai-processing-ms", f"{elapsed * 1000:.3f}")
         self.end_headers()
         self.wfile.write(body)
         if self._is_chat:

@@ -414,7 +414,7 @@ def test_run_progress_tells_calls_in_flight_rates_eta_and_judge_errors_while_run
     body = owner_client.get(
         _url("run_progress", project, run.pk), **HX
     ).content.decode()
-    assert "<strong>64</strong> calls in flight" in body
+    assert "<strong>64.0</strong> calls in flight" in body
     assert "81.5 calls/s" in body
     assert "3 × 429" in body and "1 × 5xx" in body
     # 1 result in the last 10 s: 0.1 results/s, and the ETA follows that rate.
@@ -434,7 +434,7 @@ def test_run_progress_tells_calls_in_flight_rates_eta_and_judge_errors_while_run
     body = owner_client.get(
         _url("run_progress", project, run.pk), **HX
     ).content.decode()
-    assert "<strong>5</strong> calls in flight" in body
+    assert "<strong>5.0</strong> calls in flight" in body
     assert "10.0 calls/s" in body and "3 × 429" in body
 
     api = owner_client.get(f"/api/runs/{run.pk}").json()

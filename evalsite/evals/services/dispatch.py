@@ -9,7 +9,9 @@ again to the back of the queue, so runs started later get their turn:
    judge request waits for a slot of the connection's shared limiter (the only cap on
    calls in flight) and first checks that the run was not cancelled;
 3. store each result as it finishes, iff the claim still holds (stored once);
-4. publish live figures (calls in flight, calls/s, 429s, 5xx) for the run page.
+4. publish live figures for the run page: calls in flight (the judge's own seconds
+   per second of the last few, so the mean number of calls the judge itself is
+   working on), calls/s, each judge's recent latency, 429s and 5xx.
 
 The database work (claims, cache, stores) runs on a few threads beside the event loop:
 the ORM is blocking, and the loop must keep serving replies meanwhile.
@@ -173,21 +175,65 @@ class _ProjectCache:
 
 
 @dataclass
+class _Mark:
+    at: float
+    calls: int
+    seconds: dict[int, float]
+    requests: dict[int, int]
+
+
+# The window of the live figures: long enough for a few publications, short enough to
+# follow a judge that slows down.
+_WINDOW_SECONDS = 5.0
+
+
+@dataclass
 class _Stats:
-    in_flight: int = 0
+    """The dispatcher's calls so far: counted as they end, each with the judge's own
+    seconds (``scoring.client.JudgeClock``: never the wait for a slot or the cache)."""
+
     calls: int = 0
     throttled: int = 0
     server_errors: int = 0
-    recent: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=20))
+    seconds: dict[int, float] = field(default_factory=dict)  # by judge connection
+    requests: dict[int, int] = field(default_factory=dict)
+    recent: deque[_Mark] = field(default_factory=lambda: deque(maxlen=40))
 
-    def calls_per_second(self) -> float:
+    def judged(self, judge_id: int, seconds: float) -> None:
+        """One request to the judge ended after `seconds` of the judge's own time."""
+        self.seconds[judge_id] = self.seconds.get(judge_id, 0.0) + seconds
+        self.requests[judge_id] = self.requests.get(judge_id, 0) + 1
+
+    def snapshot(self) -> livestats.Snapshot:
+        """The figures of the last few seconds: calls/s, calls in flight (the judge
+        seconds spent per second: Little's law, so a 15 ms judge answering 40 calls/s
+        has 0.6 in flight, where a glance at a counter mostly finds 0), and each judge's
+        mean latency (the dispatcher's whole history when no call ended lately)."""
         now = time.monotonic()
-        self.recent.append((now, self.calls))
-        while len(self.recent) > 1 and now - self.recent[0][0] > 5.0:
+        self.recent.append(
+            _Mark(now, self.calls, dict(self.seconds), dict(self.requests))
+        )
+        while len(self.recent) > 1 and now - self.recent[0].at > _WINDOW_SECONDS:
             self.recent.popleft()
-        first_at, first_calls = self.recent[0]
-        span = now - first_at
-        return (self.calls - first_calls) / span if span > 0 else 0.0
+        first = self.recent[0]
+        span = now - first.at
+        latency: dict[str, list[float]] = {}
+        busy = 0.0
+        for judge_id, total in self.seconds.items():
+            seconds = total - first.seconds.get(judge_id, 0.0)
+            requests = self.requests[judge_id] - first.requests.get(judge_id, 0)
+            busy += seconds
+            if requests == 0:
+                seconds, requests = total, self.requests[judge_id]
+            latency[str(judge_id)] = [round(seconds, 6), requests]
+        return livestats.Snapshot(
+            in_flight=round(busy / span, 3) if span > 0 else 0.0,
+            calls=self.calls,
+            calls_per_second=(self.calls - first.calls) / span if span > 0 else 0.0,
+            throttled=self.throttled,
+            server_errors=self.server_errors,
+            judge_latency=latency,
+        )
 
 
 def _claim_batch(*, run_id: int, token: str, count: int) -> list[Result]:
@@ -308,6 +354,7 @@ class _Dispatcher:
         finally:
             watcher.cancel()
             await self.cache.flush()
+            await self.db(_note_latencies, self.stats.seconds, self.stats.requests)
             for clients in self.clients.values():
                 for client in clients:
                     await client.close()
@@ -399,13 +446,9 @@ class _Dispatcher:
             await asyncio.sleep(0.5)
 
     async def _publish(self, *, final: bool = False) -> None:
-        snapshot = livestats.Snapshot(
-            in_flight=0 if final else self.stats.in_flight,
-            calls=self.stats.calls,
-            calls_per_second=0.0 if final else self.stats.calls_per_second(),
-            throttled=self.stats.throttled,
-            server_errors=self.stats.server_errors,
-        )
+        snapshot = self.stats.snapshot()
+        if final:
+            snapshot.in_flight = snapshot.calls_per_second = 0.0
         try:
             await asyncio.to_thread(
                 livestats.publish,
@@ -429,7 +472,10 @@ class _Dispatcher:
         async with limiter.aslot():
             if self.cancelled:
                 raise RunCancelledError(f"run {self.run_id} was cancelled")
-            self.stats.in_flight += 1
+            # Calls in flight are not counted here: this slot is also held while the
+            # worker's event loop is too busy to read a reply the judge already sent
+            # (18 "in flight" for a judge working on 3). They come from the judge's
+            # own seconds per call (_Stats.judged).
             try:
                 yield
             except openai.APIStatusError as exc:
@@ -439,7 +485,6 @@ class _Dispatcher:
                     self.stats.server_errors += 1
                 raise
             finally:
-                self.stats.in_flight -= 1
                 self.stats.calls += 1
 
     def _client(self, judge: JudgeConnection) -> openai.AsyncOpenAI:
@@ -506,6 +551,9 @@ class _Dispatcher:
                 cache=self.cache.for_project(result.run.project_id),
                 limiter=slot,
                 base_url=judge.base_url if judge is not None else None,
+                on_request=(
+                    partial(self.stats.judged, judge.pk) if judge is not None else None
+                ),
             )
         except (RunCancelledError, OperationalError, InterfaceError):
             raise
@@ -524,6 +572,19 @@ class _Dispatcher:
             store_result, result.pk, self.token, judged=judged, steps=judged.steps
         )
         return "ok" if stored else "skipped"
+
+
+def _note_latencies(seconds: dict[int, float], requests: dict[int, int]) -> None:
+    """Keep on each judge connection the mean latency this dispatcher saw (the run
+    page and the judge form name the binding limit from it before a run's own
+    figures arrive)."""
+    now = timezone.now()
+    for judge_id, total in seconds.items():
+        if requests.get(judge_id):
+            JudgeConnection.objects.filter(pk=judge_id).update(
+                observed_latency_ms=round(1000 * total / requests[judge_id], 3),
+                latency_observed_at=now,
+            )
 
 
 def _release_claim(result_id: int, token: str) -> None:
