@@ -18,7 +18,6 @@ from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
-from evalsite.review.models import AuditEvent
 from evalsite.review.services.imports import import_create
 from evalsite.review.services.overrides import override_create
 
@@ -48,97 +47,13 @@ def test_promptfoo_fixture_is_promptfoo_0_123_1():
 
 
 @pytest.mark.django_db
-def test_promptfoo_import_makes_items_and_a_finished_factuality_run(project, owner):
-    outcome = import_create(
-        project=project, user=owner, file=fixture("promptfoo_results.json")
-    )
-    dataset = outcome.dataset
-    assert dataset.name == "promptfoo_results"
-    assert dataset.item_count == 7
-    items = list(Item.objects.filter(dataset=dataset).order_by("index"))
-    first = items[0]
-    # The var named "question" is the input; the factuality value the reference.
-    assert first.input == "What is the capital of France?"
-    assert first.output == "Paris is the capital of France."
-    assert first.reference == "The capital of France is Paris."
-    pf = first.metadata["promptfoo"]
-    assert pf["vars"] == {
-        "topic": "geography",
-        "question": "What is the capital of France?",
-    }
-    assert (
-        pf["prompt"]
-        == "Answer in one sentence (geography): What is the capital of France?"
-    )
-    assert pf["provider"] == "canned-model"
-    # Other assertion types are kept, with their grades.
-    assert pf["assertions"] == [
-        {
-            "type": "icontains",
-            "value": "paris",
-            "pass": True,
-            "score": 1,
-            "reason": "Assertion passed",
-        }
-    ]
-    # The errored test: no output, the error kept.
-    swallow = items[6]
-    assert swallow.output == ""
-    assert "simulated timeout" in swallow.metadata["promptfoo"]["error"]
-    assert swallow.reference == "About 11 metres per second."
-
-    run = outcome.run
-    assert run is not None
-    assert run.dataset_id == dataset.pk
-    assert run.status == Run.Status.DONE_WITH_ERRORS
-    assert run.is_finished
-    (run_scorer,) = run.run_scorers.all()
-    assert run_scorer.kind == "factuality"
-    assert run_scorer.judge_snapshot["model"] == "file://grader.js"
-    results = {
-        r.item.index: r for r in Result.objects.filter(run=run).select_related("item")
-    }
-    # Tests 0-4 and 6 assert factuality; test 5 (icontains only) has no verdict.
-    assert sorted(results) == [0, 1, 2, 3, 4, 6]
-    assert run.total == 6
-    mars = results[3]
-    assert mars.status == Result.Status.OK
-    assert mars.analysis == {
-        "category": "D",
-        "reason": "The submission says Mars has one moon; the expert answer says two, "
-        "Phobos and Deimos.",
-    }
-    assert mars.judge_score == 0.0 and mars.judge_passed is False
-    assert mars.final_passed is False
-    # promptfoo's own reason names the category when the judge gave none.
-    jupiter = results[4]
-    assert jupiter.analysis["category"] == "C"
-    assert jupiter.analysis["reason"].startswith("Category C: ")
-    assert jupiter.judge_passed is True
-    # A pass whose category promptfoo did not keep: one that scores and passes the same.
-    paris = results[0]
-    assert paris.analysis == {
-        "category": "C",
-        "reason": "Both answers say that Paris is the capital of France.",
-    }
-    assert paris.judge_score == 1.0 and paris.judge_passed is True
-    assert items[0].metadata["promptfoo"]["factuality_category_inferred"] is True
-    assert results[6].status == Result.Status.ERROR
-    assert "simulated timeout" in results[6].error
-
-    summary = outcome.summary
-    assert summary.verdicts == {"pass": 4, "fail": 1, "error": 1}
-    assert summary.other_assertions == {"icontains": 2, "javascript": 1}
-    assert any("did not say their category" in w for w in summary.warnings)
-    assert AuditEvent.objects.filter(action="import.create", run=run).exists()
-
-
-@pytest.mark.django_db
 def test_imported_verdict_can_be_overridden_by_a_reviewer(project, owner):
+    # model-b (the third prompt x provider) says Mars has one moon: category D.
     run = import_create(
         project=project, user=owner, file=fixture("promptfoo_results.json")
-    ).run
-    mars = Result.objects.get(run=run, item__index=3)
+    ).runs[2]
+    mars = Result.objects.get(run=run, item__index=3, run_scorer__name="factuality")
+    assert mars.analysis["category"] == "D" and mars.judge_passed is False
     override = override_create(
         result=mars, user=owner, kind="verdict", path="category", value="E"
     )
@@ -152,13 +67,15 @@ def test_imported_verdict_can_be_overridden_by_a_reviewer(project, owner):
 
 @pytest.mark.django_db
 def test_promptfoo_input_var_choice(project, owner):
-    preview = import_preview(file=fixture("promptfoo_results.json"), input_var="topic")
-    assert preview.rows[0].input == "geography"
-    assert preview.summary.input_choices == ["topic", "question", "(rendered prompt)"]
+    preview = import_preview(file=fixture("promptfoo_results.json"))
+    assert preview.rows[0].input == "What is the capital of France?"
+    assert preview.summary.input_choices == ["question", "(rendered prompt)"]
     preview = import_preview(
         file=fixture("promptfoo_results.json"), input_var="(rendered prompt)"
     )
-    assert preview.rows[0].input.startswith("Answer in one sentence (geography)")
+    assert preview.rows[0].input == (
+        "Answer in one sentence: What is the capital of France?"
+    )
     with pytest.raises(DatasetUploadError, match="no var named 'nope'|var 'nope'"):
         import_preview(file=fixture("promptfoo_results.json"), input_var="nope")
 
@@ -168,10 +85,16 @@ def test_promptfoo_preview_counts_and_writes_nothing(project):
     preview = import_preview(file=fixture("promptfoo_results.json"))
     assert preview.tool == "promptfoo"
     assert preview.makes_run
-    assert preview.summary.rows == 7
+    assert preview.summary.rows == 80
     assert preview.summary.details["promptfoo_version"] == "0.123.1"
+    assert preview.summary.details["stats"] == {
+        "successes": 49,
+        "failures": 29,
+        "errors": 2,
+    }
+    assert len(preview.summary.groups) == 4
     assert preview.summary.input_source == "var question"
-    assert len(preview.rows) == 7
+    assert len(preview.rows) == 10
     assert not Dataset.objects.exists() and not Run.objects.exists()
 
 
@@ -192,33 +115,7 @@ def test_promptfoo_unknown_version_is_refused(project, owner, version):
 
 
 @pytest.mark.django_db
-def test_promptfoo_factuality_scores_from_the_test_options(project, owner):
-    """With distinct category scores, the score tells the category; our scorer gets the
-    same scores so a reviewer's override recomputes as promptfoo would."""
-    doc = promptfoo_doc()
-    scores = {
-        "subset": 0.9,
-        "superset": 0.8,
-        "agree": 1,
-        "disagree": 0,
-        "differButFactual": 0.7,
-    }
-    for row in doc["results"]["results"]:
-        row["testCase"]["options"]["factuality"] = scores
-        for comp in (row.get("gradingResult") or {}).get("componentResults", []):
-            if comp["assertion"]["type"] == "factuality" and comp["pass"]:
-                comp["score"] = 0.9 if row["testIdx"] == 1 else comp["score"]
-    run = import_create(
-        project=project, user=owner, file=upload("r.json", json.dumps(doc))
-    ).run
-    hamlet = Result.objects.get(run=run, item__index=1)
-    assert hamlet.analysis["category"] == "A"
-    assert hamlet.judge_score == pytest.approx(0.9)
-    assert run.run_scorers.get().options["category_scores"]["superset"] == 0.8
-
-
-@pytest.mark.django_db
-def test_promptfoo_rows_without_factuality_make_no_run(project, owner):
+def test_promptfoo_rows_without_factuality_make_no_factuality_scorer(project, owner):
     doc = promptfoo_doc()
     for row in doc["results"]["results"]:
         grading = row.get("gradingResult") or {}
@@ -233,9 +130,15 @@ def test_promptfoo_rows_without_factuality_make_no_run(project, owner):
     outcome = import_create(
         project=project, user=owner, file=upload("r.json", json.dumps(doc))
     )
-    assert outcome.run is None
-    assert outcome.dataset.item_count == 7
-    assert not Run.objects.exists()
+    # Each test's own result is still promptfoo's: one run per prompt x provider.
+    assert len(outcome.runs) == 4
+    assert {rs.name for rs in outcome.runs[0].run_scorers.all()} == {
+        "llm-rubric",
+        "contains",
+        "javascript",
+        "mentions-keyword",
+        "promptfoo test",
+    }
 
 
 # ---------------------------------------------------------------- errors
@@ -309,7 +212,7 @@ def test_huge_skipped_parts_cost_nothing(project, owner):
     outcome = import_create(
         project=project, user=owner, file=upload("r.json", json.dumps(doc))
     )
-    assert outcome.dataset.item_count == 7
+    assert [d.item_count for d in outcome.datasets] == [20, 20, 20, 20]
 
 
 @pytest.mark.django_db
@@ -408,5 +311,5 @@ def test_skipping_a_huge_member_holds_little_memory():
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert preview.summary.rows == 7
+    assert preview.summary.rows == 80
     assert peak < 15_000_000, peak  # measured 4.2 MB: a chunk or two as text, and rows

@@ -27,19 +27,26 @@ def test_promptfoo_import_returns_the_dataset_and_the_run(client, project, revie
     response = post_import(client, project, reviewer, name="evals", run_name="nightly")
     assert response.status_code == 201, response.content
     body = response.json()
-    dataset = Dataset.objects.get()
-    run = Run.objects.get()
-    assert body["dataset"]["id"] == dataset.pk
+    datasets = list(Dataset.objects.order_by("version"))
+    runs = list(Run.objects.order_by("pk"))
+    # One dataset version and one run per prompt x provider.
+    assert body["dataset_ids"] == [d.pk for d in datasets]
+    assert body["run_ids"] == [r.pk for r in runs]
+    assert body["dataset"]["id"] == datasets[0].pk
     assert body["dataset"]["name"] == "evals"
-    assert body["dataset"]["item_count"] == 7
-    assert body["run_id"] == run.pk
-    assert run.name == "nightly" and run.project_id == project.pk
+    assert body["dataset"]["item_count"] == 20
+    assert body["run_id"] == runs[0].pk
+    assert all(r.name.startswith("nightly · #") for r in runs)
+    assert {r.project_id for r in runs} == {project.pk}
     assert body["summary"]["tool"] == "promptfoo"
-    assert body["summary"]["verdicts"] == {"pass": 4, "fail": 1, "error": 1}
-    assert body["summary"]["other_assertions"] == {"icontains": 2, "javascript": 1}
-    assert Result.objects.filter(run=run).count() == 6
+    assert body["summary"]["details"]["stats"] == {
+        "successes": 49,
+        "failures": 29,
+        "errors": 2,
+    }
     # The run's results are reviewable through the existing override API.
-    mars = Result.objects.get(run=run, item__index=3)
+    mars = Result.objects.get(run=runs[2], item__index=3, run_scorer__name="factuality")
+    assert mars.final_passed is False
     response = client.post(
         f"/api/results/{mars.pk}/overrides",
         {"kind": "verdict", "path": "category", "value": "C"},
@@ -52,17 +59,17 @@ def test_promptfoo_import_returns_the_dataset_and_the_run(client, project, revie
 
 
 def test_dry_run_previews_and_creates_nothing(client, project, owner):
-    response = post_import(client, project, owner, dry_run="true", input_var="topic")
+    response = post_import(
+        client, project, owner, dry_run="true", input_var="(rendered prompt)"
+    )
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["tool"] == "promptfoo" and body["makes_run"] is True
-    assert body["items"][0]["input"] == "geography"
-    assert body["items"][3]["verdict"]["analysis"]["category"] == "D"
-    assert body["summary"]["input_choices"] == [
-        "topic",
-        "question",
-        "(rendered prompt)",
-    ]
+    assert body["items"][0]["input"].startswith("Answer in one sentence: ")
+    grades = {g["scorer"]: g for g in body["items"][0]["grades"]}
+    assert grades["contains"]["analysis"]["passed"] is True
+    assert grades["factuality"]["analysis"]["category"] == "C"
+    assert body["summary"]["input_choices"] == ["question", "(rendered prompt)"]
     assert not Dataset.objects.exists() and not Run.objects.exists()
 
 
@@ -120,4 +127,4 @@ def test_import_lands_in_the_callers_project_only(client, project, owner):
     response = post_import(client, project, owner)
     assert response.status_code == 201
     assert not Dataset.objects.filter(project=other).exists()
-    assert Run.objects.get().project_id == project.pk
+    assert {r.project_id for r in Run.objects.all()} == {project.pk}

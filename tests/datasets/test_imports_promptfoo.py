@@ -13,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
+from evalsite.review.models import AuditEvent
 from evalsite.review.services.imports import import_create
 from evalsite.review.services.overrides import override_create
 
@@ -75,10 +76,19 @@ def test_each_prompt_x_provider_is_a_run_whose_totals_are_promptfoos(
         # The assertions: promptfoo's passes are ours; its failures are our failures
         # plus the grader replies it could not read (errors here, as our factuality
         # scorer treats them).
-        checks = Result.objects.filter(run=run).exclude(run_scorer__name="promptfoo test")
-        ok_rows = {r["testIdx"] for r in ROWS if r["promptIdx"] == idx and r["failureReason"] != 2}
+        checks = Result.objects.filter(run=run).exclude(
+            run_scorer__name="promptfoo test"
+        )
+        ok_rows = {
+            r["testIdx"]
+            for r in ROWS
+            if r["promptIdx"] == idx and r["failureReason"] != 2
+        }
         check_results = checks.filter(item__metadata__promptfoo__test_index__in=ok_rows)
-        assert check_results.filter(final_passed=True).count() == metrics["assertPassCount"]
+        assert (
+            check_results.filter(final_passed=True).count()
+            == metrics["assertPassCount"]
+        )
         assert (
             check_results.filter(status="ok", final_passed=False).count()
             + check_results.filter(status="error").count()
@@ -88,6 +98,8 @@ def test_each_prompt_x_provider_is_a_run_whose_totals_are_promptfoos(
     assert dict(stats) == {
         k: DOC["results"]["stats"][k] for k in ("successes", "failures", "errors")
     }
+    event = AuditEvent.objects.get(action="import.create")
+    assert event.after["run_ids"] == [r.pk for r in outcome.runs]
 
 
 @pytest.mark.django_db
@@ -99,7 +111,13 @@ def test_every_assertion_is_a_result_with_promptfoos_pass_score_and_reason(
     )
     runs = _runs(outcome)
     names = {rs.name for rs in runs[0].run_scorers.all()}
-    assert {"llm-rubric", "contains", "javascript", "mentions-keyword", "factuality"} <= names
+    assert {
+        "llm-rubric",
+        "contains",
+        "javascript",
+        "mentions-keyword",
+        "factuality",
+    } <= names
     assert {rs.kind for rs in runs[0].run_scorers.all()} == {"factuality", "imported"}
     checked = failed_not_error = 0
     for row in ROWS:
@@ -110,11 +128,15 @@ def test_every_assertion_is_a_result_with_promptfoos_pass_score_and_reason(
                 run=run, item__metadata__promptfoo__test_index=row["testIdx"]
             ).select_related("run_scorer")
         }
-        assert results["promptfoo test"].item.output == row["response"].get("output", "")
+        assert results["promptfoo test"].item.output == row["response"].get(
+            "output", ""
+        )
         for comp in (row.get("gradingResult") or {}).get("componentResults", []):
             kind = comp["assertion"]["type"]
             if kind == "factuality":
-                result = next(r for n, r in results.items() if n.startswith("factuality"))
+                result = next(
+                    r for n, r in results.items() if n.startswith("factuality")
+                )
                 if comp["reason"].startswith("Factuality checker output did not match"):
                     assert result.status == "error"
                     assert comp["reason"] in result.error
@@ -171,7 +193,9 @@ def test_a_reviewer_flips_an_imported_grade_and_the_figures_follow(project, owne
     result = Result.objects.filter(
         run=outcome.runs[0], run_scorer__name="llm-rubric", final_passed=True
     ).first()
-    override_create(result=result, user=owner, kind="verdict", path="passed", value=False)
+    override_create(
+        result=result, user=owner, kind="verdict", path="passed", value=False
+    )
     result.refresh_from_db()
     assert result.final_passed is False and result.judge_passed is True
     assert result.final_score == result.judge_score
@@ -180,7 +204,9 @@ def test_a_reviewer_flips_an_imported_grade_and_the_figures_follow(project, owne
 @pytest.mark.django_db
 def test_promptfoo_csv_is_refused_naming_the_supported_forms(project, owner):
     with pytest.raises(DatasetUploadError) as exc:
-        import_create(project=project, user=owner, file=fixture("promptfoo_results.csv"))
+        import_create(
+            project=project, user=owner, file=fixture("promptfoo_results.csv")
+        )
     message = exc.value.message
     assert "-o results.csv" in message
     assert "`promptfoo eval -o results.json`" in message

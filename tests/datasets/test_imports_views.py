@@ -44,21 +44,20 @@ def test_promptfoo_walk_upload_preview_import(client, project, owner):
     page = client.get(preview_url)
     assert page.status_code == 200
     html = page.content.decode()
-    assert "7</strong> items" in html
-    assert "factuality (promptfoo)" in html
-    assert "icontains × 2" in html and "javascript × 1" in html
-    assert "did not say their category" in html  # the warning, before importing
+    assert "80</strong> items" in html
+    assert "llm-rubric" in html and "promptfoo test" in html
     assert "What is the capital of France?" in html
-    assert "D (fail)" in html
+    assert "factuality: C" in html
     assert not Dataset.objects.exists()  # the preview creates nothing
 
     response = client.post(preview_url, {"name": "nightly evals", "run_name": "n1"})
     assert response.status_code == 302, response.content.decode()[:2000]
-    run = Run.objects.get()
-    assert response["Location"] == reverse(
-        "evals:run_detail", args=[project.pk, run.pk]
-    )
-    assert run.name == "n1" and run.dataset.name == "nightly evals"
+    # One run per prompt x provider: the runs list, to tick two and compare.
+    assert response["Location"] == reverse("evals:runs", args=[project.pk])
+    runs = list(Run.objects.all())
+    assert len(runs) == 4
+    assert all(r.name.startswith("n1 · ") for r in runs)
+    assert {r.dataset.name for r in runs} == {"nightly evals"}
     # The stored file is gone with its token.
     assert client.get(preview_url).status_code == 404
 
@@ -66,11 +65,13 @@ def test_promptfoo_walk_upload_preview_import(client, project, owner):
 def test_preview_input_choice_and_tool_override(client, project, owner):
     login(client, owner)
     preview_url = start(client, project)["Location"]
-    html = client.get(preview_url, {"input_var": "topic"}).content.decode()
-    assert "<td>geography</td>" in html
+    choice = "(rendered prompt)"
+    html = client.get(preview_url, {"input_var": choice}).content.decode()
+    assert "<td>Answer in one sentence: What is the capital of France?</td>" in html
     # Importing with that choice keeps it.
-    client.post(preview_url, {"name": "t", "input_var": "topic", "tool": ""})
-    assert Dataset.objects.get().items.get(index=0).input == "geography"
+    client.post(preview_url, {"name": "t", "input_var": choice, "tool": ""})
+    first = Dataset.objects.order_by("version").first()
+    assert first.items.get(index=0).input.startswith("Answer in one sentence: ")
 
 
 def test_wrong_tool_override_shows_the_error(client, project, owner):
@@ -146,20 +147,23 @@ def test_imported_run_pages_render(client, project, owner):
     login(client, owner)
     preview_url = start(client, project)["Location"]
     client.post(preview_url, {"name": "pf"})
-    run = Run.objects.get()
+    run = Run.objects.order_by("pk")[2]  # model-b, first prompt
     page = client.get(reverse("evals:run_detail", args=[project.pk, run.pk]))
     assert page.status_code == 200
-    assert "file://grader.js" in page.content.decode()
+    assert "openai:chat:grader" in page.content.decode()
     page = client.get(reverse("review:explorer", args=[project.pk, run.pk]))
     assert page.status_code == 200
-    result = run.results.get(item__index=3)
+    result = run.results.get(item__index=3, run_scorer__name="factuality")
     page = client.get(reverse("review:item", args=[project.pk, result.pk]))
     assert page.status_code == 200
     html = page.content.decode()
     assert "Mars has two moons" in html
     assert "disagrees" in html  # category D's label, overridable on this page
+    rubric = run.results.get(item__index=3, run_scorer__name="llm-rubric")
+    page = client.get(reverse("review:item", args=[project.pk, rubric.pk]))
+    assert page.status_code == 200
     # The run exports like any other, with the imported reason.
     export = client.get(reverse("exports:run_jsonl", args=[project.pk, run.pk]))
     assert export.status_code == 200
     body = b"".join(export.streaming_content).decode()
-    assert "the expert answer says two" in body
+    assert "contradicts the expert answer" in body
