@@ -15,13 +15,14 @@ One row per (test, prompt, provider): `vars`, `prompt.raw` (the rendered prompt)
 {vars, assert, options, description, metadata} and `gradingResult` whose
 `componentResults` are the assertions' {assertion {type, value}, pass, score, reason}.
 
-A factuality assertion becomes our factuality scorer's verdict. promptfoo keeps only its
-pass, score and reason, not the category the judge chose (graders buildFactualityResult),
-so the category is read back, in order: from promptfoo's own reason when the judge gave
-none ("Category C: ..."); from the score, when one category alone has that score under
-the test's factuality scores (`options.factuality`, defaults A/B/C/E 1, D 0: a fail
-with the defaults is D); otherwise one of the categories with that score is chosen, which
-scores and passes the same, and the summary says how many were.
+Each row's group is its prompt x provider (promptIdx): one dataset version and one run
+each. Every assertion (componentResults) is a grade of the scorer named by its metric
+or type: "imported" (promptfoo's own pass, score, reason; a failed assertion is a failed
+result), or factuality (a category, see _category, scored with the test's own
+`options.factuality`, one scorer per set of category scores). The row itself is a grade
+of the "promptfoo test" scorer (success, score, reason; an error row is an error), so
+its counts are promptfoo's stats. Errors: rows promptfoo recorded as errors, and
+factuality grader replies promptfoo could not read (_FACTUALITY_FAILURES).
 """
 
 from __future__ import annotations
