@@ -248,3 +248,50 @@ def test_the_run_page_names_the_binding_limit_from_the_runs_recent_latency(
     assert bound["binding"] == "concurrency"
     assert bound["rate"] == pytest.approx(128 / 13.8667, rel=1e-3)
     assert bound["rpm_rate"] == 10.0
+
+
+def test_exports_give_the_judges_latency_and_the_wait_apart(
+    owner_client, project, dataset
+):
+    import csv
+    import io
+    import json
+
+    from tests.exports.builders import make_run_with_score
+    from tests.factories import (
+        JudgeCallFactory,
+        JudgeConnectionFactory,
+        ScorerConfigFactory,
+    )
+
+    scorer = ScorerConfigFactory(
+        project=project, judge=JudgeConnectionFactory(project=project)
+    )
+    run = make_run_with_score(project, dataset, [scorer])
+    result = run.results.order_by("item__index").first()
+    JudgeCallFactory(result=result, step="claims", latency_ms=15.0, wait_ms=1335.0)
+    JudgeCallFactory(result=result, step="verdicts", latency_ms=16.5, wait_ms=20.0)
+
+    body = b"".join(
+        owner_client.get(f"/api/runs/{run.pk}/export.csv").streaming_content
+    )
+    rows = list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))
+    row = next(r for r in rows if r["item_id"] == str(result.item_id))
+    assert float(row["latency_ms"]) == 31.5
+    assert float(row["wait_ms"]) == 1355.0
+
+    body = b"".join(
+        owner_client.get(f"/api/runs/{run.pk}/export.jsonl").streaming_content
+    )
+    line = next(
+        json.loads(x)
+        for x in body.splitlines()
+        if json.loads(x)["item_id"] == result.item_id
+    )
+    assert (line["latency_ms"], line["wait_ms"]) == (31.5, 1355.0)
+
+    calls = owner_client.get(f"/api/results/{result.pk}").json()["calls"]
+    assert [(c["latency_ms"], c["wait_ms"]) for c in calls] == [
+        (15.0, 1335.0),
+        (16.5, 20.0),
+    ]
