@@ -91,6 +91,10 @@ class ScorerConfig(models.Model):
         related_name="versions",
     )
     archived = models.BooleanField(default=False)
+    # Options saved before a range was checked (factuality category scores outside
+    # 0-1, migration 0006): what is wrong, shown on the scorer pages until an edit
+    # saves options within the ranges. Never rewritten silently.
+    range_problem = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -178,6 +182,10 @@ class RunScorer(models.Model):
         default=dict, help_text="base_url, model, temperature at run time (no secrets)."
     )
     position = models.PositiveIntegerField(default=0)
+    # Options or scores outside the range every score keeps to (0-scale), found by
+    # migration 0006: what is wrong, shown on the run page until a what-if rescore
+    # saves options within the ranges and recomputes every score.
+    range_problem = models.TextField(blank=True)
 
     class Meta:
         ordering = ["run_id", "position", "id"]
@@ -229,6 +237,10 @@ class Result(models.Model):
     final_analysis = models.JSONField(null=True, blank=True)
     final_score = models.FloatField(null=True, blank=True)
     final_passed = models.BooleanField(null=True, blank=True)
+    # The judge or final score was outside 0-scale when migration 0006 checked it
+    # (no source writes one since); a what-if rescore recomputes both and clears it.
+    # db_default: the run start inserts results with one INSERT … SELECT.
+    score_out_of_range = models.BooleanField(default=False, db_default=False)
     score_overridden = models.BooleanField(default=False)
     pass_overridden = models.BooleanField(default=False)
 

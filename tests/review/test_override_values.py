@@ -298,7 +298,7 @@ def test_api_rescore_refuses_out_of_range_options(
     assert rs.options["scale"] == 1.0
 
 
-@pytest.mark.parametrize("bad", ["1e308", "NaN", "-11"])
+@pytest.mark.parametrize("bad", ["1e308", "NaN", "-11", "1.5", "-1"])
 def test_api_rescore_refuses_out_of_range_factuality_category_scores(
     client, reviewer, project, bad
 ):

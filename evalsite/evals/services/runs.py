@@ -24,7 +24,13 @@ from evalsite.evals.models import JudgeCall, Result, Run, RunScorer, ScorerConfi
 from evalsite.evals.services.scorers import scorer_fields_missing
 from evalsite.lib.text import text_check_storable
 from evalsite.queues import CeleryQueue
-from scoring import KINDS, ScoringError, estimate_tokens, preview_prompts
+from scoring import (
+    KINDS,
+    ScoringError,
+    estimate_tokens,
+    preview_prompts,
+    validate_options,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +98,13 @@ def _check_run_inputs(
             )
         elif KINDS[scorer.kind].needs_judge and scorer.judge_id is None:
             errors["scorer_ids"] = f"{scorer} has no judge connection."
+        elif problem := _options_problem(scorer):
+            # Saved before a range was checked (evals 0006 flags them): every result
+            # would end in the same options error.
+            errors["scorer_ids"] = (
+                f"{scorer}'s saved options are out of range ({problem}): edit the "
+                "scorer, then start the run."
+            )
     if len({s.pk for s in scorers}) != len(scorers):
         errors["scorer_ids"] = "A scorer is listed twice."
     if not errors:
@@ -110,6 +123,15 @@ def _check_run_inputs(
     if errors:
         first = next(iter(errors.items()))
         raise ApplicationError(f"{first[0]}: {first[1]}", field_errors=errors)
+
+
+def _options_problem(scorer: ScorerConfig) -> str:
+    """Why the scorer's saved options fail today's checks, or ""."""
+    try:
+        validate_options(scorer.kind, scorer.options or {})
+    except ScoringError as exc:
+        return str(exc)
+    return ""
 
 
 def _insert_results(*, run: Run, run_scorer: RunScorer, dataset: Dataset) -> int:

@@ -180,7 +180,8 @@ def scorer_update(
     new_judge = _judge_for(project=locked.project, kind=locked.kind, judge=new_judge)
     if not RunScorer.objects.filter(scorer=locked).exists():
         locked.name, locked.options, locked.judge = new_name, full, new_judge
-        locked.save(update_fields=["name", "options", "judge"])
+        locked.range_problem = ""  # the options were just checked (evals 0006's flag)
+        locked.save(update_fields=["name", "options", "judge", "range_problem"])
         return locked
     return scorer_version_create(
         parent=locked,

@@ -37,6 +37,8 @@ from scoring import (
     compute_score,
     get_path,
     passes,
+    score_bounds,
+    score_in_range,
     validate_options,
 )
 
@@ -342,7 +344,8 @@ def _score_value(value: Any, *, scale: float) -> float:
 
     Only numbers: the HTML form parses its text itself. JSON can carry NaN, 1e999 (inf)
     and 10**400 (an int no float holds); each is refused here, as is anything outside
-    the scorer's scale, so the aggregates and every later rescore only see sane scores.
+    the scorer's scale (scoring.score_in_range: the one rule every score keeps to), so
+    the aggregates and every later rescore only see sane scores.
     -0.0 is stored as 0.0.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -359,10 +362,11 @@ def _score_value(value: Any, *, scale: float) -> float:
             "The score must be a finite number.",
             field_errors={"value": "must be finite"},
         )
-    if not 0 <= number <= scale:
+    if not score_in_range(number, scale):
+        low, high = score_bounds(scale)
         raise ApplicationError(
-            f"The score must be between 0 and {scale:g} (this scorer's scale).",
-            field_errors={"value": f"must be between 0 and {scale:g}"},
+            f"The score must be between {low:g} and {high:g} (this scorer's scale).",
+            field_errors={"value": f"must be between {low:g} and {high:g}"},
         )
     return number + 0.0
 

@@ -23,6 +23,7 @@ from scoring import (
     ScoringError,
     compute_score,
     passes,
+    score_in_range,
     validate_options,
 )
 
@@ -192,6 +193,8 @@ def run_rescore(
     new_rows: list[dict[str, Any]] = []
     changed_scores = changed_passes = 0
 
+    kept_outside: list[float] = []
+
     def process(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         nonlocal changed_scores, changed_passes
         out = []
@@ -199,12 +202,31 @@ def run_rescore(
             new = _rescore_row(kind, row, validated)
             changed_scores += new["final_score"] != row["final_score"]
             changed_passes += new["final_passed"] != row["final_passed"]
+            # compute_score keeps the judge's scores within 0-scale; a reviewer's
+            # score override is kept as it is, so a smaller scale can leave it out.
+            if (
+                new["status"] == Result.Status.OK
+                and new["final_score"] is not None
+                and not score_in_range(new["final_score"], validated["scale"])
+            ):
+                kept_outside.append(new["final_score"])
             out.append(new)
         return out
+
+    def refuse_kept_outside() -> None:
+        if kept_outside:
+            n, top = len(kept_outside), max(kept_outside)
+            message = (
+                f"{n} score override{'s' if n != 1 else ''} (up to {top:g}) would be "
+                f"outside 0-{validated['scale']:g} at this scale: choose a scale of at "
+                "least that, or undo those overrides first."
+            )
+            raise ApplicationError(message, field_errors={"options.scale": message})
 
     if not save:
         for chunk in _iter_chunks(qs, lock=False):
             new_rows.extend(process(chunk))
+        refuse_kept_outside()
         after = aggregate_rows(run_scorer=run_scorer, rows=new_rows, options=validated)
         return RescorePreview(
             run_scorer_id=run_scorer.pk,
@@ -230,17 +252,29 @@ def run_rescore(
                         judge_passed=new["judge_passed"],
                         final_score=new["final_score"],
                         final_passed=new["final_passed"],
+                        # Both scores are recomputed within 0-scale (or refused
+                        # below): a flag of evals 0006 no longer holds.
+                        score_out_of_range=False,
                     )
                 )
+            refuse_kept_outside()
             Result.objects.bulk_update(
-                objs, ["judge_score", "judge_passed", "final_score", "final_passed"]
+                objs,
+                [
+                    "judge_score",
+                    "judge_passed",
+                    "final_score",
+                    "final_passed",
+                    "score_out_of_range",
+                ],
             )
         config = scorer_version_create_from_run(
             run_scorer=rs, options=validated, user=user
         )
         rs.options = validated
         rs.scorer = config
-        rs.save(update_fields=["options", "scorer"])
+        rs.range_problem = ""  # options within the ranges, every score recomputed
+        rs.save(update_fields=["options", "scorer", "range_problem"])
         after = run_aggregates(run_id=run.pk, run_scorer_id=rs.pk)[0]
         audit_record(
             project=run.project,
@@ -261,6 +295,7 @@ def run_rescore(
         )
     run_scorer.options = validated
     run_scorer.scorer = config
+    run_scorer.range_problem = ""
     return RescorePreview(
         run_scorer_id=run_scorer.pk,
         options=validated,
