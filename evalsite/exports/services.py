@@ -42,7 +42,8 @@ Columns of a run export (one row per item × scorer), in file order:
     answer on the result): the wide shape an analyst computes agreement from.
 Blind review holds in exports as in the reviews API: answers on an overlap-queue entry
 still taking answers are left out (and not counted) unless the exporting user answered
-it too (`result_batch_extras`).
+it too (`result_batch_extras`); results blind to the exporting user (review.selectors.
+blind) are left out entirely (`run_export_queryset`).
 
 JSONL carries the same fields with JSON types: `context` a list, `metadata` the item's
 own object, `override_notes` a list, `comments` a list of {author, created_at, body},
@@ -92,7 +93,7 @@ from evalsite.lib.csvsafe import safe_cell
 from evalsite.lib.streams import csv_stream, jsonl_stream
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import results_filter
-from evalsite.review.selectors.blind import results_not_blind
+from evalsite.review.selectors.blind import blind_run_split
 from evalsite.review.selectors.explorer import results_selected
 
 Format = Literal["csv", "jsonl", "parquet"]
@@ -245,7 +246,7 @@ def run_export_queryset(
     qs = results_filter(run=run, query=query or ResultQuery(), user=who)
     if ids is not None:
         qs = qs.filter(pk__in=results_selected(run=run, ids=ids))
-    qs = results_not_blind(qs, user=who, project_id=run.project_id)
+    qs, _ = blind_run_split(qs, user=who, run=run)
     return qs.select_related(None)
 
 

@@ -532,9 +532,10 @@ def test_the_answer_that_decides_costs_a_pinned_number_of_queries(
     # item and the guidelines (1); savepoint, result lock and run scorer (3); the
     # entry's reviews, the new answer, the answer's and the decision's audit in one
     # insert (3); the final verdict agreeing with the judge: the result and its audit
-    # (2); the entry, the review version, release (3); the queue's agreement (1) and
-    # the aggregates (6).
-    with django_assert_num_queries(23):
+    # (2); the entry, the review version, release (3); the queue's agreement (1),
+    # whether another blind queue still waits for this reviewer's answer on the
+    # result (1, review.selectors.blind) and the aggregates (6).
+    with django_assert_num_queries(24):
         response = client.post(
             f"/api/queues/{queue.pk}/entries/1/reviews",
             {"passed": True},
@@ -549,8 +550,9 @@ def test_the_answer_that_decides_costs_a_pinned_number_of_queries(
     # and the guidelines (1); the same answer (9) but a final verdict against the
     # judge: a pass override, the overrides, the result and its audit (4); entry,
     # version, release (3); then the card: progress and agreement in one read (1),
-    # the aggregates (3: the judge side is cached now), the comments (1).
-    with django_assert_num_queries(22):
+    # the aggregates (3: the judge side is cached now), the comments (1), whether
+    # another blind queue still waits for this reviewer's answer (1).
+    with django_assert_num_queries(23):
         response = client.post(url, {"passed": "pass"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     page = response.content.decode()

@@ -25,7 +25,7 @@ from evalsite.review.schemas import (
     SavedFilterOut,
     SelectionIn,
 )
-from evalsite.review.selectors.blind import blind_count, results_not_blind
+from evalsite.review.selectors.blind import blind_run_split
 from evalsite.review.selectors.explorer import Selection, results_filter, results_page
 from evalsite.review.selectors.queues import queue_get_for_user
 from evalsite.review.selectors.saved_filters import (
@@ -61,16 +61,13 @@ def result_list(
     ninja's @paginate wrapper breaks postponed annotations of a Query schema."""
     run = run_get_for_user(user=request.user, pk=run_id)
     qs = results_filter(run=run, query=filters, user=request.user)
-    # Results blind to the caller are left out before filtering and sorting count
-    # (selectors.blind); how many is counted over the whole run, not the filter, so
-    # a filter on the judge's values cannot tell theirs.
-    qs = results_not_blind(qs, user=request.user, project_id=run.project_id)
+    # Results blind to the caller are left out before filters and sorts apply;
+    # how many is counted over the whole run, not the filter (selectors.blind).
+    qs, blind_hidden = blind_run_split(qs, user=request.user, run=run)
     return {
         "count": qs.count(),
         "items": results_page(qs, offset=filters.offset, limit=filters.limit),
-        "blind_hidden": blind_count(
-            run.results.all(), user=request.user, project_id=run.project_id
-        ),
+        "blind_hidden": blind_hidden,
     }
 
 

@@ -81,7 +81,10 @@ def entry_reviews_out(
         reviews = entry_answers(queue=queue, result_id=entry.result_id)
     visible = answers_visible(entry=entry, answers=reviews, user=user)
     if visible and blind_result_ids(
-        user=user, project_id=queue.project_id, result_ids=[entry.result_id]
+        user=user,
+        project_id=queue.project_id,
+        result_ids=[entry.result_id],
+        project=queue.project,
     ):
         # Answered here, but the result still waits for this user's answer in a
         # blind queue: the answers here would tell that queue's verdict too.

@@ -30,7 +30,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 
 from evalsite.accounts.models import REVIEW_ROLES, Membership
-from evalsite.evals.models import Result
+from evalsite.evals.models import Result, Run
 from evalsite.review.models import AuditEvent, QueueEntry, Review, ReviewQueue
 
 if TYPE_CHECKING:
@@ -39,18 +39,29 @@ if TYPE_CHECKING:
 AnyUser = User | AnonymousUser
 
 
-def _can_answer(*, user: AnyUser, project_id: int) -> bool:
+def _can_answer(*, user: AnyUser, project_id: int, project: Any = None) -> bool:
+    """Whether `user` may answer the project's queues (owner, adjudicator, reviewer).
+    A `project` loaded by accounts.selectors.project_get_for_user carries the
+    user's membership, and nothing is read again."""
     if not user.is_authenticated:
         return False
+    membership = getattr(project, "membership", None)
+    if (
+        isinstance(membership, Membership)
+        and membership.user_id == user.pk
+        and membership.project_id == project_id
+    ):
+        return membership.can_review
     return Membership.objects.filter(
         project_id=project_id, user_id=user.pk, role__in=REVIEW_ROLES
     ).exists()
 
 
-def _blind_queues(*, project_id: int) -> QuerySet[ReviewQueue]:
-    return ReviewQueue.objects.filter(
-        project_id=project_id, kind=ReviewQueue.Kind.REVIEW
-    ).filter(Q(blind=True) | Q(project__blind_review=True))
+def _loaded_project(obj: Run | Result) -> Any:
+    """The object's project when it is loaded already (never a query)."""
+    if isinstance(obj, Result):
+        return getattr(obj, "project", None)
+    return obj.project if Run.project.is_cached(obj) else None
 
 
 def _blind_entries(*, user: AnyUser) -> QuerySet[QueueEntry]:
@@ -75,49 +86,56 @@ def _blind_entries(*, user: AnyUser) -> QuerySet[QueueEntry]:
     )
 
 
-def blind_applies(*, user: AnyUser, project_id: int) -> bool:
-    """Whether any result of the project can be blind to `user` at all: they may
-    answer queues and the project has a blind review queue. One cheap check, so
-    projects without blind queues pay nothing more."""
-    return (
-        _can_answer(user=user, project_id=project_id)
-        and _blind_queues(project_id=project_id).exists()
-    )
-
-
 def blind_for(*, user: AnyUser, result_ref: str = "pk") -> Exists:
     """An Exists for a Result queryset (`result_ref` names the result's id in the
-    outer query): true for rows blind to `user`. Callers check `blind_applies` first
-    (it includes the role check this expression does not make)."""
+    outer query): true for rows blind to `user`. It makes no role check: callers
+    go through `blind_run_split` (or check the role themselves)."""
     return Exists(_blind_entries(user=user).filter(result_id=OuterRef(result_ref)))
 
 
-def results_not_blind(
-    qs: QuerySet[Result], *, user: AnyUser, project_id: int
-) -> QuerySet[Result]:
-    """`qs` without the results blind to `user` (unchanged when nothing can be)."""
-    if not blind_applies(user=user, project_id=project_id):
-        return qs
-    return qs.filter(~blind_for(user=user))
+def blind_run_split(
+    qs: QuerySet[Result], *, user: AnyUser, run: Run
+) -> tuple[QuerySet[Result], int]:
+    """`qs` (results of `run`) without those blind to `user`, and how many results
+    of the whole run are blind to them: counted over the run, never the filter, so
+    a filter on the judge's values cannot tell how the hidden ones were judged.
 
-
-def blind_count(qs: QuerySet[Result], *, user: AnyUser, project_id: int) -> int:
-    """How many results of `qs` are blind to `user` (what a list left out)."""
-    if not blind_applies(user=user, project_id=project_id):
-        return 0
-    return qs.order_by().filter(blind_for(user=user)).values("pk").count()
+    One query (the count, driven by the blind queues' entries of the run) when the
+    user may answer; the filter is added only when something is blind, so runs
+    without blind queues pay no NOT EXISTS per row."""
+    if not _can_answer(
+        user=user, project_id=run.project_id, project=_loaded_project(run)
+    ):
+        return qs, 0
+    hidden = (
+        _blind_entries(user=user)
+        .filter(result__run_id=run.pk)
+        .values("result_id")
+        .distinct()
+        .count()
+    )
+    if not hidden:
+        return qs, 0
+    return qs.filter(~blind_for(user=user)), hidden
 
 
 def blind_result_ids(
-    *, user: AnyUser, project_id: int, result_ids: Iterable[int] | None = None
+    *,
+    user: AnyUser,
+    project_id: int,
+    result_ids: Iterable[int] | None = None,
+    project: Any = None,
 ) -> set[int]:
     """The ids of the project's results blind to `user`, among `result_ids` when
-    given (an export or a page marks these rows)."""
-    if not blind_applies(user=user, project_id=project_id):
+    given (a page or an endpoint masks these)."""
+    if not _can_answer(user=user, project_id=project_id, project=project):
         return set()
     entries = _blind_entries(user=user).filter(queue__project_id=project_id)
     if result_ids is not None:
-        entries = entries.filter(result_id__in=list(result_ids))
+        ids = list(result_ids)
+        if not ids:
+            return set()
+        entries = entries.filter(result_id__in=ids)
     return set(entries.values_list("result_id", flat=True))
 
 
@@ -131,11 +149,15 @@ class BlindEntry:
     url: str
 
 
-def blind_entry_for(*, user: AnyUser, result: Result) -> BlindEntry | None:
+def blind_entry_for(
+    *, user: AnyUser, result: Result, project: Any = None
+) -> BlindEntry | None:
     """The first blind queue entry of `result` that `user` has not answered, or None
     when the result is not blind to them."""
     project_id = result.run.project_id
-    if not blind_applies(user=user, project_id=project_id):
+    if not _can_answer(
+        user=user, project_id=project_id, project=project or _loaded_project(result)
+    ):
         return None
     entry = (
         _blind_entries(user=user)
@@ -168,7 +190,11 @@ def blind_message(entry: BlindEntry) -> str:
 
 
 def audit_mask_blind(
-    events: Iterable[AuditEvent], *, user: AnyUser, project_id: int
+    events: Iterable[AuditEvent],
+    *,
+    user: AnyUser,
+    project_id: int,
+    project: Any = None,
 ) -> list[AuditEvent]:
     """The events, with the summary and before/after values of those about a result
     blind to `user` replaced by a note (who did what kind of change, and when, stay:
@@ -178,6 +204,7 @@ def audit_mask_blind(
         user=user,
         project_id=project_id,
         result_ids={e.result_id for e in events if e.result_id is not None},
+        project=project,
     )
     for event in events:
         if event.result_id in blind:
@@ -218,14 +245,16 @@ def result_out_mask(out: dict[str, Any], entry: BlindEntry) -> dict[str, Any]:
 
 
 def compare_rows_mask(
-    rows: Iterable[CompareRow], *, user: AnyUser, project_id: int
+    rows: Iterable[CompareRow], *, user: AnyUser, project_id: int, project: Any = None
 ) -> None:
     """Blank the scores, pass/fail and delta of compare rows whose run A or run B
     result is blind to `user` (in memory). The runs' aggregate deltas still count
     them, as every aggregate does."""
     rows = list(rows)
     ids = {r.a_result_id for r in rows} | {r.b_result_id for r in rows}
-    blind = blind_result_ids(user=user, project_id=project_id, result_ids=ids)
+    blind = blind_result_ids(
+        user=user, project_id=project_id, result_ids=ids, project=project
+    )
     for row in rows:
         if row.a_result_id in blind or row.b_result_id in blind:
             row.a_score = row.b_score = row.delta = row.badness = None
@@ -234,13 +263,20 @@ def compare_rows_mask(
 
 
 def results_mask(
-    results: Iterable[Result | None], *, user: AnyUser, project_id: int
+    results: Iterable[Result | None],
+    *,
+    user: AnyUser,
+    project_id: int,
+    project: Any = None,
 ) -> None:
     """Blank the judge's and the final fields of the results blind to `user`, in
     memory only (a page that lists results beside others: compare's side by side)."""
     present = [r for r in results if r is not None]
     blind = blind_result_ids(
-        user=user, project_id=project_id, result_ids={r.pk for r in present}
+        user=user,
+        project_id=project_id,
+        result_ids={r.pk for r in present},
+        project=project,
     )
     for result in present:
         if result.pk in blind:

@@ -38,7 +38,10 @@ def run_audit(
         audit_list_for_run(run=run, action=action), AUDIT_PAGE_SIZE
     ).get_page(form.cleaned_data.get("page") or 1)
     page_obj.object_list = audit_mask_blind(
-        page_obj.object_list, user=request.user, project_id=run.project_id
+        page_obj.object_list,
+        user=request.user,
+        project_id=run.project_id,
+        project=run.project,
     )
     query = urlencode({"action": action}) if action else ""
     context = {
@@ -67,6 +70,7 @@ def result_audit(request: HttpRequest, project_id: int, result_id: int) -> HttpR
                 audit_list_for_result(result=result)[:200],
                 user=request.user,
                 project_id=result.run.project_id,
+                project=result.project,
             ),
             "result": result,
         },

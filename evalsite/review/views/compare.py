@@ -145,7 +145,10 @@ def _compare_context(
                 **paging,
             )
             compare_rows_mask(
-                context["page"].rows, user=request.user, project_id=project.pk
+                context["page"].rows,
+                user=request.user,
+                project_id=project.pk,
+                project=project,
             )
     except ApplicationError as exc:
         context["compare_error"] = exc.message
@@ -164,6 +167,7 @@ def _compare_context(
             [r for _, ra, rb in side.results for r in (ra, rb)],
             user=request.user,
             project_id=project.pk,
+            project=project,
         )
         context.update(
             side=side,

@@ -26,7 +26,7 @@ from evalsite.review.forms import (
     SavedFilterForm,
 )
 from evalsite.review.schemas import ResultQuery, ResultQueryError
-from evalsite.review.selectors.blind import blind_count, results_not_blind
+from evalsite.review.selectors.blind import blind_run_split
 from evalsite.review.selectors.explorer import (
     DEFAULT_SORT,
     SORT_LABELS,
@@ -80,16 +80,17 @@ def _explorer_context(
     page_number = (form.cleaned_data.get("page") if valid else None) or 1
     results: Page[Result] | None = None
     paged: PagedResults | None = None
+    blind_hidden = 0
     if valid:
         # Results blind to the user are left out before filters and sorts on the
-        # judge's or final values apply (selectors.blind).
-        paged = PagedResults(
-            results_not_blind(
-                results_filter(run=run, query=result_query, user=request.user),
-                user=request.user,
-                project_id=run.project_id,
-            )
+        # judge's or final values apply; how many is counted over the whole run
+        # (selectors.blind).
+        visible, blind_hidden = blind_run_split(
+            results_filter(run=run, query=result_query, user=request.user),
+            user=request.user,
+            run=run,
         )
+        paged = PagedResults(visible)
         results = Paginator(paged, per_page).get_page(page_number)  # type: ignore[arg-type]  # PagedResults has the len() and slicing Paginator uses
     query = result_query.to_querydict()
     if per_page != DEFAULT_PER_PAGE:
@@ -106,11 +107,7 @@ def _explorer_context(
         "form": form,
         "page_obj": results,
         "count_capped": bool(paged and paged.capped),
-        # Counted over the whole run, not the filter: a filter on judge values must
-        # not tell how the hidden ones were judged.
-        "blind_hidden": blind_count(
-            run.results.all(), user=request.user, project_id=run.project_id
-        ),
+        "blind_hidden": blind_hidden,
         "rows": rows,
         "query": urlencode(query),
         "sort_links": _sort_links(base_url, query, result_query.sort),

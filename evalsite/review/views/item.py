@@ -170,6 +170,7 @@ def item(
             selectors.audit_list_for_result(result=result)[:50],
             user=request.user,
             project_id=project.pk,
+            project=project,
         ),
         **reference_context(result),
     )

@@ -146,7 +146,7 @@ def _queue_card_context(
     # The same result may wait for this user's answer in another blind queue: this
     # card (of any queue) then shows neither the judge nor anyone's answer either.
     elsewhere = (
-        blind_entry_for(user=request.user, result=result)
+        blind_entry_for(user=request.user, result=result, project=queue.project)
         if result is not None and not hidden
         else None
     )
