@@ -291,7 +291,9 @@ class ExplorerFilterForm(forms.Form):
     below only render the widgets. The form itself parses `page` and `per_page`.
     """
 
-    scorer = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    run_scorer = forms.TypedChoiceField(
+        required=False, coerce=int, empty_value=None, label="Scorer"
+    )
     judge = forms.ChoiceField(
         required=False, choices=PASS_CHOICES, label="Judge verdict"
     )
@@ -323,10 +325,15 @@ class ExplorerFilterForm(forms.Form):
     def __init__(
         self, data: Any = None, *, run_scorers: list[RunScorer], **kwargs: Any
     ) -> None:
+        if data is not None and "scorer" in data and "run_scorer" not in data:
+            # A bookmark from before issue 26 (?scorer=, a run scorer id): the
+            # select shows it as ResultQuery reads it.
+            data = data.copy()
+            data["run_scorer"] = data["scorer"]
         super().__init__(data, **kwargs)
         self.run_scorers = run_scorers
         self.query = ResultQuery()
-        cast(forms.ChoiceField, self.fields["scorer"]).choices = [
+        cast(forms.ChoiceField, self.fields["run_scorer"]).choices = [
             ("", "all scorers")
         ] + [(rs.pk, rs.name) for rs in run_scorers]
 

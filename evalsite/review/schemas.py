@@ -8,7 +8,14 @@ from typing import Any, Literal, cast
 
 from django.urls import reverse
 from ninja import Schema
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.pagination import MAX_OFFSET
@@ -106,8 +113,10 @@ class ResultFinalOut(Schema):
 class ResultOut(ResultFinalOut):
     run_id: int
     item: ItemOut
-    scorer_id: int = Field(description="The run scorer's id.")
-    scorer_config_id: int | None = None
+    run_scorer_id: int = Field(description="The run scorer's id (RunScorer).")
+    scorer_config_id: int | None = Field(
+        default=None, description="The scorer config the run scorer snapshots."
+    )
     scorer_name: str
     kind: str
     error: str
@@ -146,9 +155,10 @@ class ErrorReasonOut(Schema):
 
 
 class AggregateOut(Schema):
-    scorer_id: int = Field(description="The run scorer's id.")
-    run_scorer_id: int
-    scorer_config_id: int | None = None
+    run_scorer_id: int = Field(description="The run scorer's id (RunScorer).")
+    scorer_config_id: int | None = Field(
+        default=None, description="The scorer config the run scorer snapshots."
+    )
     name: str
     kind: str
     label: str
@@ -196,10 +206,14 @@ class RescoreIn(Schema):
 
     model_config = ConfigDict(extra="forbid")
 
-    scorer_id: ObjectId | None = Field(
-        default=None, description="A run scorer id, or the ScorerConfig id it used."
+    run_scorer_id: ObjectId | None = Field(
+        default=None,
+        description="The run scorer's id (GET /api/runs/{id} scorers[].id).",
     )
-    run_scorer_id: ObjectId | None = None
+    scorer_id: ObjectId | None = Field(
+        default=None,
+        description="Or the scorer config's id the run used (scorers[].scorer_id).",
+    )
     options: dict[str, Any] = Field(default_factory=dict)
     save: bool = False
 
@@ -227,8 +241,8 @@ class ComparePairOut(Schema):
     paired t-test; sign_test_p: exact sign test, regressed vs improved; mcnemar_p:
     exact McNemar test on pass/fail flips."""
 
-    scorer_id: int = Field(description="Run A's run scorer id.")
-    b_scorer_id: int
+    run_scorer_id: int = Field(description="Run A's run scorer id.")
+    b_run_scorer_id: int = Field(description="The other run's run scorer id.")
     name: str
     kind: str
     direction: str
@@ -320,7 +334,9 @@ class CompareOut(Schema):
     candidates: list[CompareCandidateOut]
     pairs: list[ComparePairOut] = Field(description="Run B's pairs (candidates[0]).")
     against: int = Field(description="The run whose items are listed against run A.")
-    scorer_id: int | None = None
+    run_scorer_id: int | None = Field(
+        default=None, description="Run A's run scorer whose items are listed."
+    )
     count: int
     items: list[CompareRowOut]
     unmatched: CompareUnmatchedOut | None = Field(
@@ -338,7 +354,9 @@ class CompareQueryIn(Schema):
     against: ObjectId | None = Field(
         default=None, description="List the items of this run (default: run B)."
     )
-    scorer_id: ObjectId | None = None
+    run_scorer_id: ObjectId | None = Field(
+        default=None, description="Run A's run scorer to list (default: the first)."
+    )
     only: Literal["", "regressions", "improvements", "flips", "changed"] = ""
     unmatched: Literal["", "removed", "added"] = Field(
         default="",
@@ -355,18 +373,27 @@ ResultStatus = Literal["pending", "ok", "error", "cancelled"]
 SortKey = Literal[tuple(SORTS)]  # type: ignore[valid-type]
 
 
+RENAMED_SCORER_ID = (
+    "scorer_id is now run_scorer_id (the run scorer's id, as in GET /api/runs/{id} "
+    "scorers[].id); scorer_id names only a scorer config."
+)
+
+
 class ResultQuery(Schema):
     """The one query over a run's results: the explorer page, its htmx fragment, the
     queue builder, both exports and GET /api/runs/{id}/results all parse into this and
     filter through `selectors.explorer.results_filter`.
 
     Field names are the API's. `from_querydict` also reads the explorer's spellings
-    (scorer, judge, final, mine: see QUERY_ALIASES), so bookmarked explorer URLs keep
-    working. `scorer_id` is a run scorer id (as in the run's aggregates); `passed` is
-    the final (human-adjusted) verdict.
+    (run_scorer, judge, final, mine: see QUERY_ALIASES), so bookmarked explorer URLs
+    keep working. `run_scorer_id` is a run scorer id (as in the run's aggregates;
+    the explorer's old `scorer` still reads as it); `scorer_id`, which meant the same
+    before issue 26, is refused so it is never read as a scorer config's id; `passed`
+    is the final (human-adjusted) verdict.
     """
 
-    scorer_id: ObjectId | None = None
+    run_scorer_id: ObjectId | None = None
+    scorer_id: SkipJsonSchema[Any] = Field(default=None, exclude=True)
     passed: bool | None = None
     judge_passed: bool | None = None
     reviewed: bool | None = None
@@ -379,6 +406,13 @@ class ResultQuery(Schema):
     max_score: float | None = Field(default=None, allow_inf_nan=False)
     assignee: Literal["me"] | None = None
     sort: SortKey = DEFAULT_SORT  # type: ignore[valid-type]
+
+    @field_validator("scorer_id")
+    @classmethod
+    def _renamed(cls, value: Any) -> None:
+        if value is not None:
+            raise ValueError(RENAMED_SCORER_ID)
+        return None
 
     @model_validator(mode="after")
     def _range(self) -> ResultQuery:
@@ -415,10 +449,10 @@ class ResultQuery(Schema):
             value = convert(str(raw))
             if value is not None:
                 data[field], sent_as[field] = value, name
-        if run_scorers is not None and "scorer_id" in data:
+        if run_scorers is not None and "run_scorer_id" in data:
             allowed = {str(rs.pk) for rs in run_scorers}
-            if str(data["scorer_id"]) not in allowed:
-                name = sent_as["scorer_id"]
+            if str(data["run_scorer_id"]) not in allowed:
+                name = sent_as["run_scorer_id"]
                 raise ResultQueryError(
                     f"Invalid filter {name}: not one of this run's scorers.",
                     field_errors={name: "Not one of this run's scorers."},
@@ -447,7 +481,7 @@ class ResultQuery(Schema):
 
     def to_json(self) -> dict[str, Any]:
         """The constraining keys, as a queue stores them (ReviewQueue.filters keeps
-        the names it always had: scorer, final_passed, mine)."""
+        the names run_scorer, final_passed, mine)."""
         out: dict[str, Any] = {}
         # Only the query's own fields: subclasses add paging (limit) or format (excel).
         for field, value in self.model_dump(
@@ -468,8 +502,8 @@ class ResultQuery(Schema):
         verdict = {True: "pass", False: "fail"}
         yes_no = {True: "yes", False: "no"}
         out: dict[str, str] = {}
-        if self.scorer_id is not None:
-            out["scorer"] = str(self.scorer_id)
+        if self.run_scorer_id is not None:
+            out["run_scorer"] = str(self.run_scorer_id)
         if self.judge_passed is not None:
             out["judge"] = verdict[self.judge_passed]
         if self.passed is not None:
@@ -519,8 +553,12 @@ def _me(raw: str) -> str | None:
 # Parameter -> (ResultQuery field, raw string -> value or None for "any"). The API's
 # names come first, so they win when a request sends both spellings.
 QUERY_ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "run_scorer_id": ("run_scorer_id", _text),
+    "run_scorer": ("run_scorer_id", _text),
+    # The explorer's name before issue 26: kept for bookmarks and saved filters.
+    "scorer": ("run_scorer_id", _text),
+    # Refused by ResultQuery with RENAMED_SCORER_ID.
     "scorer_id": ("scorer_id", _text),
-    "scorer": ("scorer_id", _text),
     "passed": ("passed", _verdict),
     "final": ("passed", _verdict),
     "judge_passed": ("judge_passed", _verdict),
@@ -539,7 +577,7 @@ QUERY_ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
 
 
 # ResultQuery field -> the key a stored queue filter has always used.
-_STORED_NAMES = {"scorer_id": "scorer", "passed": "final_passed"}
+_STORED_NAMES = {"run_scorer_id": "run_scorer", "passed": "final_passed"}
 
 
 class ResultListIn(ResultQuery):
@@ -554,7 +592,7 @@ class ResultRowOut(Schema):
     run_id: int
     item_id: int
     item_index: int
-    scorer_id: int
+    run_scorer_id: int
     scorer_name: str
     kind: str
     status: str
@@ -576,10 +614,6 @@ class ResultRowOut(Schema):
     @staticmethod
     def resolve_item_index(obj: Any) -> int:
         return cast(int, obj.item.index)
-
-    @staticmethod
-    def resolve_scorer_id(obj: Any) -> int:
-        return cast(int, obj.run_scorer_id)
 
     @staticmethod
     def resolve_scorer_name(obj: Any) -> str:

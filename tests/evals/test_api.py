@@ -282,7 +282,7 @@ def test_api_run_start_and_detail(
     assert len(detail["aggregates"]) == 2
     agg = detail["aggregates"][0]
     for key in (
-        "scorer_id",
+        "run_scorer_id",
         "judge_mean",
         "final_mean",
         "judge_pass_rate",

@@ -275,7 +275,7 @@ def test_current_filter_exports_only_matching_results(client, owner, run):
     Result.objects.filter(pk=failing.pk).update(final_passed=False, final_score=0.1)
     login(client, owner)
 
-    rows = _csv_rows(client.get(_run_url(run) + f"?scorer={hallucination.pk}"))
+    rows = _csv_rows(client.get(_run_url(run) + f"?run_scorer={hallucination.pk}"))
     assert {r["scorer"] for r in rows} == {"Hallucination"} and len(rows) == 2
 
     response = client.get(_run_url(run) + "?final=fail")
@@ -293,18 +293,18 @@ def test_invalid_filter_is_a_400_not_a_wider_export(client, owner, run):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-@pytest.mark.parametrize("scorer_id", [2**63, 10**30, 0, -1])
-def test_api_export_with_an_impossible_scorer_id_is_refused_before_streaming(
-    client, owner, run, fmt, scorer_id
+@pytest.mark.parametrize("run_scorer_id", [2**63, 10**30, 0, -1])
+def test_api_export_with_an_impossible_run_scorer_id_is_refused_before_streaming(
+    client, owner, run, fmt, run_scorer_id
 ):
     # SQLite raises OverflowError on such a number, inside the stream: after the 200.
     _, raw = api_token_create(user=owner)
     response = client.get(
-        f"/api/runs/{run.pk}/export.{fmt}?scorer_id={scorer_id}",
+        f"/api/runs/{run.pk}/export.{fmt}?run_scorer_id={run_scorer_id}",
         HTTP_AUTHORIZATION=f"Bearer {raw}",
     )
     assert response.status_code == 422
-    assert "scorer_id" in response.content.decode()
+    assert "run_scorer_id" in response.content.decode()
 
 
 def test_every_member_role_may_export(client, run, owner, reviewer, viewer):
@@ -395,7 +395,7 @@ def test_api_export_filters_and_errors(client, owner, outsider, run):
     headers = bearer(owner)
     scorer = run.run_scorers.get(kind="faithfulness")
     response = client.get(
-        f"/api/runs/{run.pk}/export.jsonl?scorer_id={scorer.pk}", **headers
+        f"/api/runs/{run.pk}/export.jsonl?run_scorer_id={scorer.pk}", **headers
     )
     assert {json.loads(line)["scorer"] for line in _body(response).splitlines()} == {
         "Faithfulness"

@@ -196,7 +196,7 @@ def test_a_filter_that_matches_nothing_is_an_empty_file_named_filtered(
 def test_the_filter_and_ids_narrow_the_parquet_export(client, owner, run):
     hallucination = run.run_scorers.get(kind="hallucination")
     login(client, owner)
-    table = _table(client.get(_url(run) + f"?scorer={hallucination.pk}"))
+    table = _table(client.get(_url(run) + f"?run_scorer={hallucination.pk}"))
     assert set(table.column("scorer").to_pylist()) == {"Hallucination"}
     assert table.schema.metadata[b"evalsite.filtered"] == b"true"
     picked = list(run.results.order_by("pk").values_list("pk", flat=True)[:1])

@@ -52,7 +52,7 @@ def test_results_list_paginates_with_count(client, reviewer, run):
     assert first["item_index"] == 0 and first["kind"] == "faithfulness"
     assert set(first) >= {
         "id",
-        "scorer_id",
+        "run_scorer_id",
         "judge_score",
         "final_score",
         "judge_passed",
@@ -75,11 +75,11 @@ def test_results_list_filters(client, reviewer, run):
             for r in _results(client, run, reviewer, **p).json()["items"]
         ]
 
-    assert ids(scorer_id=faith.pk, passed="false") == [1, 2]
-    assert ids(scorer_id=faith.pk, judge_passed="true") == [0, 3]
-    assert ids(scorer_id=faith.pk, min_score=0.3, max_score=0.7) == [2, 3]
+    assert ids(run_scorer_id=faith.pk, passed="false") == [1, 2]
+    assert ids(run_scorer_id=faith.pk, judge_passed="true") == [0, 3]
+    assert ids(run_scorer_id=faith.pk, min_score=0.3, max_score=0.7) == [2, 3]
     assert ids(q="louvre") == [3, 3]
-    assert ids(scorer_id=faith.pk, sort="-final") == [0, 3, 2, 1]
+    assert ids(run_scorer_id=faith.pk, sort="-final") == [0, 3, 2, 1]
     results = list(run.results.filter(run_scorer=faith).order_by("item__index"))
     services.result_accept(result=results[0], user=reviewer)
     services.override_create(

@@ -86,7 +86,7 @@ def test_api_orders_regressions_first_per_direction(client, viewer, runs):
     assert match["same_dataset"] and match["matched"] == 4
 
     data = client.get(
-        f"/api/runs/{a.pk}/compare/{b.pk}?scorer_id={hall['scorer_id']}"
+        f"/api/runs/{a.pk}/compare/{b.pk}?run_scorer_id={hall['run_scorer_id']}"
     ).json()
     # lower is better: an increase is the regression
     assert [i["item_index"] for i in data["items"]] == [3, 0, 1, 2]

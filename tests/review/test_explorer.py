@@ -67,7 +67,7 @@ def test_explorer_lists_item_by_scorer_rows(client, reviewer, run):
 def test_explorer_filters_by_scorer_and_final_verdict(client, reviewer, run):
     login(client, reviewer)
     faith = run.run_scorers.get(kind="faithfulness")
-    response = client.get(_url(run, scorer=faith.pk, final="fail"))
+    response = client.get(_url(run, run_scorer=faith.pk, final="fail"))
     rows = [r["result"] for r in response.context["rows"]]
     assert sorted(r.item.index for r in rows) == [2, 3]
     assert all(r.run_scorer_id == faith.pk for r in rows)
@@ -113,7 +113,7 @@ def test_explorer_judge_filter_and_disagreement(client, reviewer, run):
     override_create(result=flipped, user=reviewer, kind="pass", value=False)
     accepted = Result.objects.get(run_scorer=faith, item__index=1)
     result_accept(result=accepted, user=reviewer)  # reviewed, agrees: not listed
-    judge_fail = _row_ids(client.get(_url(run, scorer=faith.pk, judge="fail")))
+    judge_fail = _row_ids(client.get(_url(run, run_scorer=faith.pk, judge="fail")))
     assert len(judge_fail) == 2 and flipped.pk not in judge_fail
     assert _row_ids(client.get(_url(run, disagree="on"))) == [flipped.pk]
 
@@ -126,7 +126,7 @@ def test_explorer_sorts(client, reviewer, run, sort):
     faith = run.run_scorers.get(kind="faithfulness")
     rows = [
         r["result"]
-        for r in client.get(_url(run, scorer=faith.pk, sort=sort)).context["rows"]
+        for r in client.get(_url(run, run_scorer=faith.pk, sort=sort)).context["rows"]
     ]
     field = {
         "score": "judge_score",
@@ -155,6 +155,8 @@ def test_explorer_page_two_of_many(client, reviewer, project):
         {"sort": "drop table"},
         {"min_score": "0.9", "max_score": "0.1"},
         {"scorer": "999999"},
+        {"run_scorer": "999999"},
+        {"scorer_id": "1"},
         {"per_page": "7"},
         {"page": "0"},
         {"q": "x" * 201},
@@ -256,7 +258,7 @@ def test_explorer_count_stops_at_the_cap(client, reviewer, project, monkeypatch)
     assert "30+</strong> results" in response.content.decode()
     assert response.context["page_obj"].paginator.num_pages == 2
     # Under the cap the count is exact.
-    small = client.get(_url(big, per_page=25, scorer=big.run_scorers.first().pk))
+    small = client.get(_url(big, per_page=25, run_scorer=big.run_scorers.first().pk))
     assert small.context["count_capped"] is False
     assert small.context["page_obj"].paginator.count == 20
 
@@ -278,7 +280,7 @@ def test_result_query_reads_explorer_and_api_spellings_alike(run):
     )
     api = ResultQuery.from_querydict(
         {
-            "scorer_id": str(scorer.pk),
+            "run_scorer_id": str(scorer.pk),
             "judge_passed": "false",
             "passed": "true",
             "reviewed": "false",
@@ -301,6 +303,9 @@ def test_result_query_names_the_parameter_as_sent(run):
         ({"final": "maybe"}, "final"),
         ({"passed": "maybe"}, "passed"),
         ({"scorer": "999999"}, "scorer"),
+        ({"run_scorer": "999999"}, "run_scorer"),
+        ({"run_scorer_id": "999999"}, "run_scorer_id"),
+        ({"scorer_id": "1"}, "scorer_id"),
         ({"min_score": "0.9", "max_score": "0.1"}, "max_score"),
     ]:
         with pytest.raises(ResultQueryError) as info:
@@ -308,9 +313,9 @@ def test_result_query_names_the_parameter_as_sent(run):
         assert list(info.value.field_errors) == [name]
 
 
-def test_result_query_stores_the_queue_filter_keys_it_always_had():
-    query = ResultQuery(scorer_id=3, passed=False, assignee="me", disagree=False)
-    assert query.to_json() == {"scorer": 3, "final_passed": False, "mine": True}
+def test_result_query_stores_the_queue_filter_keys():
+    query = ResultQuery(run_scorer_id=3, passed=False, assignee="me", disagree=False)
+    assert query.to_json() == {"run_scorer": 3, "final_passed": False, "mine": True}
     assert not ResultQuery(sort="-score").is_filtered()
     assert ResultQuery(passed=False).is_filtered()
 

@@ -191,7 +191,7 @@ def test_bulk_accept_keeps_the_run_aggregates_equal_to_a_recount(run, reviewer):
     results_accept(
         run=run,
         user=reviewer,
-        selection=Selection(query=ResultQuery(scorer_id=scorer.pk)),
+        selection=Selection(query=ResultQuery(run_scorer_id=scorer.pk)),
     )
     after = run_aggregates(run_id=run.pk, run_scorer_id=scorer.pk)[0]
     from django.core.cache import cache

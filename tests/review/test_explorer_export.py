@@ -55,7 +55,7 @@ def test_export_page_with_ids_and_a_filter_exports_their_intersection(
 ):
     faith = run.run_scorers.get(kind="faithfulness")
     picked = _ids(run)
-    response = login(client, viewer).get(_url(run), {"ids": picked, "scorer": faith.pk})
+    response = login(client, viewer).get(_url(run), {"ids": picked, "run_scorer": faith.pk})
     expected = sorted(
         Result.objects.filter(run=run, run_scorer=faith).values_list("pk", flat=True)
     )
@@ -151,7 +151,7 @@ def test_bulk_parquet_export_of_all_matching_follows_the_filter(client, reviewer
     faith = run.run_scorers.get(scorer__kind="faithfulness")
     response = login(client, reviewer).post(
         _bulk_url(run),
-        {"action": "export_parquet", "scope": "all", "scorer": faith.pk},
+        {"action": "export_parquet", "scope": "all", "run_scorer": faith.pk},
     )
     download = client.get(response["Location"])
     expected = sorted(

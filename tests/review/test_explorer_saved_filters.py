@@ -133,9 +133,9 @@ def test_saved_filter_delete(project, reviewer):
 
 def test_saved_filter_for_run_keeps_the_scorer_on_its_own_run(project, reviewer, run):
     scorer = run.run_scorers.get(kind="hallucination")
-    saved = _save(project, reviewer, scorer_id=scorer.pk, passed=False)
+    saved = _save(project, reviewer, run_scorer_id=scorer.pk, passed=False)
     query, notes = saved_filter_for_run(saved=saved, run=run)
-    assert dict(parse_qsl(query)) == {"scorer": str(scorer.pk), "final": "fail"}
+    assert dict(parse_qsl(query)) == {"run_scorer": str(scorer.pk), "final": "fail"}
     assert notes == []
 
 
@@ -148,9 +148,9 @@ def test_saved_filter_for_run_maps_the_scorer_to_another_run_of_the_project(
     second = rerun.run_scorers.get(kind="hallucination")
     second.scorer = first.scorer
     second.save()
-    saved = _save(project, reviewer, scorer_id=first.pk)
+    saved = _save(project, reviewer, run_scorer_id=first.pk)
     query, notes = saved_filter_for_run(saved=saved, run=rerun)
-    assert dict(parse_qsl(query)) == {"scorer": str(second.pk)} and notes == []
+    assert dict(parse_qsl(query)) == {"run_scorer": str(second.pk)} and notes == []
 
 
 def test_saved_filter_for_run_drops_a_scorer_the_run_lacks_with_a_note(
@@ -158,7 +158,7 @@ def test_saved_filter_for_run_drops_a_scorer_the_run_lacks_with_a_note(
 ):
     elsewhere = make_run(project, n_items=1, kinds=("toxicity",))
     saved = _save(
-        project, reviewer, scorer_id=run.run_scorers.first().pk, reviewed=False
+        project, reviewer, run_scorer_id=run.run_scorers.first().pk, reviewed=False
     )
     query, notes = saved_filter_for_run(saved=saved, run=elsewhere)
     assert dict(parse_qsl(query)) == {"reviewed": "no"}

@@ -505,7 +505,7 @@ def test_applying_a_filter_on_a_run_without_its_scorer_warns(
         project=project,
         user=reviewer,
         name="halluc",
-        query=ResultQuery(scorer_id=run.run_scorers.last().pk, passed=False),
+        query=ResultQuery(run_scorer_id=run.run_scorers.last().pk, passed=False),
     )
     response = login(client, reviewer).get(_apply_url(elsewhere, saved))
     assert dict(parse_qsl(urlparse(response["Location"]).query)) == {"final": "fail"}

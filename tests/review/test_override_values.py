@@ -321,7 +321,7 @@ def test_rescore_page_shows_range_errors(client, owner, project):
     url = reverse("review:rescore", args=[run.project_id, run.pk])
     login(client, owner)
     form = {
-        "scorer": rs.pk,
+        "run_scorer": rs.pk,
         "scale": "1",
         "category_scores__subset": "1",
         "category_scores__superset": "1",
@@ -360,7 +360,7 @@ def test_stored_out_of_range_options_give_a_400_that_says_how_to_fix_them(
     ).content.decode()
     assert "What is the capital of France" in html
     rescore_page = reverse("review:rescore", args=[run.project_id, run.pk])
-    resp = client.get(rescore_page, {"scorer": result.run_scorer_id})
+    resp = client.get(rescore_page, {"run_scorer": result.run_scorer_id})
     assert resp.status_code == 200
     # The fix: save sane options, then overriding works again.
     assert (

@@ -163,10 +163,10 @@ def test_rescore_page_preview_and_save(client, reviewer, viewer, run):
     assert (
         'name="penalties__unused_high_relevance"' in html and "Viewers can look" in html
     )
-    assert client.post(url, {"scorer": rs.pk, "scale": "2"}).status_code == 403
+    assert client.post(url, {"run_scorer": rs.pk, "scale": "2"}).status_code == 403
     login(client, reviewer)
     form = {
-        "scorer": rs.pk,
+        "run_scorer": rs.pk,
         "scale": "1",
         "threshold": "0.5",
         "penalties__unused_high_relevance": "0",

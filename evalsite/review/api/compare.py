@@ -19,8 +19,8 @@ router = Router(tags=["review"])
 
 def _pair(d: ScorerDelta) -> dict[str, Any]:
     return {
-        "scorer_id": d.a.pk,
-        "b_scorer_id": d.b.pk,
+        "run_scorer_id": d.a.pk,
+        "b_run_scorer_id": d.b.pk,
         "name": d.a.name,
         "kind": d.a.kind,
         "direction": d.direction,
@@ -48,7 +48,9 @@ def runs_compare(
     spec = MatchSpec(mode=query.match, key=query.key)
     comparison = selectors.runs_compare(runs=runs, spec=spec)
     candidate = comparison.candidate_for(query.against)
-    delta = candidate.delta_for(query.scorer_id) or next(iter(candidate.deltas), None)
+    delta = candidate.delta_for(query.run_scorer_id) or next(
+        iter(candidate.deltas), None
+    )
     items: list[dict[str, Any]] = []
     count = 0
     if delta is not None:
@@ -135,7 +137,7 @@ def runs_compare(
         "candidates": candidates,
         "pairs": candidates[0]["pairs"],
         "against": candidate.run.pk,
-        "scorer_id": delta.a.pk if delta else None,
+        "run_scorer_id": delta.a.pk if delta else None,
         "count": count,
         "items": items,
         "unmatched": unmatched,

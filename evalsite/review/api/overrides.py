@@ -91,7 +91,7 @@ def result_detail(request: AuthenticatedHttpRequest, result_id: int) -> dict[str
             "expected_trajectory": item.expected_trajectory,
             "baseline_output": item.baseline_output,
         },
-        "scorer_id": result.run_scorer_id,
+        "run_scorer_id": result.run_scorer_id,
         "scorer_config_id": result.run_scorer.scorer_id,
         "scorer_name": result.run_scorer.name,
         "kind": result.run_scorer.kind,

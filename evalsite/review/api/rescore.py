@@ -23,12 +23,10 @@ def _run_scorer_for(run_id: int, payload: RescoreIn) -> RunScorer:
         run_scorer = scorers.filter(pk=payload.run_scorer_id).first()
         field = "run_scorer_id"
     else:
-        # A run scorer id first; else the ScorerConfig the run used.
+        # The scorer config the run used (a run scorer id is run_scorer_id: never
+        # guessed from scorer_id, whose number may be another scorer's run scorer).
         # RescoreIn's validator requires scorer_id when run_scorer_id is None.
-        run_scorer = (
-            scorers.filter(pk=cast(int, payload.scorer_id)).first()
-            or scorers.filter(scorer_id=payload.scorer_id).first()
-        )
+        run_scorer = scorers.filter(scorer_id=cast(int, payload.scorer_id)).first()
         field = "scorer_id"
     if run_scorer is None:
         raise ApplicationError(

@@ -75,9 +75,8 @@ class ScorerAggregate:
     direction: str
     scale: float
     threshold: float | None
-    # scorer_id is the run scorer's id (as in GET /api/runs/{id}/results?scorer_id=);
-    # scorer_config_id the ScorerConfig it snapshots (what POST /runs takes).
-    scorer_id: int = 0
+    # scorer_config_id is the ScorerConfig it snapshots (what POST /runs takes as
+    # scorer_ids); run_scorer_id the run's own copy (results' run_scorer_id).
     scorer_config_id: int | None = None
     total: int = 0
     ok: int = 0
@@ -255,7 +254,6 @@ def _scorer_stub(rs: RunScorer) -> ScorerAggregate:
         direction=spec.direction if spec else "higher",
         scale=scale,
         threshold=threshold,
-        scorer_id=rs.pk,
         scorer_config_id=rs.scorer_id,
         histogram=Histogram(
             edges=_edges(scale), judge=[0] * HISTOGRAM_BINS, final=[0] * HISTOGRAM_BINS

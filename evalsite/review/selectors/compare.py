@@ -188,8 +188,8 @@ class Candidate:
     deltas: list[ScorerDelta]
     unmatched_scorers: list[RunScorer]  # this run's scorers run A lacks
 
-    def delta_for(self, a_scorer_id: int | None) -> ScorerDelta | None:
-        return next((d for d in self.deltas if d.a.pk == a_scorer_id), None)
+    def delta_for(self, a_run_scorer_id: int | None) -> ScorerDelta | None:
+        return next((d for d in self.deltas if d.a.pk == a_run_scorer_id), None)
 
 
 @dataclass
@@ -284,11 +284,11 @@ class Comparison:
         )
 
 
-def _side_queryset(*, scorer_id: int) -> Any:
+def _side_queryset(*, run_scorer_id: int) -> Any:
     """One run scorer's results: the figures only, no item join (items pair through
     their ids; the item text is read for the page's rows alone). These columns are
     review_result_compare_idx's, so Postgres reads them with an index-only scan."""
-    return Result.objects.filter(run_scorer_id=scorer_id).values(
+    return Result.objects.filter(run_scorer_id=run_scorer_id).values(
         rid=F("id"),
         iid=F("item_id"),
         st=F("status"),
@@ -301,8 +301,8 @@ def _pair_from(delta: ScorerDelta, *, match: MatchSummary) -> tuple[str, list[An
     """FROM run A's results of one scorer (sa) joined with run B's results of its
     pair (sb) on the matched items: item by item on one dataset, else through the
     stored matching's pairs (m)."""
-    a_sql, a_params = _side_queryset(scorer_id=delta.a.pk).query.sql_with_params()
-    b_sql, b_params = _side_queryset(scorer_id=delta.b.pk).query.sql_with_params()
+    a_sql, a_params = _side_queryset(run_scorer_id=delta.a.pk).query.sql_with_params()
+    b_sql, b_params = _side_queryset(run_scorer_id=delta.b.pk).query.sql_with_params()
     if match.same_dataset:
         return (
             f"FROM ({a_sql}) sa JOIN ({b_sql}) sb ON sb.iid = sa.iid",

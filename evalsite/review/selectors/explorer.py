@@ -87,8 +87,8 @@ def results_filter(*, run: Run, query: ResultQuery, user: User) -> QuerySet[Resu
         qs = Result.objects.filter(run_id__gte=run.pk, run_id__lte=run.pk)
     else:
         qs = Result.objects.filter(run=run)
-    if query.scorer_id is not None:
-        qs = qs.filter(run_scorer_id=query.scorer_id)
+    if query.run_scorer_id is not None:
+        qs = qs.filter(run_scorer_id=query.run_scorer_id)
     if query.status:
         qs = qs.filter(status=query.status)
     if query.judge_passed is not None:

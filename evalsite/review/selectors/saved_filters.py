@@ -58,15 +58,15 @@ def saved_filter_for_run(*, saved: SavedFilter, run: Run) -> tuple[str, list[str
     """
     query = saved_filter_query(saved=saved)
     notes: list[str] = []
-    if query.scorer_id is not None:
+    if query.run_scorer_id is not None:
         scorers = list(run.run_scorers.all())
-        if all(rs.pk != query.scorer_id for rs in scorers):
-            mapped = _same_scorer(query.scorer_id, scorers)
+        if all(rs.pk != query.run_scorer_id for rs in scorers):
+            mapped = _same_scorer(query.run_scorer_id, scorers)
             if mapped is None:
                 notes.append(
                     "Its scorer is not one of this run's: showing every scorer."
                 )
-            query = query.model_copy(update={"scorer_id": mapped})
+            query = query.model_copy(update={"run_scorer_id": mapped})
     return urlencode(query.to_querydict()), notes
 
 

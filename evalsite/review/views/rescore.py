@@ -35,7 +35,12 @@ def rescore(
     scorers = list(RunScorer.objects.filter(run=run).order_by("position", "id"))
     if not scorers:
         raise Http404("This run has no scorers.")
-    raw_id = request.POST.get("scorer") or request.GET.get("scorer")
+    # run_scorer is a RunScorer id; "scorer" is its name before issue 26 (bookmarks).
+    raw_id = (
+        request.POST.get("run_scorer")
+        or request.GET.get("run_scorer")
+        or request.GET.get("scorer")
+    )
     run_scorer = scorers[0]
     if raw_id:
         run_scorer = next((s for s in scorers if str(s.pk) == raw_id), None)  # type: ignore[assignment]
@@ -86,7 +91,7 @@ def rescore(
                 )
                 return redirect(
                     reverse("review:rescore", args=[project_id, run.pk])
-                    + f"?scorer={run_scorer.pk}"
+                    + f"?run_scorer={run_scorer.pk}"
                 )
     context = {
         "project": run.project,
