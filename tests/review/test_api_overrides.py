@@ -28,7 +28,7 @@ def _post(client, result, body):
 def test_result_detail_shape(client, viewer, result):
     data = login(client, viewer).get(f"/api/results/{result.pk}").json()
     assert data["id"] == result.pk and data["kind"] == "faithfulness"
-    assert data["scorer_id"] == result.run_scorer_id
+    assert data["run_scorer_id"] == result.run_scorer_id
     assert data["item"]["context"][0].startswith("Paris is the capital")
     assert data["analysis"]["verdicts"][1]["verdict"] == "no"
     assert (data["judge_score"], data["final_score"], data["judge_passed"]) == (
@@ -65,7 +65,7 @@ def test_verdict_override_returns_201_with_final_fields_and_aggregates(
     )
     assert data["result"]["version"] == 1 and data["result"]["reviewed"] is True
     (agg,) = data["aggregates"]
-    assert agg["scorer_id"] == result.run_scorer_id
+    assert agg["run_scorer_id"] == result.run_scorer_id
     assert agg["final_mean"] == 0.67 and agg["judge_mean"] == 0.33
     assert agg["agreement"]["matrix"] == {"tp": 0, "fp": 0, "fn": 1, "tn": 0}
     detail = client.get(f"/api/results/{result.pk}").json()
@@ -144,7 +144,7 @@ def test_viewer_gets_403_on_writes_and_outsider_404_everywhere(
     login(client, viewer)
     assert _post(client, result, {"kind": "pass", "value": False}).status_code == 403
     assert client.delete(f"/api/overrides/{o.pk}").status_code == 403
-    rescore = {"scorer_id": result.run_scorer_id, "options": {"scale": 2}}
+    rescore = {"run_scorer_id": result.run_scorer_id, "options": {"scale": 2}}
     assert (
         client.post(
             f"/api/runs/{run.pk}/rescore", rescore, content_type="application/json"
