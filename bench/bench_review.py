@@ -361,7 +361,10 @@ def run() -> list[dict]:
     # The filtered results page (D2's explorer partial) or, without it, the results API.
     try:
         page = reverse("review:explorer", args=[bench_run.project_id, bench_run.pk])
-        url, headers = f"{page}?run_scorer={faith.pk}&judge=fail", {"HX-Request": "true"}
+        url, headers = (
+            f"{page}?run_scorer={faith.pk}&judge=fail",
+            {"HX-Request": "true"},
+        )
     except Exception:
         url, headers = (
             f"/api/runs/{bench_run.pk}/results?run_scorer_id={faith.pk}&judge_passed=false",
