@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic_core import ErrorDetails
 
 from scoring.errors import AnalysisError, UnknownKindError
+from scoring.jstext import js_lower, js_strip
 from scoring.kinds_agent import AGENT_ANALYSIS_MODELS
 from scoring.kinds_rag import ANALYSIS_MODELS as RAG_ANALYSIS_MODELS
 
@@ -30,11 +31,11 @@ __all__ = [
 
 
 def _trim_lower(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
+    return js_lower(js_strip(value)) if isinstance(value, str) else value
 
 
 def _trim_upper(value: Any) -> Any:
-    return value.strip().upper() if isinstance(value, str) else value
+    return js_strip(value).upper() if isinstance(value, str) else value
 
 
 def _finite_number(value: Any) -> Any:
@@ -272,7 +273,7 @@ def parse_factuality_reply(text: str) -> dict[str, Any]:
 
     Accepted (SCORERS.md): a JSON object with ``category`` (trimmed,
     upper-cased, A-E) and ``reason`` (a Markdown code fence around it is
-    tolerated, and so is text before it, as promptfoo reads it); otherwise a reply
+    tolerated, and so is text before or after it, as promptfoo reads it); otherwise a reply
     whose first non-blank token is a lone letter
     A-E, optionally in parentheses and optionally followed by ``.``, ``:`` or
     ``,`` (``(C) because…``, ``C``, ``c) same``, ``B. more detail``). Anything
@@ -286,8 +287,8 @@ def parse_factuality_reply(text: str) -> dict[str, Any]:
     if fenced is not None:
         stripped = fenced.group(1)
     if stripped.startswith("{"):
-        try:
-            data = json.loads(stripped)
+        try:  # the reply's opening object; the judge's text after it is ignored
+            data, _ = json.JSONDecoder().raw_decode(stripped)
         except ValueError:
             raise AnalysisError("factuality reply is not valid JSON", path="") from None
         if not isinstance(data, dict):

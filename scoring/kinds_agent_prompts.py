@@ -24,7 +24,7 @@ from pydantic import Field
 
 from scoring.client import Plan
 from scoring.errors import CaseError, JudgeError
-from scoring.prompts import STEPS, Messages, Reply, Step, _system, neutralise
+from scoring.prompts import STEPS, Flag, Messages, Reply, Step, _system, neutralise
 from scoring.toolcalls import _steps, expected_field, tool_names
 
 __all__ = [
@@ -65,7 +65,7 @@ def agent_block(tag: str, text: str, index: int | None = None, **attrs: str) -> 
 
 class CriterionReply(Reply):
     number: int = Field(ge=1)
-    satisfied: bool
+    satisfied: Flag
     reason: str
 
 
@@ -75,13 +75,13 @@ class RubricReply(Reply):
 
 
 class ConversationVerdictReply(Reply):
-    satisfied: bool
+    satisfied: Flag
     reason: str
 
 
 class ToolEvaluationReply(Reply):
     tool: str
-    appropriate: bool
+    appropriate: Flag
     reason: str
 
 
@@ -93,8 +93,8 @@ class ToolEvaluationsReply(Reply):
 
 class StepEvaluationReply(Reply):
     name: str
-    necessary: bool
-    in_order: bool
+    necessary: Flag
+    in_order: Flag
     reason: str
 
 

@@ -63,9 +63,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from scoring import prompts
 from scoring.client import Plan
 from scoring.errors import CaseError
+from scoring.jstext import js_lower, js_strip
 from scoring.prompts import (
     DATA_RULES,
     JSON_RULES,
+    Flag,
     Messages,
     Reply,
     Step,
@@ -101,7 +103,7 @@ IMPACT_LEVELS = ("none", "minimal", "moderate", "significant", "severe")
 
 
 def _lower(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
+    return js_lower(js_strip(value)) if isinstance(value, str) else value
 
 
 def _finite(value: Any) -> Any:
@@ -183,13 +185,13 @@ class ImpactReply(Reply):
 class IntentRating(Reply):
     score: Ratio
     primary_intent: str
-    addressed: bool
+    addressed: Flag
     reason: str
 
 
 class Requirement(Reply):
     requirement: str
-    fulfilled: bool
+    fulfilled: Flag
     reason: str
 
 
@@ -201,8 +203,8 @@ class CompletenessRating(Reply):
 
 class AppropriatenessRating(Reply):
     score: Ratio
-    format_aligned: bool
-    tone_aligned: bool
+    format_aligned: Flag
+    tone_aligned: Flag
     reason: str
 
 
@@ -217,7 +219,7 @@ class AlignmentReply(Reply):
 
 class SummaryClaim(Reply):
     claim: str
-    supported: bool
+    supported: Flag
     reason: str
 
 
@@ -228,7 +230,7 @@ class SourceJudgementReply(Reply):
 
 class CoverageAnswer(Reply):
     question: str
-    answered: bool
+    answered: Flag
     reason: str
 
 

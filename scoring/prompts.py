@@ -18,7 +18,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+)
+
+from scoring.jstext import js_lower, js_strip
 
 Messages = list[dict[str, str]]
 
@@ -26,17 +35,21 @@ Messages = list[dict[str, str]]
 
 
 def _lower(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
+    # As the reference reads a verdict: JavaScript's trim() and toLowerCase().
+    return js_lower(js_strip(value)) if isinstance(value, str) else value
 
 
 def _upper(value: Any) -> Any:
-    return value.strip().upper() if isinstance(value, str) else value
+    return js_strip(value).upper() if isinstance(value, str) else value
 
 
 YesNoUnsure = Annotated[Literal["yes", "no", "unsure"], BeforeValidator(_lower)]
 YesNo = Annotated[Literal["yes", "no"], BeforeValidator(_lower)]
 Relevance = Annotated[Literal["high", "medium", "low", "none"], BeforeValidator(_lower)]
 Category = Annotated[Literal["A", "B", "C", "D", "E"], BeforeValidator(_upper)]
+# A judge's yes/no flag must be a JSON boolean: "yes", 1, "true" or null are broken
+# replies (asked again once), as the reference's schemas refuse them.
+Flag = Annotated[bool, Strict()]
 
 
 class Reply(BaseModel):
@@ -80,7 +93,7 @@ class HallucinationVerdictsReply(Reply):
 class ChunkEvaluation(Reply):
     context_index: int = Field(ge=0)
     relevance: Relevance
-    used: bool
+    used: Flag
     reason: str
 
 
@@ -155,16 +168,20 @@ def strip_fences(raw: str) -> str:
 
 
 def load_json_object(raw: str) -> dict[str, Any]:
-    """The reply as a JSON object; ValueError (with a readable message) otherwise."""
+    """The JSON object that starts at the reply's first ``{``: text before it (a
+    sentence, a code fence) and after it (the judge's reasoning, a closing fence) is
+    ignored, as the reference reads replies. ValueError (with a readable message) when
+    there is none; a cut-off object is not searched for a smaller one inside it."""
     text = strip_fences(raw)
     if not text:
         raise ValueError("the reply is empty; expected a JSON object")
-    if not text.startswith("{"):
+    start = text.find("{")
+    if start < 0:
         raise ValueError(
-            f"the reply is not a JSON object (it starts with {text[:40]!r})"
+            f"the reply holds no JSON object (it starts with {text[:40]!r})"
         )
     try:
-        value = json.loads(text)
+        value, _ = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the reply is not valid JSON: {exc}") from exc
     if not isinstance(value, dict):

@@ -33,6 +33,7 @@ from rapidfuzz.distance import Indel
 from stop_words import get_stop_words  # type: ignore[import-untyped]
 
 from scoring.errors import CaseError
+from scoring.jstext import JS_WHITESPACE, js_lower
 from scoring.options import check_kind, validate_options
 from scoring.toolcalls import tool_call_accuracy, trajectory_accuracy
 from scoring.trajectory import trajectory
@@ -53,10 +54,6 @@ __all__ = [
     "tone_ratio",
 ]
 
-# JavaScript's \s: WhiteSpace and LineTerminator of ECMA-262 (Unicode Zs included).
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
 _JS_SPACE = f"[{JS_WHITESPACE}]"
 _JS_SPACES = re.compile(f"{_JS_SPACE}+")
 _JS_TRIM = re.compile(f"^{_JS_SPACE}+|{_JS_SPACE}+$")
@@ -102,10 +99,10 @@ def _reference_text(case: Case) -> tuple[str, str]:
 def dice_ratio(a: str, b: str, *, ignore_case: bool = True) -> tuple[float, int]:
     """Sørensen-Dice on character bigrams (a multiset), whitespace removed: ``(ratio,
     common bigrams)``. Equal texts give 1; a text shorter than 2 characters gives 0."""
+    if ignore_case:  # before the spaces go, as Mastra does: "ΣΑΣ like" ends in ς
+        a, b = js_lower(a), js_lower(b)
     a = _JS_SPACES.sub("", a)
     b = _JS_SPACES.sub("", b)
-    if ignore_case:
-        a, b = a.lower(), b.lower()
     if a == b:
         return 1.0, max(len(a) - 1, 0)
     if len(a) < 2 or len(b) < 2:
@@ -188,9 +185,10 @@ def keywords(text: str, stop: frozenset[str] | None = None) -> list[str]:
             word = _LONE_SYMBOL.sub("", word)
         if _ASCII_DIGITS.fullmatch(word):
             continue
-        if not word or word.lower() in stop:
+        folded = js_lower(word)
+        if not word or folded in stop:
             continue
-        seen.setdefault(word if url else word.lower(), None)
+        seen.setdefault(word if url else folded, None)
     return list(seen)
 
 
@@ -334,7 +332,7 @@ def lemma(word: str) -> str:
 def _normalize(text: str) -> str:
     """Lower-case and strip accents (NFD, combining marks removed)."""
     decomposed = unicodedata.normalize("NFD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+    return js_lower("".join(ch for ch in decomposed if not unicodedata.combining(ch)))
 
 
 def completeness_elements(text: str) -> list[str]:
@@ -463,7 +461,7 @@ def _sentiment_tokens(text: str, fold_apostrophes: bool) -> list[str]:
     split on single spaces (so a lone tab does not separate words)."""
     if fold_apostrophes:
         text = text.translate(_APOSTROPHES)
-    cleaned = _SENTIMENT_PUNCTUATION.sub(" ", text.lower().replace("\n", " "))
+    cleaned = _SENTIMENT_PUNCTUATION.sub(" ", js_lower(text).replace("\n", " "))
     return _js_trim(_SENTIMENT_SPACES.sub(" ", cleaned)).split(" ")
 
 
