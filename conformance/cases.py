@@ -16,7 +16,7 @@ from typing import Any
 from scoring.options import validate_options
 from scoring.textkinds import NEGATORS
 
-__all__ = ["KINDS_COMPARED", "Case", "generate"]
+__all__ = ["KINDS_COMPARED", "NON_BOOLEAN_FLAGS", "Case", "generate"]
 
 
 @dataclass
@@ -200,6 +200,48 @@ _OUR_EXTRA_NEGATORS = tuple(
 _CURLY = ["don’t", "isn’t", "it’s", "can’t", "‘quoted’", "“said”"]
 _ASTRAL = ["😀", "👍", "🎉", "😡", "𝔘𝔫𝔦", "🙂"]
 _SPACES = ["  ", "\t", "\n", "\u00a0", "\u2003", "\ufeff", "\x1c", "\x85", " \n "]
+# Words whose lower case is not ASCII's: Turkish dotted and dotless i, sharp s, Greek
+# sigma (final form), ligatures, titlecase digraphs, Kelvin/Ohm/Angstrom signs, Cherokee,
+# Georgian capitals, and letters newer than Python's Unicode database (Unicode 16 and 17:
+# Cyrillic Tje, Latin ram's horn and lambda, Garay, Beria Erfe), also next to a sigma.
+_CASED = [
+    "İstanbul",
+    "ISTANBUL",
+    "ıstanbul",
+    "DİYARBAKIR",
+    "diyarbakır",
+    "I\u0307s",
+    "straße",
+    "STRASSE",
+    "GROẞ",
+    "ΣΑΣ",
+    "σας",
+    "ΟΔΥΣΣΕΥΣ",
+    "Οδυσσεύς",
+    "ΑΣ.",
+    "ΑΣ'Α",
+    "ﬁle",
+    "FILE",
+    "ﬂow",
+    "ǅemal",
+    "ǄEMAL",
+    "\u212a",  # Kelvin sign
+    "\u2126",  # Ohm sign
+    "\u212b",  # Angstrom sign
+    "ᏣᎳᎩ",
+    "ᲥᲐᲠᲗᲣᲚᲘ",
+    "ΐ",
+    "ᾼ",
+    "Ⓐⓑ",
+    "\u1c89\u1c8a",
+    "\ua7cbX",
+    "\ua7dcA",
+    "\U00010d50\U00010d51",
+    "\U00016ea0\U00016ebb",
+    "ΑΣ\U00010d50",
+    "\U00010d50Σ",
+    "Σ\u0301\ua7da",
+]
 _ENDS = [".", ".", ".", "!", "?", "...", ""]
 
 
@@ -212,6 +254,8 @@ def _sentence(rng: random.Random, pools: list[list[str]], n: int) -> str:
 
 def _text(rng: random.Random, *, flavour: str, sentences: int | None = None) -> str:
     pools = [_PLAIN, _VERBS, _SENTIMENT, _STOP]
+    if flavour == "cased":
+        pools += [_CASED, _CASED]
     if flavour in ("odd", "wild"):
         pools.append(_ODD)
     if flavour == "wild":
@@ -260,13 +304,14 @@ def _scale(rng: random.Random) -> float:
 # ------------------------------------------------------------------------ verdicts
 
 _FOLDED = {
-    "yes": ["YES", "Yes", " yes", "yes ", "yes\n", " Yes "],
+    # U+FEFF is whitespace to JavaScript's trim(), not to str.strip()
+    "yes": ["YES", "Yes", " yes", "yes ", "yes\n", " Yes ", "yes\ufeff", "\u00a0YES"],
     "no": ["NO", "No", " no", "no "],
     "unsure": ["UNSURE", "Unsure", " unsure"],
 }
 
 
-def _verdicts(rng: random.Random, kind: str, n: int, rows: set[str]) -> list[str]:
+def _verdicts(rng: random.Random, kind: str, n: int, rows: set[str]) -> list[Any]:
     vocab = (
         ["yes", "no", "unsure"]
         if kind in ("faithfulness", "answer_relevancy")
@@ -274,7 +319,7 @@ def _verdicts(rng: random.Random, kind: str, n: int, rows: set[str]) -> list[str
     )
     fold = rng.random() < 0.15
     odd = rng.random() < 0.08
-    out: list[str] = []
+    out: list[Any] = []
     for _ in range(n):
         verdict = rng.choice(vocab)
         if fold and rng.random() < 0.5:
@@ -282,7 +327,18 @@ def _verdicts(rng: random.Random, kind: str, n: int, rows: set[str]) -> list[str
             rows.add("verdict-case-and-space")
         out.append(verdict)
     if odd and out:
-        extra = ["maybe", "partially", "n/a", "", "true"]
+        # "yes\x85": U+0085 is not whitespace to JavaScript; full-width letters do not
+        # fold to ASCII; a JSON boolean, number or null is not a verdict word at all
+        extra: list[Any] = [
+            "maybe",
+            "partially",
+            "n/a",
+            "",
+            "true",
+            "yes\x85",
+            "ＹＥＳ",
+        ]
+        extra += [True, None, 1]
         if kind not in ("faithfulness", "answer_relevancy"):
             extra += ["unsure", "unsure", "Unsure"]
         out[rng.randrange(len(out))] = rng.choice(extra)
@@ -380,6 +436,9 @@ def _toxicity(rng: random.Random, index: int) -> Case:
 
 
 _RELEVANCE = ["high", "medium", "low", "none"]
+# What judges write where a JSON boolean is asked for (the reference's schemas refuse
+# them, and so does ours: the step is asked again, then an error result).
+NON_BOOLEAN_FLAGS: list[Any] = ["yes", "Yes", "no", 1, 0, "true", "false", None, "1"]
 
 
 def _context_relevance(rng: random.Random, index: int) -> Case:
@@ -404,6 +463,9 @@ def _context_relevance(rng: random.Random, index: int) -> Case:
         evaluations.append(
             {"context_index": i, "relevance": relevance, "used": rng.random() < 0.6}
         )
+    if evaluations and rng.random() < 0.06:
+        # A flag that is not a JSON boolean: both refuse the reply.
+        rng.choice(evaluations)["used"] = rng.choice(NON_BOOLEAN_FLAGS)
     rng.shuffle(evaluations)
     missing = [
         f"missing fact {i}" for i in range(rng.choice([0, 0, 0, 1, 1, 2, 3, 4, 5]))
@@ -520,10 +582,38 @@ def _factuality_reply(rng: random.Random, rows: set[str]) -> str:
             "json-bad-category",
             "json-no-category",
             "prose",
+            "json-then-text",
+            "json-no-category-then-paren",
+            "lead-then-paren",
+            "lead-then-see-above",
+            "paren-then-answer",
+            "letter-paren-then-paren",
         ],
-        weights=[30, 6, 6, 6, 8, 3, 5, 4, 3, 2, 3, 2, 2, 2, 2, 2],
+        weights=[30, 6, 6, 6, 8, 3, 5, 4, 3, 2, 3, 2, 2, 2, 2, 2, 4, 2, 4, 2, 3, 2],
     )[0]
     reason = _REPLY_REASON
+    other = rng.choice([c for c in "ABCDE" if c != letter])
+    # A leading letter and, later, another letter before a parenthesis.
+    if form == "json-then-text":  # both read the opening object
+        return (
+            f'{{"category": "{letter}", "reason": "{reason}"}}\n'
+            f"The reasoning is that it is not ({other})."
+        )
+    if form == "json-no-category-then-paren":
+        rows.add("factuality-unparseable")
+        return f'{{"reason": "{reason}"}}\nAnswer: ({letter})'
+    if form == "lead-then-paren":
+        rows.add("factuality-mixed-letters")
+        text = rng.choice([letter, letter.lower()])
+        sep = rng.choice([". ", ": ", " ", ", "])
+        return f"{text}{sep}{reason} It is not ({other}) because details differ."
+    if form == "lead-then-see-above":
+        rows.add("factuality-mixed-letters")
+        return f"{letter}. {reason} (see above)"
+    if form == "paren-then-answer":  # both read the parenthesised letter
+        return f"({letter}) {reason} answer: {other}"
+    if form == "letter-paren-then-paren":
+        return f"{letter}) {reason} Not ({other})."
     if form == "json":
         return f'{{"category": "{letter}", "reason": "{reason}"}}'
     if form == "json-lower":
@@ -612,7 +702,7 @@ def _factuality(rng: random.Random, index: int) -> Case:
 
 def _text_case(rng: random.Random, kind: str, index: int) -> Case:
     rows: set[str] = set()
-    flavour = rng.choices(["plain", "odd", "wild"], weights=[3, 3, 2])[0]
+    flavour = rng.choices(["plain", "odd", "wild", "cased"], weights=[3, 3, 2, 2])[0]
     base = _text(rng, flavour=flavour)
     roll = rng.random()
     if roll < 0.08:
@@ -863,6 +953,54 @@ KINDS_COMPARED: dict[str, int] = {
 }
 
 
+# A judge's JSON reply with text around it ("<json>" is the reply): both sides read the
+# object that opens at the first "{" and ignore the rest.
+JSON_WRAPS = [
+    "<json>\nThe reasoning is that each verdict follows from the texts.",
+    "<json>\n\nNote: {see above}",
+    "```json\n<json>\n```\nThat is all.",
+    "Here is the JSON you asked for:\n<json>",
+    "<json>\n<json>",
+    "<json> ```",
+]
+
+
+def _break_a_flag(rng: random.Random, script: dict[str, Any]) -> None:
+    """Make one of the judge's yes/no flags in ``script`` a non-boolean
+    (``NON_BOOLEAN_FLAGS``) in the kinds whose steps have flags (context relevance's own
+    maker does it for ``used``)."""
+    flag = rng.choice(NON_BOOLEAN_FLAGS)
+    kind = script["kind"]
+    lists = {
+        "prompt_alignment": ["requirements"],
+        "summarization": ["claims", "coverage"],
+        "rubric": ["verdicts"],
+    }.get(kind, [])
+    lists = [name for name in lists if script[name]]
+    if lists:
+        values = script[rng.choice(lists)]
+        values[rng.randrange(len(values))] = flag
+    elif kind == "multi_turn_judge":
+        script["satisfied"] = flag
+    elif kind in ("tool_call_accuracy_llm", "trajectory_accuracy_llm"):
+        name = "evaluations" if kind == "tool_call_accuracy_llm" else "steps"
+        if script[name]:
+            at = rng.randrange(len(script[name]))
+            entry = list(script[name][at])
+            entry[1] = flag  # appropriate; necessary
+            script[name][at] = entry
+
+
+_FLAGGED = (
+    "prompt_alignment",
+    "summarization",
+    "rubric",
+    "multi_turn_judge",
+    "tool_call_accuracy_llm",
+    "trajectory_accuracy_llm",
+)
+
+
 def generate(seed: int = 18, scale: float = 1.0) -> list[Case]:
     """All cases, in a fixed order; ``scale`` multiplies every kind's count."""
     from conformance import (  # they build on this module's helpers
@@ -894,4 +1032,9 @@ def generate(seed: int = 18, scale: float = 1.0) -> list[Case]:
                 cases.append(kinds_rag.make_case(kind, rng, index))
             else:
                 cases.append(_text_case(rng, kind, index))
+            script = cases[-1].script
+            if script is not None and rng.random() < 0.06:
+                script["wrap"] = rng.choice(JSON_WRAPS)
+            if kind in _FLAGGED and script is not None and rng.random() < 0.06:
+                _break_a_flag(rng, script)
     return cases

@@ -50,6 +50,16 @@ class ScriptedJudge:
     # ------------------------------------------------------------------ answers
 
     def answer(self, side: str, case_id: str, body: dict[str, Any]) -> str:
+        reply = self._answer(side, case_id, body)
+        # Some scripts wrap every JSON reply in text (``"wrap"``: "<json>" marks where),
+        # on both sides: a judge that writes a sentence before its object or its
+        # reasoning after it.
+        wrap = self.scripts[case_id].get("wrap")
+        if wrap and reply.startswith("{"):
+            return str(wrap).replace("<json>", reply)
+        return reply
+
+    def _answer(self, side: str, case_id: str, body: dict[str, Any]) -> str:
         script = self.scripts[case_id]
         text = "\n".join(_content(m.get("content")) for m in body.get("messages", []))
         with self._lock:

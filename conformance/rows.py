@@ -30,6 +30,7 @@ from scoring import (
     round_half_up,
     validate_options,
 )
+from scoring.jstext import js_lower, js_strip
 from scoring.textkinds import (
     completeness_elements,
     coverage,
@@ -128,13 +129,16 @@ def _equal(ours: float | None, theirs: float | None) -> bool:
 # ------------------------------------------------------ how Mastra reads verdicts
 
 
-def _mastra_reads(kind: str, raw: str) -> str:
-    """The verdict Mastra 1.10.2's score function counts for a raw judge string."""
+def _mastra_reads(kind: str, raw: Any) -> str:
+    """The verdict Mastra 1.10.2's score function counts for a raw judge string
+    (JavaScript's trim() and toLowerCase())."""
+    if not isinstance(raw, str):
+        return "no"  # its schema refuses the reply before any verdict is counted
     if kind in ("faithfulness", "hallucination"):
         return "yes" if raw == "yes" else "no"  # compared exactly
     if kind == "bias":
-        return "yes" if raw.lower() == "yes" else "no"  # lower-cased, not trimmed
-    folded = raw.strip().lower()
+        return "yes" if js_lower(raw) == "yes" else "no"  # lower-cased, not trimmed
+    folded = js_lower(js_strip(raw))
     if kind == "answer_relevancy" and folded == "unsure":
         return "unsure"
     return "yes" if folded == "yes" else "no"
@@ -298,12 +302,35 @@ def _score_range_rows(outcome: Outcome) -> list[str]:
         candidates.append(([], letter))
         if "factuality-lone-letter" in rows:
             candidates.append((["factuality-lone-letter"], None))
+        if "factuality-mixed-letters" in rows:
+            candidates.append((["factuality-mixed-letters"], _promptfoo_letter(reply)))
     for also, their_letter in candidates:
         score = table[_CATEGORY_KEYS[their_letter]] if their_letter else 0.0
         passed = their_letter is not None and score > 0
         if _number(outcome.theirs.score) == score and outcome.theirs.passed == passed:
             return ["factuality-category-score-range", *also]
     return []
+
+
+def _mixed_letters(outcome: Outcome, meta: dict[str, Any]) -> bool:
+    """A reply that opens with a lone letter and later has a letter before ``)``
+    ("A. ... not (B)", "B. ... (see above)"): ours reads the leading letter, promptfoo
+    its pattern's first match (``_promptfoo_letter``)."""
+    if outcome.ours.error is not None:
+        return False
+    reply = str((outcome.case.script or {}).get("reply", ""))
+    ours = parse_factuality_reply(reply)["category"]
+    theirs = _promptfoo_letter(reply)
+    if (
+        theirs is None
+        or theirs == ours
+        or outcome.ours.score != _category_score(outcome, ours)
+    ):
+        return False
+    score = _category_score(outcome, theirs)
+    return _number(outcome.theirs.score) == score and outcome.theirs.passed == (
+        score > 0
+    )
 
 
 def _lone_letter(outcome: Outcome, meta: dict[str, Any]) -> bool:
@@ -350,6 +377,10 @@ def text_ratio(
     else:
         compared = _compared_text(case.item)
     if "utf16-lengths" in switches:
+        if case.kind == "content_similarity" and options["ignore_case"]:
+            # JavaScript lower-cases whole characters (a Garay capital is one
+            # surrogate pair), then counts code units
+            output, compared = js_lower(output), js_lower(compared)
         output, compared = _utf16(output), _utf16(compared)
     if case.kind == "content_similarity":
         return dice_ratio(output, compared, ignore_case=options["ignore_case"])[0]
@@ -460,6 +491,7 @@ ROWS: dict[str, Row] = {
         Row("factuality-unparseable", _factuality_unparseable),
         Row("factuality-lone-letter", _lone_letter),
         Row("factuality-category-score-range"),  # explain(): _score_range_rows
+        Row("factuality-mixed-letters", _mixed_letters),
         Row("blank-reference"),  # text kinds: a switch; factuality: below
         Row("text-compared-with-reference"),
         Row("keyword-stopwords"),

@@ -56,7 +56,10 @@ def test_cases_are_seeded_and_cover_every_kind_and_row(cases):
     assert [c.id for c in cases] == [c.id for c in generate()]
     assert len({c.id for c in cases}) == len(cases)
     kinds = Counter(c.kind for c in cases)
-    assert set(kinds) == set(KINDS_COMPARED) == set(KINDS) - {"custom_rubric"}
+    # custom_rubric is ours alone; imported results are scored by the tool they came from
+    assert (
+        set(kinds) == set(KINDS_COMPARED) == set(KINDS) - {"custom_rubric", "imported"}
+    )
     tagged = Counter(row for c in cases for row in c.rows)
     assert set(tagged) == set(ROWS)
     # Most cases must agree exactly: rows are for the few that exercise them, except
@@ -90,6 +93,12 @@ def test_the_suites_mirror_of_ours_is_exact(cases):
         ("answer_relevancy", " Unsure", "unsure"),
         ("answer_relevancy", "maybe", "no"),
         ("hallucination", "unsure", "no"),
+        # JavaScript's trim(): U+FEFF is whitespace, U+0085 is not
+        ("answer_relevancy", "yes\ufeff", "yes"),
+        ("toxicity", "yes\x85", "no"),
+        ("faithfulness", "yes\ufeff", "no"),
+        ("context_precision", "ＹＥＳ", "no"),
+        ("toxicity", True, "no"),
     ],
 )
 def test_how_mastra_reads_verdicts(kind, raw, read):
@@ -105,6 +114,10 @@ def test_how_mastra_reads_verdicts(kind, raw, read):
         ("B. more detail", None),
         ('{"category": "(A)", "reason": "x"}', None),
         ("I cannot decide.", None),
+        # a leading letter, then a parenthesis: the pattern's first match
+        ("A. It is not (B) because details differ.", "B"),
+        ("B. The answer covers it (see above)", "E"),
+        ('{"reason": "r"}\nAnswer: (C)', "C"),
     ],
 )
 def test_how_promptfoo_reads_an_unparseable_reply(reply, letter):
@@ -181,3 +194,52 @@ def test_category_score_range_row_reproduces_promptfoo(reply, scores, theirs, ro
     # Any other number of theirs is not explained by the row.
     wrong = _range_outcome(reply, scores, 0.5, True, rows=rows)
     assert explain(wrong, {}).rows == []
+
+
+def _factuality_outcome(reply, ours_score, theirs_score, theirs_pass, rows):
+    case = Case(
+        id="factuality-y",
+        kind="factuality",
+        item={"input": "q", "output": "a", "reference": "r"},
+        options={},
+        theirs={},
+        script={"kind": "factuality", "reply": reply},
+        rows=list(rows),
+    )
+    return Outcome(
+        case,
+        SideResult(ours_score),
+        SideResult(theirs_score, passed=theirs_pass),
+        ScriptedJudge({}),
+    )
+
+
+def test_mixed_letters_row_reproduces_promptfoo_only_with_its_letter():
+    reply = "A. It is not (D) because details differ."  # ours A (1), promptfoo D (0)
+    rows = ["factuality-mixed-letters"]
+    assert explain(_factuality_outcome(reply, 1.0, 0.0, False, rows), {}).rows == rows
+    assert explain(_factuality_outcome(reply, 1.0, 0.0, True, rows), {}).rows == []
+    assert explain(_factuality_outcome(reply, 0.0, 0.0, False, rows), {}).rows == []
+
+
+def test_cases_hold_the_widened_shapes(cases):
+    scripts = [c.script for c in cases if c.script]
+    assert sum(1 for s in scripts if s.get("wrap")) >= 100
+    replies = [s["reply"] for s in scripts if s["kind"] == "factuality"]
+    assert any(r.startswith("{") and not r.endswith("}") for r in replies)
+    assert any("factuality-mixed-letters" in c.rows for c in cases)
+    flags = [
+        e["used"]
+        for s in scripts
+        if s["kind"] == "context_relevance"
+        for e in s["evaluations"]
+    ]
+    assert any(not isinstance(f, bool) for f in flags)
+    assert any(
+        not isinstance(v, bool)
+        for s in scripts
+        if s["kind"] == "summarization"
+        for v in s["claims"] + s["coverage"]
+    )
+    texts = "".join(c.item.get("output") or "" for c in cases if not c.script)
+    assert "\U00010d50" in texts and "İ" in texts and "Σ" in texts
