@@ -4,6 +4,7 @@ recounted here from the file itself, never from the importer's code."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
 from evalsite.review.models import AuditEvent
@@ -183,6 +185,74 @@ def test_factuality_keeps_promptfoos_verdict_and_each_tests_own_category_scores(
         for key, value in expected.items():
             assert result.run_scorer.options["category_scores"][key] == value
         assert result.judge_score == pytest.approx(score)
+
+
+def _with_out_of_range_categories() -> SimpleUploadedFile:
+    """The fixture as promptfoo writes it when test 17's own factuality scores are
+    subset 1.5, superset 1.5, agree 2, disagree -1, differButFactual 0 (promptfoo takes
+    any number): its factuality grades score the grade's category under those (A 1.5
+    where the file has 0.6, C 2 where it has 1), and the test's score is the mean of its
+    assertions' scores, as promptfoo computes it."""
+    doc = copy.deepcopy(DOC)
+    own = {
+        "subset": 1.5,
+        "superset": 1.5,
+        "agree": 2,
+        "disagree": -1,
+        "differButFactual": 0,
+    }
+    new_score = {0.6: 1.5, 1: 2}
+    for row in doc["results"]["results"]:
+        if row["testIdx"] != 16:
+            continue
+        row["testCase"]["options"]["factuality"] = dict(own)
+        comps = row["gradingResult"]["componentResults"]
+        for comp in comps:
+            if comp["assertion"]["type"] == "factuality":
+                comp["score"] = new_score[comp["score"]]
+        row["score"] = row["gradingResult"]["score"] = sum(
+            c["score"] for c in comps
+        ) / len(comps)
+    return SimpleUploadedFile("promptfoo_results.json", json.dumps(doc).encode("utf-8"))
+
+
+@pytest.mark.django_db
+def test_own_category_scores_outside_0_1_are_clamped_and_counted(project, owner):
+    preview = import_preview(file=_with_out_of_range_categories())
+    warnings = " ".join(preview.summary.warnings)
+    # Test 17's factuality grade in each of the 4 prompt x provider runs.
+    assert "4 factuality grades came from tests whose own category scores" in warnings
+    # Its test scores (1.025 and 1.25) are clamped too.
+    assert "4 grades had a score outside 0-1" in warnings
+
+    outcome = import_create(
+        project=project, user=owner, file=_with_out_of_range_categories()
+    )
+    results = Result.objects.select_related("run_scorer").filter(
+        run__in=outcome.runs, item__metadata__promptfoo__test_index=16
+    )
+    factuality = [r for r in results if r.run_scorer.kind == "factuality"]
+    assert len(factuality) == 4
+    for result in factuality:
+        assert result.run_scorer.options["category_scores"] == {
+            "subset": 1.0,
+            "superset": 1.0,
+            "agree": 1.0,
+            "disagree": 0.0,
+            "differ_but_factual": 0.0,
+        }
+        # promptfoo recorded 1.5 or 2 and a pass: 1 (the scale) and a pass here.
+        assert result.judge_score == 1.0 and result.judge_passed is True
+    assert sorted(r.analysis["category"] for r in factuality) == ["A", "A", "C", "C"]
+    tests = [r for r in results if r.run_scorer.name == "promptfoo test"]
+    assert [r.judge_score for r in tests] == [1.0] * 4
+    # Every other test keeps its own scores: test 7's 0.4 is untouched.
+    other = Result.objects.get(
+        run=_runs(outcome)[0],
+        run_scorer__kind="factuality",
+        item__metadata__promptfoo__test_index=6,
+    )
+    assert other.judge_score == pytest.approx(0.4)
 
 
 @pytest.mark.django_db

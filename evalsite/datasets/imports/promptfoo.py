@@ -1,7 +1,7 @@
 """promptfoo results: the file `promptfoo eval -o results.json` writes.
 
 Its shape (written by promptfoo 0.123.1; tests/fixtures/imports/promptfoo_results.json
-was made by running it, see make_promptfoo_fixture.sh):
+was made by running it, see make_promptfoo.py):
 
     {"evalId": "...",
      "results": {"version": 3, "timestamp": "...", "prompts": [...],
@@ -21,18 +21,21 @@ or type: "imported" (promptfoo's own pass, score, reason; a failed assertion is 
 result), or factuality (a category, see _category, scored with the test's own
 `options.factuality`, one scorer per set of category scores). The row itself is a grade
 of the "promptfoo test" scorer (success, score, reason; an error row is an error), so
-its counts are promptfoo's stats. Errors: rows promptfoo recorded as errors, and
+its counts are promptfoo's stats. Scores and category scores outside 0-1 (promptfoo
+takes any number) are clamped to 0-1 (scoring.ranges) and counted in the summary. Errors: rows promptfoo recorded as errors, and
 factuality grader replies promptfoo could not read (_FACTUALITY_FAILURES).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any, BinaryIO
 
+import scoring
 from evalsite.datasets.imports.base import (
     Grade,
     ImportedRow,
@@ -136,7 +139,8 @@ def sniff(head: str) -> str | None:
 
 
 def factuality_lookup(options: Any) -> dict[str, float]:
-    """The category scores a test's options give (promptfoo's defaults for the rest)."""
+    """The category scores a test's options give (promptfoo's defaults for the rest),
+    as promptfoo scores with them: any finite number."""
     given = options.get("factuality") if isinstance(options, dict) else None
     given = given if isinstance(given, dict) else {}
     lookup = {}
@@ -144,17 +148,45 @@ def factuality_lookup(options: Any) -> dict[str, float]:
         value = given.get(key, default)
         lookup[letter] = (
             float(value)
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            if isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
             else default
         )
     return lookup
 
 
 def our_options(lookup: dict[str, float]) -> dict[str, Any]:
-    """Our factuality scorer's options that score as promptfoo did."""
+    """Our factuality scorer's options for promptfoo's category scores: each within
+    0-1 (scoring.ranges), so a score promptfoo took outside it is clamped. The pass
+    stays promptfoo's: clamping keeps a score above 0 above 0, and one at or below 0
+    at 0."""
     return {
-        "category_scores": {_OUR_KEYS[k]: v for k, v in lookup.items()},
+        "category_scores": {
+            _OUR_KEYS[k]: scoring.clamp_score(v, 1.0) for k, v in lookup.items()
+        },
     }
+
+
+def _out_of_range(lookup: dict[str, float]) -> list[str]:
+    """promptfoo's names of the categories whose score is outside 0-1."""
+    return [
+        _FACTUALITY_KEYS[k][0]
+        for k, v in lookup.items()
+        if not scoring.score_in_range(v, 1.0)
+    ]
+
+
+def _count_clamped_categories(lookup: dict[str, float], summary: ImportSummary) -> None:
+    if _out_of_range(lookup):
+        summary.count(
+            "category_clamped",
+            "{n} factuality grade{s} came from tests whose own category scores are "
+            "outside 0-1 (promptfoo takes any number; evalsite keeps every score "
+            "within 0-1): each such category score was clamped to 0-1, so those "
+            "grades score 0 or 1 where promptfoo recorded less or more, with "
+            "promptfoo's pass.",
+        )
 
 
 def default_lookup() -> dict[str, float]:
@@ -224,21 +256,23 @@ def _assertion(comp: dict[str, Any]) -> dict[str, Any]:
 
 
 def _score(value: Any, summary: ImportSummary) -> float | None:
-    """promptfoo's score as ours (0-1): None when it is no number; clamped, and
-    counted, when promptfoo gave one outside 0-1 (it takes any number)."""
+    """promptfoo's score as ours (0-1, scoring.ranges): None when it is no finite
+    number; clamped, and counted, when promptfoo gave one outside 0-1 (it takes any
+    number)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    number = float(value)
-    if number != number or number in (float("inf"), float("-inf")):
+    if scoring.score_in_range(value, 1.0):
+        return float(value)
+    try:
+        clamped = scoring.clamp_score(value, 1.0)
+    except scoring.ScoringError:
         return None
-    if not 0.0 <= number <= 1.0:
-        summary.count(
-            "clamped",
-            "{n} grade{s} had a score outside 0-1 (promptfoo takes any number): "
-            "each is imported clamped to 0-1 with its pass as promptfoo recorded it.",
-        )
-        return min(1.0, max(0.0, number))
-    return number
+    summary.count(
+        "clamped",
+        "{n} grade{s} had a score outside 0-1 (promptfoo takes any number): "
+        "each is imported clamped to 0-1 with its pass as promptfoo recorded it.",
+    )
+    return clamped
 
 
 def _imported(
@@ -284,6 +318,7 @@ def _factuality(
     name = factuality_scorer_name(lookup)
     options = our_options(lookup)
     reason = as_text(comp.get("reason"))
+    _count_clamped_categories(lookup, summary)
     if _grader_failed(comp):
         return _error_grade(
             name,
@@ -534,6 +569,7 @@ class PromptfooReader:
                 kind = as_text(assertion.get("type")) or "(untyped)"
                 if kind == "factuality":
                     name = factuality_scorer_name(lookup)
+                    _count_clamped_categories(lookup, summary)
                     grades.append(
                         _error_grade(
                             unique(name),
