@@ -533,7 +533,7 @@ def override_revert(
             if latest_pass is not None:
                 locked.human_passed = latest_pass.new_value
         _save_result(locked, *_REVIEW_FIELDS)
-        _single_answers_follow(locked)
+        _single_answers_follow(locked, undone=current)
         change = override_change(
             kind=run_scorer.kind,
             override_kind=current.kind,
@@ -557,35 +557,44 @@ def override_revert(
     return locked
 
 
-def _single_answers_follow(locked: Result) -> None:
-    """Keep the answers single-review queues recorded for a locked result equal to
-    its human verdict after an undo: retracted when the result is no longer reviewed
-    (the export's answer columns, the entry's counts and the agreement figures then
-    no longer count them), else given the verdict that is left. Overlap queues keep
-    their own answers: an undo there is not a retraction of an answer."""
-    answers = Review.objects.select_for_update().filter(
+def _single_answers_follow(locked: Result, *, undone: Override | None = None) -> None:
+    """After an undo on a locked result, keep the answers single-review queues
+    recorded for it true (the export's answer columns, the entries' counts and the
+    agreement figures read them):
+
+    - the result is no longer reviewed: every such answer is retracted;
+    - a pass/fail answer (a pass override) was undone: its author's answer is
+      retracted, or, when the review state that came back is that author's own
+      earlier answer, set back to it.
+
+    Overlap queues keep their answers: an undo there is not a retraction."""
+    answers = Review.objects.filter(
         result=locked, kind=Review.Kind.ANSWER, queue__overlap=1
     )
-    if not locked.reviewed:
-        entry_ids = list(
-            QueueEntry.objects.filter(
-                result=locked, queue_id__in=answers.values("queue_id")
-            ).values_list("pk", flat=True)
-        )
-        if not answers.exists():
+    if locked.reviewed:
+        if undone is None or undone.user_id is None:
             return
+        answers = answers.filter(reviewer_id=undone.user_id)
+        if locked.reviewed_by_id == undone.user_id and locked.human_passed is not None:
+            answers = answers.exclude(passed=locked.human_passed)
+            queue_ids = list(answers.values_list("queue_id", flat=True))
+            answers.update(passed=locked.human_passed, updated_at=timezone.now())
+            _recount_entries(locked, queue_ids)
+            return
+        if undone.kind != Override.Kind.PASS:
+            return
+        answers = answers.filter(passed=undone.new_value)
+    queue_ids = list(answers.values_list("queue_id", flat=True))
+    if queue_ids:
         answers.delete()
-    else:
-        changed = answers.exclude(passed=locked.human_passed)
-        entry_ids = list(
-            QueueEntry.objects.filter(
-                result=locked, queue_id__in=changed.values("queue_id")
-            ).values_list("pk", flat=True)
-        )
-        if not entry_ids:
-            return
-        changed.update(passed=locked.human_passed, updated_at=timezone.now())
-    for entry in QueueEntry.objects.select_for_update().filter(pk__in=entry_ids):
+        _recount_entries(locked, queue_ids)
+
+
+def _recount_entries(locked: Result, queue_ids: list[int]) -> None:
+    """The answer counts of the result's entries in these queues, from their answers."""
+    for entry in QueueEntry.objects.select_for_update().filter(
+        result=locked, queue_id__in=queue_ids
+    ):
         left = Review.objects.filter(
             queue_id=entry.queue_id, result=locked, kind=Review.Kind.ANSWER
         )
