@@ -309,7 +309,10 @@ class JudgeCall(models.Model):
     response_format = models.CharField(max_length=16, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    # The judge's own time (its requests, sent to answered) and, apart, the time the
+    # step waited around them: a limiter slot, the cache, back-off between retries.
     latency_ms = models.FloatField(default=0)
+    wait_ms = models.FloatField(default=0)
     attempts = models.PositiveIntegerField(default=1)
     cache_hit = models.BooleanField(default=False)
     error = models.TextField(blank=True)
@@ -321,10 +324,7 @@ class JudgeCall(models.Model):
     def __str__(self) -> str:
         return f"{self.step} for result {self.result_id}"
 
-    # The judge's own time (its requests, sent to answered) and, apart, the time the
-    # step waited around them: a limiter slot, the cache, back-off between retries.
 
-    wait_ms = models.FloatField(default=0)
 class JudgeCacheEntry(models.Model):
     """Identical judge calls (same base URL, model, messages, params) are answered from here."""
 
