@@ -55,7 +55,9 @@ def test_export_page_with_ids_and_a_filter_exports_their_intersection(
 ):
     faith = run.run_scorers.get(kind="faithfulness")
     picked = _ids(run)
-    response = login(client, viewer).get(_url(run), {"ids": picked, "run_scorer": faith.pk})
+    response = login(client, viewer).get(
+        _url(run), {"ids": picked, "run_scorer": faith.pk}
+    )
     expected = sorted(
         Result.objects.filter(run=run, run_scorer=faith).values_list("pk", flat=True)
     )
