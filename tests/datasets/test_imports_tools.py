@@ -1,4 +1,5 @@
-"""Langfuse and LangSmith dataset exports imported as datasets (no verdicts: no run)."""
+"""Langfuse and LangSmith exports imported as datasets, and a LangSmith experiment's
+feedback scores as a finished run."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from evalsite.datasets.imports.services import import_detect, import_preview
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.services import DatasetUploadError
-from evalsite.evals.models import Run
+from evalsite.evals.models import Result, Run
 from evalsite.review.services.imports import import_create
 from tests.datasets.test_imports import fixture, upload
 
@@ -56,8 +57,23 @@ def test_langfuse_items_round_trip(project, owner, name):
     assert mars.metadata["difficulty"] == 2
     warnings = " ".join(outcome.summary.warnings)
     assert "no model output" in warnings
-    assert "Archived in Langfuse: 1 item," in warnings
+    # item-pluto is archived: left out, as Langfuse's experiments leave it out.
+    assert outcome.dataset.item_count == 3
+    assert "Archived in Langfuse: 1 item left out" in warnings
     assert "Chat messages as input: 1 item," in warnings
+
+
+@pytest.mark.django_db
+def test_langfuse_file_of_archived_items_only_is_refused(project, owner):
+    lines = fixture("langfuse_dataset_items.jsonl").read().decode().splitlines()
+    archived = [line for line in lines if '"ARCHIVED"' in line]
+    assert len(archived) == 1
+    with pytest.raises(DatasetUploadError) as exc:
+        import_create(
+            project=project, user=owner, file=upload("lf.jsonl", archived[0] + "\n")
+        )
+    assert "Every item in this Langfuse export is archived (1)" in exc.value.message
+    assert not Dataset.objects.exists()
 
 
 @pytest.mark.django_db
@@ -84,7 +100,7 @@ def test_langsmith_examples_jsonl_round_trip(project, owner):
 
 
 @pytest.mark.django_db
-def test_langsmith_experiment_csv_has_outputs_and_references(project, owner):
+def test_langsmith_experiment_csv_has_outputs_references_and_its_grades(project, owner):
     outcome = import_create(
         project=project, user=owner, file=fixture("langsmith_experiment.csv")
     )
@@ -97,8 +113,94 @@ def test_langsmith_experiment_csv_has_outputs_and_references(project, owner):
     assert third.output == ""
     assert "TimeoutError" in third.metadata["langsmith"]["error"]
     warnings = " ".join(outcome.summary.warnings)
-    assert "feedback scores" in warnings
     assert "no model output" not in warnings
+    # feedback.correctness (1, 1, 0) is the run's scorer with LangSmith's scores.
+    run = outcome.run
+    assert run is not None and run.status == Run.Status.DONE and run.total == 3
+    results = Result.objects.filter(run=run).order_by("item__index")
+    assert [r.run_scorer.name for r in results] == ["correctness"] * 3
+    assert [r.run_scorer.kind for r in results] == ["imported"] * 3
+    assert [r.judge_score for r in results] == [1.0, 1.0, 0.0]
+    assert [r.final_passed for r in results] == [True, True, False]
+
+
+def _feedback_results(outcome) -> dict[tuple[int, str], Result]:
+    return {
+        (r.item.index, r.run_scorer.name): r
+        for r in Result.objects.filter(run=outcome.run).select_related(
+            "item", "run_scorer"
+        )
+    }
+
+
+@pytest.mark.django_db
+def test_langsmith_feedback_scores_become_a_finished_run(project, owner):
+    """The SDK's own to_pandas() of an experiment without reference outputs, written
+    by pandas (make_langsmith_experiment.py)."""
+    outcome = import_create(
+        project=project, user=owner, file=fixture("langsmith_experiment_feedback.csv")
+    )
+    capital, hamlet, mars, timeout = items_of(outcome.dataset)
+    # outputs.<key> is the model's output, even with no reference.<key> columns.
+    assert capital.output == "Paris is the capital of France."
+    assert capital.reference == ""
+    assert hamlet.output == "Christopher Marlowe."
+    # pandas writes a list of dicts as Python's repr: still the conversation.
+    assert mars.input == "How many moons does Mars have?"
+    assert mars.system_prompt == "You are a terse astronomer."
+    assert [m["role"] for m in mars.conversation] == ["system", "user"]
+    assert timeout.output == ""
+    assert "TimeoutError" in timeout.metadata["langsmith"]["error"]
+
+    results = _feedback_results(outcome)
+    # correctness: True/False; helpfulness: 0-1 (mars's evaluator gave none);
+    # tone is a value ("friendly"), not a score: no scorer, kept in metadata.
+    assert sorted(results) == [
+        (0, "correctness"),
+        (0, "helpfulness"),
+        (1, "correctness"),
+        (1, "helpfulness"),
+        (2, "correctness"),
+        (3, "correctness"),
+        (3, "helpfulness"),
+    ]
+    expected = {
+        (0, "correctness"): (1.0, True),
+        (0, "helpfulness"): (0.75, True),
+        (1, "correctness"): (0.0, False),
+        (1, "helpfulness"): (0.3, False),
+        (2, "correctness"): (1.0, True),
+        (3, "correctness"): (0.0, False),
+        (3, "helpfulness"): (0.0, False),
+    }
+    for key, (score, passed) in expected.items():
+        result = results[key]
+        assert result.status == Result.Status.OK
+        assert (result.judge_score, result.judge_passed) == (score, passed), key
+        assert (result.final_score, result.final_passed) == (score, passed), key
+        assert result.run_scorer.kind == "imported"
+    assert capital.metadata["langsmith"]["feedback"]["tone"] == "friendly"
+    run = outcome.run
+    assert run.status == Run.Status.DONE and run.total == 7
+    assert outcome.summary.verdicts == {"pass": 3, "fail": 4}
+    warnings = " ".join(outcome.summary.warnings)
+    assert "a score of 0.5 or more passes" in warnings
+    assert "feedback.tone holds a value, not a score, in 2 rows" in warnings
+    assert "feedback.helpfulness is empty in 1 row" in warnings
+
+
+@pytest.mark.django_db
+def test_langsmith_feedback_score_outside_0_1_is_refused(project, owner):
+    data = fixture("langsmith_experiment_feedback.csv").read().decode()
+    assert ",True,0.75,friendly," in data
+    data = data.replace(",True,0.75,friendly,", ",True,4,friendly,")
+    with pytest.raises(DatasetUploadError) as exc:
+        import_create(project=project, user=owner, file=upload("ls.csv", data))
+    assert "feedback.helpfulness is 4, outside 0-1" in exc.value.message
+    assert [p.field for p in exc.value.problems] == [
+        "row 1, column feedback.helpfulness"
+    ]
+    assert not Dataset.objects.exists() and not Run.objects.exists()
 
 
 @pytest.mark.django_db

@@ -8,7 +8,9 @@ read before importing, and the tool's own facts (version, eval id).
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -184,9 +186,13 @@ def pick_key(value: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     return None
 
 
-def decode_cell(value: Any, limits: Limits) -> Any:
+def decode_cell(value: Any, limits: Limits, *, python_literals: bool = False) -> Any:
     """A CSV cell that holds JSON (an exported object, a quoted date) decoded; any other
-    text as it is. Deeper than the nesting limit stays text."""
+    text as it is. Deeper than the nesting limit stays text.
+
+    `python_literals`: a dict or list cell that is not JSON is also read as Python's
+    repr of one (what pandas' to_csv writes for a dict or list: single quotes, None,
+    True), when it holds nothing but JSON's types."""
     if not isinstance(value, str):
         return value
     text = value.strip()
@@ -195,10 +201,34 @@ def decode_cell(value: Any, limits: Limits) -> Any:
     try:
         decoded = json.loads(text)
     except (ValueError, RecursionError):
-        return value
+        if not python_literals or text[0] not in "{[":
+            return value
+        try:
+            decoded = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return value
+        if not _json_like(decoded, limits.max_nesting + 1):
+            return value
     if _depth(decoded, limits.max_nesting + 1) > limits.max_nesting:
         return value
     return decoded
+
+
+def _json_like(value: Any, stop: int, level: int = 0) -> bool:
+    """Whether a Python literal holds only what JSON can (dicts with string keys,
+    lists, strings, finite numbers, booleans, None), within `stop` levels."""
+    if level > stop:
+        return False
+    if isinstance(value, dict):
+        return all(
+            isinstance(k, str) and _json_like(v, stop, level + 1)
+            for k, v in value.items()
+        )
+    if isinstance(value, list):
+        return all(_json_like(v, stop, level + 1) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, (str, int, bool))
 
 
 def _depth(value: Any, stop: int, level: int = 0) -> int:

@@ -16,6 +16,12 @@ Column names, from langfuse/langfuse (commit 62751446, Aug 2026):
 
 A Langfuse dataset item has an input and an expected output, never a model output: the
 items' output is empty and the expected output is the reference.
+
+Archived items (status ARCHIVED) are not part of the dataset as Langfuse runs it: its
+experiments take only ACTIVE items (worker/src/features/experiments/
+experimentServiceClickhouse.ts, getItemsToProcess: createDatasetItemFilterState with
+status "ACTIVE"). They are left out here too, counted in the summary; a file of only
+archived items is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 
 from evalsite.datasets.imports.base import (
     ImportedRow,
+    ImportFailed,
     ImportSummary,
     decode_cell,
     split_input,
@@ -71,7 +78,8 @@ def row(
     file_format: str,
     limits: Limits,
     summary: ImportSummary,
-) -> ImportedRow | Problem:
+) -> ImportedRow | Problem | None:
+    """The row as an item; None for an archived item (left out, counted)."""
     values = raw.values
     if file_format == "csv":
         values = {k: decode_cell(v, limits) for k, v in values.items()}
@@ -82,6 +90,14 @@ def row(
             column="input",
             line=raw.line,
         )
+    if values.get("status") == "ARCHIVED":
+        summary.details["archived"] = summary.details.get("archived", 0) + 1
+        summary.count(
+            "archived",
+            "Archived in Langfuse: {n} item{s} left out, as Langfuse's experiments "
+            "leave them out (only ACTIVE items are run).",
+        )
+        return None
     summary.rows += 1
     source = split_input(values["input"])
     expected = values.get("expectedOutput")
@@ -100,12 +116,6 @@ def row(
     for key, value in values.items():
         if key not in FIELDS and key not in ("input", "expectedOutput", "metadata"):
             metadata[key] = value
-    if info.get("status") == "ARCHIVED":
-        summary.count(
-            "archived",
-            "Archived in Langfuse: {n} item{s}, imported like the others "
-            "(metadata.langfuse.status says which).",
-        )
     if source.conversation is not None:
         summary.count(
             "chat",
@@ -125,6 +135,13 @@ def row(
 
 
 def finish(summary: ImportSummary) -> None:
+    archived = summary.details.get("archived", 0)
+    if archived and not summary.rows:
+        raise ImportFailed(
+            f"Every item in this Langfuse export is archived ({archived}): Langfuse's "
+            "experiments run only ACTIVE items, so there is nothing to import. "
+            "Restore the items in Langfuse (status ACTIVE) and export again."
+        )
     summary.input_source = "input"
     summary.warn(
         "Langfuse dataset items hold an input and an expected output but no model "

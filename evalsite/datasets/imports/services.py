@@ -115,6 +115,8 @@ class _TableReader:
                 limits=self._limits,
                 summary=self.summary,
             )
+            if out is None:  # left out (a Langfuse archived item), counted
+                continue
             if isinstance(out, ImportedRow):
                 index += 1
             yield out
