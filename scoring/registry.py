@@ -403,9 +403,10 @@ _RAW.append(
         "name": "imported",
         "label": "Imported grade",
         "description": (
-            "A grade another tool recorded (a promptfoo assertion): its pass, score "
-            "(0-1) and reason, as the tool gave them. Never computed here; a reviewer "
-            "flips its pass or overrides its score."
+            "A grade another tool recorded (a promptfoo assertion, a LangSmith "
+            "feedback score): its pass, score (0-1) and reason, as the tool gave them "
+            "(LangSmith gives no pass: 0.5 or more passes). Never computed here; a "
+            "reviewer flips its pass or overrides its score."
         ),
         "needs_judge": False,
         "required_fields": ("output",),

@@ -23,7 +23,7 @@ TOOLS: tuple[Tool, ...] = ("promptfoo", "langfuse", "langsmith")
 TOOL_LABELS: dict[str, str] = {
     "promptfoo": "promptfoo results (promptfoo eval -o results.json or results.jsonl)",
     "langfuse": "Langfuse dataset items (CSV, JSON or JSONL export)",
-    "langsmith": "LangSmith dataset examples (CSV, JSON or JSONL)",
+    "langsmith": "LangSmith dataset examples or experiment results (CSV, JSON or JSONL)",
 }
 
 # Keys whose value is taken as the item's input, best first (compared case-insensitively).

@@ -113,7 +113,9 @@ def _tool(tool: str | None) -> str | None:
         "file (-o results.json or results.jsonl; CSV is refused) makes one dataset "
         "version and one finished run per prompt x provider, with a scorer per "
         "assertion type (promptfoo's pass, score and reason) and one for each test's "
-        "own result; the answer lists `dataset_ids` and `run_ids`. A file that "
+        "own result; the answer lists `dataset_ids` and `run_ids`. A LangSmith "
+        "experiment's `feedback.<key>` scores make one finished run, a scorer per key. "
+        "A file that "
         "cannot be imported answers 400 with its first problems and creates nothing."
     ),
 )
