@@ -61,9 +61,14 @@ ITEM = {
 
 
 def test_every_kind_whose_fields_an_item_holds_is_offered():
-    assert [k for k in KINDS if set(KINDS[k].required_fields) <= ITEM_FIELDS] == list(
-        SCORER_KINDS
-    )
+    # Kinds that are not runnable (`imported`: another tool's grade) are never offered.
+    offered = [
+        k
+        for k in KINDS
+        if KINDS[k].runnable and set(KINDS[k].required_fields) <= ITEM_FIELDS
+    ]
+    assert offered == list(SCORER_KINDS)
+    assert "imported" in KINDS and "imported" not in SCORER_KINDS
     # Each agent field of the upload is a case key some kind may read.
     assert set(ITEM) - {"context"} <= ITEM_FIELDS
 
