@@ -48,6 +48,12 @@ def test_promptfoo_walk_upload_preview_import(client, project, owner):
     assert "llm-rubric" in html and "promptfoo test" in html
     assert "What is the capital of France?" in html
     assert "factuality: C" in html
+    # The summary says what the import makes: four versions and four runs, every
+    # check a scorer (none "kept in metadata" or "not imported").
+    assert "<strong>4</strong> versions of one dataset" in html
+    assert "<strong>4</strong> finished runs, one per prompt × provider" in html
+    assert "not imported" not in html
+    assert 'id="import-groups"' in html
     assert not Dataset.objects.exists()  # the preview creates nothing
 
     response = client.post(preview_url, {"name": "nightly evals", "run_name": "n1"})
@@ -91,7 +97,7 @@ def test_langfuse_import_redirects_to_the_dataset(client, project, owner):
         "Location"
     ]
     html = client.get(preview_url).content.decode()
-    assert "No judge verdicts in the file" in html
+    assert "No judge verdicts or grades in the file" in html
     assert "no model output" in html
     response = client.post(preview_url, {"name": "lf"})
     dataset = Dataset.objects.get()

@@ -43,7 +43,7 @@ class ConfirmForm(forms.Form):
         max_length=200,
         required=False,
         label="Run name",
-        help_text="The finished run that holds the file's judge verdicts.",
+        help_text="The finished run that holds the file's grades.",
     )
     tool = forms.ChoiceField(
         choices=TOOL_CHOICES, required=False, widget=forms.HiddenInput

@@ -104,10 +104,8 @@ def _grade_text(grade: Grade) -> str:
 
 
 def _row_cells(row: ImportedRow) -> dict[str, Any]:
-    shown = " · ".join(_grade_text(g) for g in row.grades)
-    if row.group:
-        shown = f"[{row.group}] {shown}"
-    return {"row": row, "verdict": shown}
+    # The row's run has its own column when the file has several.
+    return {"row": row, "verdict": " · ".join(_grade_text(g) for g in row.grades)}
 
 
 @require_http_methods(["GET", "POST"])
