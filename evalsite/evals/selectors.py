@@ -222,7 +222,11 @@ def run_progress(*, run: Run) -> RunProgress:
         results.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
     )
     progress = _progress(run, counts)
-    if run.is_finished or not run.started_at:
+    if run.is_finished:
+        # The bound is how fast a run can go under its connection's limits as they
+        # are now; a finished run went at the limits it had, so none is shown.
+        return progress
+    if not run.started_at:
         return replace(progress, bounds=tuple(run_rate_bounds(run=run, live=None)))
     now = timezone.now()
     window = min(_RECENT_SECONDS, (now - run.started_at).total_seconds())

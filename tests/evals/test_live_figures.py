@@ -249,6 +249,17 @@ def test_the_run_page_names_the_binding_limit_from_the_runs_recent_latency(
     assert bound["rate"] == pytest.approx(128 / 13.8667, rel=1e-3)
     assert bound["rpm_rate"] == 10.0
 
+    # Once finished, the run went at the limits it had: today's connection limits
+    # (changed here) are not shown as its bound.
+    JudgeConnection.objects.filter(pk=judge.pk).update(max_concurrency=2)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.DONE, finished_at=run.created_at
+    )
+    assert "rate-bound" not in owner_client.get(progress, **HX).content.decode()
+    assert (
+        owner_client.get(f"/api/runs/{run.pk}").json()["progress"]["judge_bounds"] == []
+    )
+
 
 def test_exports_give_the_judges_latency_and_the_wait_apart(
     owner_client, project, dataset

@@ -338,3 +338,19 @@ def test_rows_of_the_newer_kinds_say_what_each_verdict_is_about(
         row = html.split(f'data-number="{number}"', 1)[1].split("</tr>", 1)[0]
         assert text in row
     assert f'data-number="{len(texts) + 1}"' not in html
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (None, "–"),
+        (0, "0 ms"),
+        (840.4, "840 ms"),
+        (4200, "4.2 s"),
+        (294411, "4 min 54 s"),
+    ],
+)
+def test_durations_read_in_the_unit_a_reader_expects(ms, text):
+    from evalsite.review.templatetags.review_format import duration_ms
+
+    assert duration_ms(ms) == text

@@ -31,6 +31,20 @@ def score(value: float | None) -> str:
 
 
 @register.filter
+def duration_ms(value: float | None) -> str:
+    """Milliseconds as a reader takes them in: "840 ms", "4.2 s", "4 min 54 s"."""
+    if value is None:
+        return "–"
+    ms = float(value)
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(round(ms / 1000), 60)
+    return f"{minutes} min {seconds} s"
+
+
+@register.filter
 def kappa(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
