@@ -230,3 +230,22 @@ def test_viewers_are_never_blind(client, project, owner, viewer):
     login(client, viewer)
     item = _body(client.get(f"/projects/{project.pk}/results/{world['result'].pk}/"))
     assert JUDGE_REASON in item
+
+
+def test_the_explorer_says_how_many_results_it_and_the_exports_leave_out(
+    client, project, owner, reviewer
+):
+    world = _blind_world(project, owner, overlap=1)
+    login(client, reviewer)
+    run = world["run"]
+    page = client.get(f"/projects/{project.pk}/runs/{run.pk}/results/")
+    html = page.content.decode()
+    assert (
+        "1 result hidden until you answer it in blind queues; your exports leave it "
+        "out too." in html
+    )
+    csv_text = _body(client.get(f"/projects/{project.pk}/runs/{run.pk}/export.csv"))
+    ids = {line.split(",", 1)[0] for line in csv_text.splitlines()[1:]}
+    assert str(world["result"].pk) not in ids
+    total = Result.objects.filter(run=run).count()
+    assert len(ids) == total - 1
