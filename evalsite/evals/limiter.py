@@ -1,16 +1,26 @@
 """A limiter shared by every worker process on every machine: at most `max_concurrency`
-requests in flight to one judge connection, at most `requests_per_minute` started per
-clock minute, and a shared slow-down when the judge answers 429.
+requests in flight to one judge connection, at most `requests_per_minute` started a
+minute, spaced evenly, and a shared slow-down when the judge answers 429.
+
+The per-minute limit is a GCRA (the "virtual scheduling" form of a token bucket): each
+start pushes a theoretical arrival time on by 60/rpm seconds, and a start is allowed
+once that time is within a tenth of a second's worth of starts of now. A clock-minute
+counter let a run start a whole minute's requests in its first seconds and then sit
+idle for the rest of the minute: on the run page 31 calls/s, then 0 for 50 s, under a
+bound of "at most 2.0 calls/s" (120/min, browser walk of 27 November). Spaced starts
+run at the bound the page shows, and do not meet a hosted judge's own limit (OpenAI
+enforces its per-minute limits over shorter windows) as one burst.
 
 Two backends with the same semantics:
 - Redis (when REDIS_URL is set): a sorted set of leases (member = token, score = expiry),
-  so a slot held by a killed worker frees itself when its lease expires, and a per-minute
-  counter key; checked and taken atomically in one Lua script, several slots at a time.
+  so a slot held by a killed worker frees itself when its lease expires, and the rate's
+  theoretical arrival time; checked and taken atomically in one Lua script, several
+  slots at a time.
   A release pushes a wake-up token so a waiter retries at once instead of on its next
   poll.
 - Files (the embedded SQLite/filesystem mode, one machine): one lock file per slot held
-  with flock, which the kernel releases when a process dies, and a per-minute counter
-  file updated under its own flock.
+  with flock, which the kernel releases when a process dies, and the theoretical arrival
+  time in a file updated under its own flock.
 
 A 429 slows the whole connection down, not only the call that got it (AIMD, as TCP
 does): the connection pauses until the reply's Retry-After, and (Redis) its concurrency
@@ -235,8 +245,8 @@ class _Pump:
 
 # KEYS: leases, rpm counter prefix, ceiling, pause. ARGV: limit, rpm, lease, tokens...
 # Returns {granted, wait_ms}: the first `granted` tokens hold slots; with none granted,
-# wait_ms > 0 says how long (paused, or out of this minute's requests), 0 = until a
-# release.
+# wait_ms > 0 says how long (paused, or until the rate allows the next start), 0 = until
+# a release.
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -262,15 +272,17 @@ if free <= 0 then
   return {0, 0}
 end
 if rpm > 0 then
-  local minute = math.floor(now / 60)
-  local ckey = KEYS[2] .. ':' .. minute
-  local used = tonumber(redis.call('GET', ckey) or '0')
-  if used >= rpm then
-    return {0, math.ceil(((minute + 1) * 60 - now) * 1000)}
+  local interval = 60 / rpm
+  local tolerance = (math.max(1, math.ceil(rpm / 600)) - 1) * interval
+  local tkey = KEYS[2] .. ':tat'
+  local base = math.max(tonumber(redis.call('GET', tkey) or '0'), now)
+  local allowed = math.floor((now + tolerance - base) / interval) + 1
+  if allowed <= 0 then
+    return {0, math.max(1, math.ceil((base - tolerance - now) * 1000))}
   end
-  free = math.min(free, rpm - used)
-  redis.call('INCRBY', ckey, free)
-  redis.call('EXPIRE', ckey, 120)
+  free = math.min(free, allowed)
+  local tat = base + free * interval
+  redis.call('SET', tkey, string.format('%.6f', tat), 'PX', math.ceil((tat - now) * 1000) + 60000)
 end
 for i = 1, free do
   redis.call('ZADD', KEYS[1], now + lease, ARGV[3 + i])
@@ -474,22 +486,25 @@ class FileLimiter(_Faces):
         return max(0.0, until - time.time())
 
     def _take_rate(self) -> float:
-        """Count one request in this minute; 0 when allowed, else seconds to wait."""
+        """Start one request under the rate (GCRA, as the Redis script does): 0 when
+        allowed, else seconds until it is."""
         if self.requests_per_minute <= 0:
             return 0.0
-        fd = os.open(self.dir / "rpm", os.O_CREAT | os.O_RDWR, 0o600)
+        interval = 60 / self.requests_per_minute
+        tolerance = (max(1, -(-self.requests_per_minute // 600)) - 1) * interval
+        fd = os.open(self.dir / "rate", os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             now = time.time()
-            minute = int(now // 60)
-            raw = os.pread(fd, 64, 0).decode("ascii", "replace").split()
-            window, used = (int(raw[0]), int(raw[1])) if len(raw) == 2 else (-1, 0)
-            if window != minute:
-                window, used = minute, 0
-            if used >= self.requests_per_minute:
-                return (minute + 1) * 60 - now
-            data = f"{window} {used + 1}".ljust(40).encode("ascii")
-            os.pwrite(fd, data, 0)
+            raw = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            try:
+                arrival = float(raw)
+            except ValueError:
+                arrival = 0.0
+            base = max(arrival, now)
+            if base - tolerance > now:
+                return base - tolerance - now
+            os.pwrite(fd, f"{base + interval:.6f}".ljust(40).encode("ascii"), 0)
             return 0.0
         finally:
             os.close(fd)
@@ -505,7 +520,7 @@ class FileLimiter(_Faces):
                 break
             wait = self._take_rate()
             if wait > 0:
-                # Give the slot back while waiting for the next minute.
+                # Give the slot back while waiting for the rate to allow a start.
                 self._free_slot(held)
                 return taken, (0.0 if taken else wait)
             taken.append(held)
