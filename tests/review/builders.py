@@ -295,3 +295,19 @@ def result_fields(kind: str, analysis: dict, options: dict) -> dict[str, Any]:
         "final_score": score,
         "final_passed": passed,
     }
+
+
+def queue_card_key(*, queue: Any, position: int, user: Any, key: str) -> Any:
+    """Press a review key (pass, fail, accept, flip, undo) on a single-review queue's
+    card through its view, as the browser's htmx post does; the card's response."""
+    from django.test import Client
+    from django.urls import reverse
+
+    client = Client()
+    client.force_login(user)
+    url = reverse(
+        "review:queue_action", args=[queue.project_id, queue.pk, position, key]
+    )
+    response = client.post(url, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200, response.content[:300]
+    return response

@@ -8,7 +8,6 @@ import csv
 import io
 
 import pytest
-from django.urls import reverse
 
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Result
@@ -19,7 +18,7 @@ from evalsite.review.services import queue_create
 from evalsite.review.services.reviews import review_adjudicate, review_answer
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, UserFactory
-from tests.review.builders import make_run
+from tests.review.builders import make_run, queue_card_key
 
 pytestmark = pytest.mark.django_db
 
@@ -102,18 +101,7 @@ def test_agreement_follows_a_saved_rescore(project, owner, reviewer):
 
 
 def _queue_key(*, client, queue, entry, user, key):
-    """Press a review key on a single-review queue's card, through the view."""
-    from django.test import Client
-
-    c = client or Client()
-    c.force_login(user)
-    url = reverse(
-        "review:queue_action",
-        args=[queue.project_id, queue.pk, entry.position, key],
-    )
-    response = c.post(url, HTTP_HX_REQUEST="true")
-    assert response.status_code == 200, response.content[:300]
-    return response
+    return queue_card_key(queue=queue, position=entry.position, user=user, key=key)
 
 
 def _export_rows(client, run, user):

@@ -32,7 +32,6 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from django.urls import reverse
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -85,6 +84,7 @@ from tests.factories import (
     ScorerConfigFactory,
     UserFactory,
 )
+from tests.review.builders import queue_card_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -291,15 +291,7 @@ class ReviewMachine(RuleBasedStateMachine):
     def _card_key(
         self, queue: ReviewQueue, entry: QueueEntry, user: Any, key: str
     ) -> None:
-        """A key pressed on a single-review queue's card, through the view."""
-        client = Client()
-        client.force_login(user)
-        url = reverse(
-            "review:queue_action",
-            args=[queue.project_id, queue.pk, entry.position, key],
-        )
-        response = client.post(url, HTTP_HX_REQUEST="true")
-        assert response.status_code == 200, response.content[:300]
+        queue_card_key(queue=queue, position=entry.position, user=user, key=key)
 
     @precondition(lambda self: self.queues)
     @rule(data=st.data())
