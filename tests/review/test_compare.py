@@ -313,3 +313,24 @@ def test_compare_page_picks_run_a_scorer_by_run_scorer_and_swaps_to_b_one(
     rows = swapped.split('id="compare-rows"')[1]
     assert 'data-item="3"' in rows and 'data-item="0"' in rows
     assert 'data-item="1"' not in rows and 'data-item="2"' not in rows
+
+
+def test_a_key_of_any_text_makes_cache_keys_every_cache_takes(client, project, viewer):
+    """The match key is the user's text; cached compare figures are named by a hash of
+    it (a raw key with spaces or control characters breaks memcached)."""
+    import warnings
+
+    from django.core.cache.backends.base import CacheKeyWarning
+
+    key = "my key\x01 é \U0001f600"
+    rows = [
+        {"input": f"q{i}", "output": "a", "metadata": {key: str(i)}} for i in range(2)
+    ]
+    a = make_run(project, dataset=DatasetFactory(project=project, name="k", rows=rows))
+    b = make_run(project, dataset=DatasetFactory(project=project, name="k", rows=rows))
+    login(client, viewer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheKeyWarning)
+        response = client.get(f"/api/runs/{a.pk}/compare/{b.pk}", {"key": key})
+        assert response.status_code == 200, response.content
+        assert response.json()["pairs"][0]["n"] == 2

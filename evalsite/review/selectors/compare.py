@@ -439,7 +439,9 @@ def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> N
         token = _state_token(run_a, candidate.run, d)
         # The matching's id too: figures computed while a matching was dropped
         # (COMPARE_STORED_PAIRS_MAX) are never read for its successor.
-        match_token = f"{spec.cache_token()}:{candidate.match.match_id}"
+        # The rule hashed: a user's key may hold any text, and a cache key must not.
+        rule = hashlib.sha256(spec.cache_token().encode()).hexdigest()[:24]
+        match_token = f"{rule}:{candidate.match.match_id}"
         d.state = f"{token}:{match_token}" if token else None
         if d.state:
             keys[d.a.pk] = f"review:compare-agg:v2:{d.state}"
