@@ -28,9 +28,10 @@ from evalsite.accounts.schemas import (
     ProjectOut,
 )
 from evalsite.accounts.selectors import (
+    MembershipEventsWithoutEmails,
     invitation_get_for_user,
     invitation_list,
-    membership_event_list,
+    membership_event_list_for,
     membership_get_for_user,
     membership_list,
     project_get_for_user,
@@ -182,7 +183,7 @@ def member_remove(
 @router.get(
     "/projects/{project_id}/invitations",
     response={200: list[InvitationOut], **_READ_ERRORS},
-    summary="The project's invitations, newest first (no tokens)",
+    summary="The project's invitations, newest first (no tokens; owners only)",
 )
 @paginate(LimitOffsetPagination)
 def invitation_list_endpoint(
@@ -191,8 +192,9 @@ def invitation_list_endpoint(
     status: str | None = None,
 ) -> QuerySet[Invitation]:
     """`status` is a plain string checked here: ninja's @paginate wrapper breaks
-    postponed annotations of anything but builtins (see review's result_list)."""
-    project = project_get_for_user(user=request.user, pk=project_id)
+    postponed annotations of anything but builtins (see review's result_list).
+    Owners only: invitations name their invitees' emails."""
+    project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     if status is not None and status not in InvitationStatus.values:
         raise ApplicationError(
             f"Unknown status {status!r}.",
@@ -240,11 +242,11 @@ def invitation_revoke(
 @router.get(
     "/projects/{project_id}/membership-events",
     response={200: list[MembershipEventOut], **_READ_ERRORS},
-    summary="The access log: every membership change, newest first",
+    summary="The access log: every membership change, newest first (emails for owners only)",
 )
 @paginate(LimitOffsetPagination)
 def membership_event_list_endpoint(
     request: AuthenticatedHttpRequest, project_id: int
-) -> QuerySet[MembershipEvent]:
+) -> QuerySet[MembershipEvent] | MembershipEventsWithoutEmails:
     project = project_get_for_user(user=request.user, pk=project_id)
-    return membership_event_list(project=project)
+    return membership_event_list_for(project=project, membership=project.membership)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, overload
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
@@ -163,6 +163,48 @@ def membership_event_list(*, project: Project) -> QuerySet[MembershipEvent]:
         .select_related("actor", "subject")
         .order_by("-created_at", "-id")
     )
+
+
+def _event_without_emails(event: MembershipEvent) -> MembershipEvent:
+    for details in (event.before, event.after):
+        if isinstance(details, dict):
+            details.pop("email", None)
+    return event
+
+
+class MembershipEventsWithoutEmails(Sequence[MembershipEvent]):
+    """The access log as a non-owner reads it: invitee and new-account emails are
+    dropped from each event's details (only owners, who manage invitations and
+    accounts, see them). Lazy like the queryset it wraps: Django's Paginator and
+    ninja's pagination count it with len() and read one slice."""
+
+    def __init__(self, events: QuerySet[MembershipEvent]) -> None:
+        self._events = events
+
+    def __len__(self) -> int:
+        return self._events.count()
+
+    @overload
+    def __getitem__(self, index: int) -> MembershipEvent: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[MembershipEvent]: ...
+    def __getitem__(
+        self, index: int | slice
+    ) -> MembershipEvent | list[MembershipEvent]:
+        if isinstance(index, slice):
+            return [_event_without_emails(e) for e in self._events[index]]
+        return _event_without_emails(self._events[index])
+
+
+def membership_event_list_for(
+    *, project: Project, membership: Membership
+) -> QuerySet[MembershipEvent] | MembershipEventsWithoutEmails:
+    """The access log as `membership` may read it: whole for owners, without emails
+    for everyone else."""
+    events = membership_event_list(project=project)
+    if membership.can_manage:
+        return events
+    return MembershipEventsWithoutEmails(events)
 
 
 def require_role(

@@ -40,7 +40,7 @@ from evalsite.accounts.selectors import (
     invitation_find,
     invitation_get_for_user,
     invitation_list_pending,
-    membership_event_list,
+    membership_event_list_for,
     membership_get_for_user,
     membership_list,
     project_create_allowed,
@@ -142,8 +142,10 @@ def _settings_page(
         if not log_form.is_valid():
             return HttpResponse("Invalid page.", status=400, content_type="text/plain")
         log_page = log_form.cleaned_data.get("page") or 1
+    can_manage = project.membership.can_manage
     events = Paginator(
-        membership_event_list(project=project), ACCESS_LOG_PAGE_SIZE
+        membership_event_list_for(project=project, membership=project.membership),
+        ACCESS_LOG_PAGE_SIZE,
     ).get_page(log_page)
     full: dict[str, object] = {
         "project": project,
@@ -152,7 +154,8 @@ def _settings_page(
         "member_create_form": MemberCreateForm(),
         "invitation_form": InvitationForm(),
         "memberships": membership_list(project=project),
-        "invitations": invitation_list_pending(project=project),
+        # Pending invitations name their invitees: owners' business, like managing them.
+        "invitations": invitation_list_pending(project=project) if can_manage else [],
         "events": events,
         "roles": Role.choices,
         "invitation_days_max": INVITATION_DAYS_MAX,

@@ -17,6 +17,7 @@ from evalsite.accounts.models import (
     Role,
     hash_token,
 )
+from evalsite.accounts.services import invitation_create, invitation_revoke
 from tests.factories import (
     InvitationFactory,
     MembershipEventFactory,
@@ -223,7 +224,7 @@ def test_invitations_list_filters_by_status(client, project, owner, viewer, bear
     InvitationFactory(project=project, expires_at=now - timedelta(minutes=1))
     InvitationFactory(project=ProjectFactory())
     path = f"/projects/{project.pk}/invitations"
-    everything = _call(client, "GET", path, bearer(viewer)).json()["items"]
+    everything = _call(client, "GET", path, bearer(owner)).json()["items"]
     assert sorted(r["status"] for r in everything) == [
         "accepted",
         "expired",
@@ -271,7 +272,44 @@ def test_invitation_writes_are_owner_only_and_project_scoped(
     assert Invitation.objects.get().status() == InvitationStatus.PENDING
 
 
+def test_invitations_list_is_owner_only(
+    client, project, owner, reviewer, viewer, bearer
+):
+    """Invitations name their invitees' emails: reading them is an owner's business,
+    like creating and revoking them."""
+    invitation_create(
+        project=project, actor=owner, role="viewer", email="secret@example.com"
+    )
+    path = f"/projects/{project.pk}/invitations"
+    for user in (reviewer, viewer):
+        response = _call(client, "GET", path, bearer(user))
+        _assert_error(response, 403)
+        assert b"secret@example.com" not in response.content
+    rows = _call(client, "GET", path, bearer(owner)).json()["items"]
+    assert [r["email"] for r in rows] == ["secret@example.com"]
+
+
 # ------------------------------------------------------------------ access log
+
+
+def test_membership_events_show_emails_to_owners_only(
+    client, project, owner, reviewer, viewer, bearer
+):
+    invitation, _ = invitation_create(
+        project=project, actor=owner, role="viewer", email="secret@example.com"
+    )
+    invitation_revoke(invitation=invitation, actor=owner)
+    path = f"/projects/{project.pk}/membership-events"
+    for user in (reviewer, viewer):
+        response = _call(client, "GET", path, bearer(user))
+        assert response.status_code == 200
+        assert b"secret@example.com" not in response.content
+        items = response.json()["items"]
+        assert [e["action"] for e in items] == ["invitation_revoked", "invited"]
+        assert items[1]["after"]["invitation"] == invitation.pk
+    items = _call(client, "GET", path, bearer(owner)).json()["items"]
+    assert items[0]["before"]["email"] == items[1]["after"]["email"]
+    assert items[1]["after"]["email"] == "secret@example.com"
 
 
 def test_membership_events_newest_first_members_only(

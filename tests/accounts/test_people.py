@@ -20,7 +20,7 @@ from evalsite.accounts.models import (
     Role,
     hash_token,
 )
-from evalsite.accounts.services import invitation_create
+from evalsite.accounts.services import invitation_create, invitation_revoke
 from tests.conftest import login
 from tests.factories import (
     InvitationFactory,
@@ -78,6 +78,27 @@ def test_viewer_sees_members_and_the_log_but_no_forms(client, project, owner, vi
     for form_id in ("member-add-form", "member-create-form", "invitation-form"):
         assert f'id="{form_id}"' not in html
     assert "member-role-form" not in html and "invitation-revoke" not in html
+
+
+def test_only_owners_see_invitations_and_invitee_emails_on_the_page(
+    client, project, owner, reviewer, viewer
+):
+    invitation, _ = invitation_create(
+        project=project, actor=owner, role=Role.VIEWER, email="secret@example.com"
+    )
+    invitation_revoke(invitation=invitation, actor=owner)
+    invitation_create(
+        project=project, actor=owner, role=Role.VIEWER, email="pending@example.com"
+    )
+    for user in (reviewer, viewer):
+        html = login(client, user).get(_settings(project)).content.decode()
+        assert 'id="access-log"' in html and "invitation #" in html
+        assert 'id="invitation-list"' not in html
+        assert "secret@example.com" not in html
+        assert "pending@example.com" not in html
+    html = login(client, owner).get(_settings(project)).content.decode()
+    assert 'id="invitation-list"' in html
+    assert "secret@example.com" in html and "pending@example.com" in html
 
 
 # ------------------------------------------------------------------ roles
