@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import (
+    BadRequest,
+    PermissionDenied,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+)
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, django_auth
@@ -84,6 +91,35 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
     return _error(
         request, 401, "Authentication required: send 'Authorization: Bearer <token>'."
     )
+
+
+@api.exception_handler(SuspiciousOperation)
+def _suspicious(request: HttpRequest, exc: SuspiciousOperation) -> HttpResponse:
+    # Django's own 400s for a request it will not read whole (a query or form with more
+    # than DATA_UPLOAD_MAX_NUMBER_FIELDS fields, too many files, a body over the size
+    # limit); ninja would otherwise answer them with a 500.
+    if isinstance(exc, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        detail = f"Too many query or form fields: at most {limit:,} are read."
+    else:
+        detail = f"Bad request: {exc}"
+    return _error(request, 400, detail, [{"field": "", "message": detail}])
+
+
+@api.exception_handler(MultiPartParserError)
+def _bad_multipart(request: HttpRequest, exc: MultiPartParserError) -> HttpResponse:
+    # A multipart body Django cannot parse (no boundary, a broken part).
+    return _error(
+        request,
+        400,
+        f"The multipart body cannot be read: {exc}",
+        [{"field": "body", "message": str(exc)}],
+    )
+
+
+@api.exception_handler(BadRequest)
+def _bad_request(request: HttpRequest, exc: BadRequest) -> HttpResponse:
+    return _error(request, 400, str(exc) or "Bad request.")
 
 
 @api.exception_handler(HttpError)
