@@ -157,6 +157,43 @@ class _AsyncGuardedBackend(httpcore2.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+def _origin_check(guard: AddressGuard) -> Callable[[str, str, int], None] | None:
+    """The guard's ``check_origin(scheme, host, port)``, if it has one: asked before
+    each request is sent, as a connection (checked by address) does not know whether
+    TLS will run over it, and a key bound to HTTPS must never go out in the clear."""
+    return getattr(guard, "check_origin", None)
+
+
+def _origin(request: httpcore2.Request) -> tuple[str, str, int]:
+    scheme = request.url.scheme.decode("ascii").lower()
+    port = request.url.port or (443 if scheme == "https" else 80)
+    return scheme, request.url.host.decode("ascii"), port
+
+
+class _GuardedPool(httpcore2.ConnectionPool):
+    def __init__(self, guard: AddressGuard, **kwargs: Any) -> None:
+        super().__init__(network_backend=_GuardedBackend(guard), **kwargs)
+        self._check_origin = _origin_check(guard)
+
+    def handle_request(self, request: httpcore2.Request) -> httpcore2.Response:
+        if self._check_origin is not None:
+            self._check_origin(*_origin(request))
+        return super().handle_request(request)
+
+
+class _AsyncGuardedPool(httpcore2.AsyncConnectionPool):
+    def __init__(self, guard: AddressGuard, **kwargs: Any) -> None:
+        super().__init__(network_backend=_AsyncGuardedBackend(guard), **kwargs)
+        self._check_origin = _origin_check(guard)
+
+    async def handle_async_request(
+        self, request: httpcore2.Request
+    ) -> httpcore2.Response:
+        if self._check_origin is not None:
+            self._check_origin(*_origin(request))
+        return await super().handle_async_request(request)
+
+
 _DEFAULT_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=1000)
 
 
@@ -173,12 +210,12 @@ class GuardedTransport(httpx2.HTTPTransport):
         super().__init__(limits=limits, trust_env=False)
         # The pool httpx2 would build, with our network backend: httpx2 takes no backend
         # argument, httpcore2's pool does.
-        self._pool = httpcore2.ConnectionPool(
+        self._pool = _GuardedPool(
+            guard,
             ssl_context=httpx2.create_ssl_context(trust_env=False),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_GuardedBackend(guard),
         )
 
 
@@ -190,12 +227,12 @@ class AsyncGuardedTransport(httpx2.AsyncHTTPTransport):
     ) -> None:
         limits = limits or _DEFAULT_LIMITS
         super().__init__(limits=limits, trust_env=False)
-        self._pool = httpcore2.AsyncConnectionPool(
+        self._pool = _AsyncGuardedPool(
+            guard,
             ssl_context=httpx2.create_ssl_context(trust_env=False),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_AsyncGuardedBackend(guard),
         )
 
 

@@ -27,7 +27,7 @@ from evalsite.evals.services.egress import (
     judge_url_problem,
 )
 from evalsite.evals.services.judges import judge_guard
-from scoring.egress import EgressRefused
+from scoring.egress import EgressRefused, refused_cause
 from tests.evals.conftest import support_rows
 from tests.factories import DatasetFactory
 from tests.security.listener import COMPLETION, Listener
@@ -74,7 +74,7 @@ def test_judge_key_env_of_an_allowed_name_is_sent_to_its_host(
 ):
     monkeypatch.setenv("EVALSITE_JUDGE_KEY_TEAM", KEY)
     settings.JUDGE_KEY_ENV_ALLOWED = [
-        f"EVALSITE_JUDGE_KEY_TEAM@127.0.0.1:{listener.port}"
+        f"EVALSITE_JUDGE_KEY_TEAM@http://127.0.0.1:{listener.port}"
     ]
     judge = _judge(project, owner, listener.url, api_key_env="EVALSITE_JUDGE_KEY_TEAM")
     assert services.judge_test(judge=judge).ok
@@ -194,7 +194,9 @@ def test_a_key_bound_to_one_port_never_reaches_another_port(
     project, owner, listener, other_listener, dataset_with_run, monkeypatch, settings
 ):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    settings.JUDGE_KEY_ENV_ALLOWED = [f"OPENAI_API_KEY@127.0.0.1:{listener.port}"]
+    settings.JUDGE_KEY_ENV_ALLOWED = [
+        f"OPENAI_API_KEY@http://127.0.0.1:{listener.port}"
+    ]
     with pytest.raises(ApplicationError) as raised:
         _judge(project, owner, other_listener.url, api_key_env="OPENAI_API_KEY")
     assert (
@@ -219,7 +221,10 @@ def test_a_key_bound_to_one_port_never_reaches_another_port(
     judge.refresh_from_db()
     assert not services.judge_test(judge=judge).ok
     result = _dispatch(dataset_with_run(judge))
-    assert result.status == Result.Status.ERROR and "only to 127.0.0.1" in result.error
+    assert (
+        result.status == Result.Status.ERROR
+        and "only to http://127.0.0.1" in result.error
+    )
     assert other_listener.requests == [] and not other_listener.seen(KEY)
     # Back on its own port the key is sent.
     JudgeConnection.objects.filter(pk=judge.pk).update(
@@ -236,7 +241,9 @@ def test_the_connection_guard_checks_the_host_really_connected_to(
     # Whatever the stored URL says, each connection of a client holding an env key is
     # checked against the variable's hosts (a URL parsed differently by the HTTP client
     # cannot carry the key elsewhere).
-    settings.JUDGE_KEY_ENV_ALLOWED = [f"OPENAI_API_KEY@127.0.0.1:{listener.port}"]
+    settings.JUDGE_KEY_ENV_ALLOWED = [
+        f"OPENAI_API_KEY@http://127.0.0.1:{listener.port}"
+    ]
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     judge = _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
     guard = judge_guard(judge)
@@ -335,6 +342,7 @@ def test_the_servers_openai_key_goes_to_api_openai_com(project, owner, monkeypat
         ),
         (["K@a.example", "K@b.example"], "K", "b.example", 443, True),
         (["K@[::1]:9000"], "K", "::1", 9000, True),
+        (["K@http://[::1]:9000"], "K", "::1", 9000, False),  # asked for https
         # Prefix entries.
         (
             ["EVALSITE_JUDGE_KEY_*@llm.example"],
@@ -384,9 +392,69 @@ def test_an_entry_without_a_port_means_https(settings):
     assert judge_key_env_problem("K", "https://llm.example:443/v1") is None
     for url in ("https://llm.example:8443/v1", "http://llm.example/v1"):
         problem = judge_key_env_problem("K", url)
-        assert problem and "only to llm.example, not to llm.example:" in problem
+        assert problem and "only to llm.example (over HTTPS" in problem
+        assert f"not to {url.split('/v1')[0]}" in problem or "llm.example:80" in problem
+    # A port keeps HTTPS; cleartext only where the operator writes http://.
     settings.JUDGE_KEY_ENV_ALLOWED = ["K@llm.example:80"]
+    assert judge_key_env_problem("K", "http://llm.example/v1") is not None
+    assert judge_key_env_problem("K", "https://llm.example:80/v1") is None
+    settings.JUDGE_KEY_ENV_ALLOWED = ["K@http://llm.example:80"]
     assert judge_key_env_problem("K", "http://llm.example/v1") is None
+    assert judge_key_env_problem("K", "https://llm.example:80/v1") is not None
+    settings.JUDGE_KEY_ENV_ALLOWED = ["K@http://llm.example"]
+    assert judge_key_env_problem("K", "http://llm.example:80/v1") is None
+    assert judge_key_env_problem("K", "http://llm.example:443/v1") is not None
+
+
+def test_the_default_binding_refuses_http_on_port_443(settings):
+    # The audit's leak: OPENAI_API_KEY@api.openai.com admitted
+    # http://api.openai.com:443/v1, so the bearer token went out unencrypted.
+    settings.JUDGE_KEY_ENV_ALLOWED = ["OPENAI_API_KEY@api.openai.com"]
+    problem = judge_key_env_problem("OPENAI_API_KEY", "http://api.openai.com:443/v1")
+    assert problem and "not to http://api.openai.com:443" in problem
+    assert not judge_key_env_allowed("OPENAI_API_KEY", "api.openai.com", 443, "http")
+    assert judge_key_env_allowed("OPENAI_API_KEY", "api.openai.com", 443, "https")
+    assert judge_key_env_problem("OPENAI_API_KEY", "https://api.openai.com/v1") is None
+
+
+def test_a_key_bound_to_https_never_reaches_a_plain_http_listener_on_its_port(
+    project, owner, listener, dataset_with_run, monkeypatch, settings
+):
+    """The binding names the listener's host and port without http://, i.e. HTTPS:
+    a plain HTTP URL on that very host and port is refused at save, at use and on the
+    wire, and the listener never sees the key."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    settings.JUDGE_KEY_ENV_ALLOWED = [f"OPENAI_API_KEY@127.0.0.1:{listener.port}"]
+    with pytest.raises(ApplicationError) as raised:
+        _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
+    assert (
+        f"not to http://127.0.0.1:{listener.port}"
+        in (raised.value.field_errors["api_key_env"])
+    )
+    judge = _judge(project, owner, listener.url)
+    with pytest.raises(ApplicationError):
+        services.judge_update(judge=judge, user=owner, api_key_env="OPENAI_API_KEY")
+    # Stored behind the services' back: refused when the key is read ...
+    JudgeConnection.objects.filter(pk=judge.pk).update(
+        api_key_env="OPENAI_API_KEY", api_key_url=judge.base_url
+    )
+    judge.refresh_from_db()
+    outcome = services.judge_test(judge=judge)
+    assert not outcome.ok and "over HTTPS" in outcome.message
+    result = _dispatch(dataset_with_run(judge))
+    assert result.status == Result.Status.ERROR
+    # ... and by the client's own check of each request's scheme, before it is sent.
+    client = judges_module.make_client(
+        listener.url, KEY, 5, address_guard=judge_guard(judge)
+    )
+    with pytest.raises(openai.APIConnectionError) as failed:
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert "does not send OPENAI_API_KEY to http://127.0.0.1" in str(
+        refused_cause(failed.value)
+    )
+    assert listener.requests == [] and not listener.seen(KEY)
 
 
 def test_a_legacy_bare_entry_allows_nothing_and_the_system_check_says_how_to_fix_it(

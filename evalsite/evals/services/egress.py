@@ -38,30 +38,40 @@ ANY_HOST = "*"
 @dataclass(frozen=True)
 class KeyEnvEntry:
     """One ``JUDGE_KEY_ENV_ALLOWED`` entry: a variable name (or a prefix, ``PREFIX*``)
-    and the one host and port (443 unless given) its value may be sent to, or ``*`` for
-    any host."""
+    and the one scheme, host and port its value may be sent to, or ``*`` for any.
+
+    The scheme is part of the binding: ``NAME@host`` and ``NAME@host:port`` mean HTTPS
+    (on 443 unless a port is given); a key goes out in the clear only where the
+    operator wrote ``NAME@http://host[:port]`` (port 80 unless given)."""
 
     name: str
     prefix: bool
     host: str
     port: int | None
+    scheme: str = "https"
 
     def admits_name(self, name: str) -> bool:
         return name.startswith(self.name) if self.prefix else name == self.name
 
-    def admits_host(self, host: str, port: int) -> bool:
+    def admits_host(self, host: str, port: int, scheme: str = "https") -> bool:
         if self.host == ANY_HOST:
             return True
-        # Without a port, HTTPS's: a key crosses the network in the clear only where
-        # the operator named a port.
-        return self.host == _host_key(host) and (self.port or 443) == port
+        default_port = 443 if self.scheme == "https" else 80
+        return (
+            self.scheme == scheme.lower()
+            and self.host == _host_key(host)
+            and (self.port or default_port) == port
+        )
 
     def __str__(self) -> str:
         name = self.name + ("*" if self.prefix else "")
         if self.host == ANY_HOST:
             return f"{name}@*"
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{name}@{host}" + (f":{self.port}" if self.port is not None else "")
+        scheme = "http://" if self.scheme == "http" else ""
+        return f"{name}@{scheme}{host}" + (
+            f":{self.port}" if self.port is not None else ""
+        )
 
 
 def _host_key(host: str) -> str:
@@ -90,7 +100,10 @@ def parse_key_env_entry(entry: str) -> KeyEnvEntry | str:
         )
     where = where.strip()
     if where == ANY_HOST:
-        return KeyEnvEntry(bare, prefix, ANY_HOST, None)
+        return KeyEnvEntry(bare, prefix, ANY_HOST, None, ANY_HOST)
+    scheme, sep, rest = where.partition("://")
+    scheme = scheme.lower() if sep else "https"
+    where = rest if sep else where
     try:
         parts = urlsplit(f"//{where}")
         port = parts.port
@@ -102,12 +115,14 @@ def parse_key_env_entry(entry: str) -> KeyEnvEntry | str:
         or "*" in where
         or parts.path
         or parts.username is not None
+        or scheme not in ("http", "https")
     ):
         return (
             f"JUDGE_KEY_ENV_ALLOWED entry {text!r}: after the @ goes one host, "
-            "optionally with :port (e.g. api.openai.com or vllm.internal:8000), or *."
+            "optionally with :port, HTTPS unless written http:// (e.g. api.openai.com, "
+            "vllm.internal:8443 or http://vllm.internal:8000), or *."
         )
-    return KeyEnvEntry(bare, prefix, _host_key(parts.hostname), port)
+    return KeyEnvEntry(bare, prefix, _host_key(parts.hostname), port, scheme)
 
 
 def key_env_entries() -> tuple[list[KeyEnvEntry], list[str]]:
@@ -125,19 +140,24 @@ def key_env_entries() -> tuple[list[KeyEnvEntry], list[str]]:
     return entries, problems
 
 
-def _url_host_port(url: str) -> tuple[str, int] | None:
+def _url_host_port(url: str) -> tuple[str, int, str] | None:
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         return None
-    return (parts.hostname, port) if parts.hostname else None
+    return (parts.hostname, port, parts.scheme.lower()) if parts.hostname else None
 
 
-def judge_key_env_allowed(name: str, host: str, port: int) -> bool:
-    """Whether the operator allowed a judge to send env var ``name`` to ``host:port``."""
+def judge_key_env_allowed(
+    name: str, host: str, port: int, scheme: str = "https"
+) -> bool:
+    """Whether the operator allowed a judge to send env var ``name`` to
+    ``scheme://host:port``."""
     entries, _ = key_env_entries()
-    return any(e.admits_name(name) and e.admits_host(host, port) for e in entries)
+    return any(
+        e.admits_name(name) and e.admits_host(host, port, scheme) for e in entries
+    )
 
 
 def judge_key_env_problem(name: str, url: str) -> str | None:
@@ -156,9 +176,10 @@ def judge_key_env_problem(name: str, url: str) -> str | None:
     if not for_name:
         return f"This server does not let judges read {name}. " + judge_key_env_help()
     hosts = sorted({str(e).partition("@")[2] for e in for_name})
-    shown = f"{where[0]}:{where[1]}" if where else "this URL"
+    shown = f"{where[2]}://{where[0]}:{where[1]}" if where else "this URL"
     return (
-        f"This server sends {name} only to {', '.join(hosts)}, not to {shown}: enter "
+        f"This server sends {name} only to {', '.join(hosts)} (over HTTPS unless "
+        f"written http://), not to {shown}: enter "
         "the key itself for this URL, or ask an administrator to allow "
         f"{name} for this host (JUDGE_KEY_ENV_ALLOWED)."
     )
@@ -171,15 +192,20 @@ def judge_key_env_help() -> str:
     return "Allowed: " + ", ".join(str(e) for e in entries) + "."
 
 
-def judge_key_env_guard(name: str) -> Callable[[str, int], None]:
+def judge_key_env_guard(name: str) -> Callable[..., None]:
     """Checks each connection's host and port for a key read from env var ``name``: the
-    host the HTTP client really connects to, whatever the stored URL says."""
+    host the HTTP client really connects to, whatever the stored URL says. Called with
+    the request's ``scheme`` too (before the request, and its key, is sent), the scheme
+    must be the bound one; a bare connection (no scheme known yet) may be to any
+    scheme the variable is bound to on that host and port."""
 
-    def guard(host: str, port: int) -> None:
-        if not judge_key_env_allowed(name, host, port):
+    def guard(host: str, port: int, scheme: str | None = None) -> None:
+        schemes = (scheme,) if scheme else ("https", "http")
+        if not any(judge_key_env_allowed(name, host, port, s) for s in schemes):
             where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            shown = f"{scheme}://{where}" if scheme else where
             raise EgressRefused(
-                f"This server does not send {name} to {where} (JUDGE_KEY_ENV_ALLOWED)."
+                f"This server does not send {name} to {shown} (JUDGE_KEY_ENV_ALLOWED)."
             )
 
     return guard
@@ -279,27 +305,39 @@ def _address_allowed(
     return any(_matches(entry, host, port, address) for entry in entries)
 
 
-def judge_address_guard(
-    extra_allowed: tuple[str, ...] = (), key_env: str | None = None
-) -> AddressGuard:
-    """The guard every judge connection passes; ``extra_allowed`` adds host:port entries
-    for callers inside the server (the demo's private offline judge). With ``key_env``
-    (the key comes from that environment variable), the host and port must also be
-    ones the operator allowed that variable to be sent to."""
-    key_guard = judge_key_env_guard(key_env) if key_env else None
+class JudgeAddressGuard:
+    """The guard every judge connection passes (an ``AddressGuard``), and with a key
+    from the environment also the check of each request's scheme, host and port
+    (``check_origin``, called by ``scoring.egress`` before a request is sent)."""
 
-    def guard(host: str, port: int, addresses: list[IPAddress]) -> None:
-        if key_guard is not None:
-            key_guard(host, port)
+    def __init__(self, extra_allowed: tuple[str, ...], key_env: str | None) -> None:
+        self._extra = extra_allowed
+        self._key_guard = judge_key_env_guard(key_env) if key_env else None
+
+    def __call__(self, host: str, port: int, addresses: list[IPAddress]) -> None:
+        if self._key_guard is not None:
+            self._key_guard(host, port)
         for address in addresses:
-            if not _address_allowed(host, port, address, extra_allowed):
+            if not _address_allowed(host, port, address, self._extra):
                 where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
                 raise EgressRefused(
                     f"{where} resolves to {_kind(address)}, which judges may not "
                     f"reach. {HOST_HELP}"
                 )
 
-    return guard
+    def check_origin(self, scheme: str, host: str, port: int) -> None:
+        if self._key_guard is not None:
+            self._key_guard(host, port, scheme)
+
+
+def judge_address_guard(
+    extra_allowed: tuple[str, ...] = (), key_env: str | None = None
+) -> AddressGuard:
+    """The guard every judge connection passes; ``extra_allowed`` adds host:port entries
+    for callers inside the server (the demo's private offline judge). With ``key_env``
+    (the key comes from that environment variable), the scheme, host and port must also
+    be ones the operator allowed that variable to be sent to."""
+    return JudgeAddressGuard(extra_allowed, key_env)
 
 
 def judge_url_problem(url: str) -> str | None:
