@@ -12,6 +12,7 @@ from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import queue_create
 from evalsite.review.services.saved_filters import saved_filter_create
 from tests.conftest import bearer
+from tests.factories import ProjectFactory
 from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db
@@ -230,6 +231,29 @@ def test_api_saved_filter_bad_names(client, reviewer, project, name, status, fie
     assert response.status_code == status
     assert response.json()["errors"][0]["field"] == field
     assert not SavedFilter.objects.exists()
+
+
+def test_api_saved_filter_refuses_another_projects_scorer(client, reviewer, project):
+    """A run scorer id of another project is refused, not mapped by name (which would
+    confirm that project's scorer names); the project's own is accepted."""
+    other = make_run(ProjectFactory(), kinds=("toxicity",))
+    theirs = other.run_scorers.get()
+    url = f"projects/{project.pk}/saved-filters"
+    response = _post(
+        client,
+        url,
+        {"name": "Probe", "filters": {"run_scorer_id": theirs.pk}},
+        reviewer,
+    )
+    assert response.status_code == 400, response.content
+    assert [e["field"] for e in response.json()["errors"]] == ["run_scorer_id"]
+    assert b"toxicity" not in response.content
+    assert not SavedFilter.objects.exists()
+    mine = make_run(project, kinds=("toxicity",)).run_scorers.get()
+    ok = _post(
+        client, url, {"name": "Mine", "filters": {"run_scorer_id": mine.pk}}, reviewer
+    )
+    assert ok.status_code == 201 and ok.json()["query"] == f"run_scorer={mine.pk}"
 
 
 def test_api_saved_filter_duplicate_name_is_a_field_error(client, reviewer, project):

@@ -165,6 +165,32 @@ def test_saved_filter_for_run_drops_a_scorer_the_run_lacks_with_a_note(
     assert notes == ["Its scorer is not one of this run's: showing every scorer."]
 
 
+def test_saved_filter_create_refuses_another_projects_scorer(project, reviewer):
+    theirs = make_run(ProjectFactory(), kinds=("toxicity",)).run_scorers.get()
+    with pytest.raises(ApplicationError) as caught:
+        _save(project, reviewer, run_scorer_id=theirs.pk)
+    assert caught.value.field_errors == {
+        "run_scorer_id": "No such scorer in this project."
+    }
+    assert not SavedFilter.objects.exists()
+
+
+def test_saved_filter_for_run_never_maps_another_projects_scorer_by_name(
+    project, reviewer, run
+):
+    """A filter stored before ids were checked may name another project's run
+    scorer: it is dropped, not matched to this run's scorer of the same name."""
+    theirs = make_run(ProjectFactory(), kinds=("hallucination",)).run_scorers.get()
+    theirs.name = run.run_scorers.get(kind="hallucination").name
+    theirs.save()
+    saved = SavedFilter.objects.create(
+        project=project, user=reviewer, name="old", query=f"run_scorer={theirs.pk}"
+    )
+    query, notes = saved_filter_for_run(saved=saved, run=run)
+    assert query == ""
+    assert notes == ["Its scorer is not one of this run's: showing every scorer."]
+
+
 def test_saved_filter_with_a_query_that_no_longer_parses_opens_unfiltered(
     project, reviewer, run
 ):

@@ -61,7 +61,7 @@ def saved_filter_for_run(*, saved: SavedFilter, run: Run) -> tuple[str, list[str
     if query.run_scorer_id is not None:
         scorers = list(run.run_scorers.all())
         if all(rs.pk != query.run_scorer_id for rs in scorers):
-            mapped = _same_scorer(query.run_scorer_id, scorers)
+            mapped = _same_scorer(query.run_scorer_id, scorers, run=run)
             if mapped is None:
                 notes.append(
                     "Its scorer is not one of this run's: showing every scorer."
@@ -70,9 +70,15 @@ def saved_filter_for_run(*, saved: SavedFilter, run: Run) -> tuple[str, list[str
     return urlencode(query.to_querydict()), notes
 
 
-def _same_scorer(run_scorer_id: int, scorers: list[RunScorer]) -> int | None:
+def _same_scorer(
+    run_scorer_id: int, scorers: list[RunScorer], *, run: Run
+) -> int | None:
+    # Only within the run's project: a filter saved before ids were checked may name
+    # another project's run scorer, whose name must not be matched (nor confirmed).
     saved = (
-        RunScorer.objects.filter(pk=run_scorer_id).values("scorer_id", "name").first()
+        RunScorer.objects.filter(pk=run_scorer_id, run__project_id=run.project_id)
+        .values("scorer_id", "name")
+        .first()
     )
     if saved is None:
         return None

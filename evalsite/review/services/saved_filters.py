@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
+from evalsite.evals.models import RunScorer
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import SavedFilter
 from evalsite.review.schemas import ResultQuery
@@ -27,7 +28,8 @@ def saved_filter_create(
 
     The name is stripped and must be 1–100 storable characters, unique among the
     user's filters of the project (a field error on "name" otherwise, also when a
-    concurrent save wins the race to the unique constraint).
+    concurrent save wins the race to the unique constraint). A scorer filter must
+    name a run scorer of this project (a field error on "run_scorer_id").
     """
     name = name.strip()
     text_check_storable(name, field="name")
@@ -39,6 +41,18 @@ def saved_filter_create(
         raise ApplicationError(
             f"A filter name has at most {NAME_MAX_LENGTH} characters.",
             field_errors={"name": f"At most {NAME_MAX_LENGTH} characters."},
+        )
+    if (
+        query.run_scorer_id is not None
+        and not RunScorer.objects.filter(
+            pk=query.run_scorer_id, run__project=project
+        ).exists()
+    ):
+        # Another project's run scorer would be mapped by name on every run this
+        # filter opens, confirming what that project calls its scorers.
+        raise ApplicationError(
+            "Its scorer is not one of this project's.",
+            field_errors={"run_scorer_id": "No such scorer in this project."},
         )
     text = urlencode(query.to_querydict())
     if len(text) > QUERY_MAX_LENGTH:
