@@ -11,6 +11,7 @@ from django.core.exceptions import (
     SuspiciousOperation,
     TooManyFieldsSent,
 )
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
@@ -120,6 +121,14 @@ def _bad_multipart(request: HttpRequest, exc: MultiPartParserError) -> HttpRespo
 @api.exception_handler(BadRequest)
 def _bad_request(request: HttpRequest, exc: BadRequest) -> HttpResponse:
     return _error(request, 400, str(exc) or "Bad request.")
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def _database_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Not ninja's: with DEBUG on it answers any error with a 500 traceback. The
+    # DatabaseUnavailableMiddleware answers a lost connection (503, or a retried GET).
+    raise exc
 
 
 @api.exception_handler(HttpError)

@@ -78,6 +78,8 @@ MIDDLEWARE = [
     # Inside MessageMiddleware: an htmx response carries its messages (out of band).
     "evalsite.lib.htmx.HtmxMessagesMiddleware",
     "evalsite.core.middleware.ApiErrorShapeMiddleware",
+    # Last: its process_exception runs first (a lost database connection: 503).
+    "evalsite.core.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"

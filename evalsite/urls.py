@@ -17,3 +17,6 @@ urlpatterns = [
     path("", include("evalsite.exports.urls")),
     path("", include("evalsite.accounts.urls")),
 ]
+
+# A lost database connection is a 503 (evalsite.core.views.server_error).
+handler500 = "evalsite.core.views.server_error"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -8,7 +9,15 @@ from django.conf import settings
 from django.contrib.auth.middleware import (
     LoginRequiredMiddleware as DjangoLoginRequired,
 )
-from django.http import Http404, HttpRequest, HttpResponseBase, JsonResponse
+from django.db import InterfaceError, OperationalError, connections
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+)
+from django.template.loader import render_to_string
 
 
 class ServerTimingMiddleware:
@@ -94,3 +103,86 @@ class ApiErrorShapeMiddleware:
                 return JsonResponse({"detail": "Not found.", "errors": []}, status=404)
             raise Http404("No such object.") from exception
         return None
+
+
+logger = logging.getLogger(__name__)
+
+DATABASE_RETRY_AFTER_SECONDS = 5
+_DATABASE_UNAVAILABLE = (
+    "The database connection was lost while answering this request. Nothing was "
+    "retried for you if it could have changed something; try again in a few seconds."
+)
+_RETRY_METHODS = ("GET", "HEAD")
+
+
+class DatabaseUnavailableMiddleware:
+    """A lost database connection answers 503 with Retry-After, never a 500.
+
+    A view that raises OperationalError or InterfaceError (the backend was terminated,
+    the server restarted, a connection could not be made) gets its connections closed,
+    so the next request opens fresh ones. A GET or HEAD is then run once more, since it
+    changes nothing; any other method is not (it may have written before the error),
+    and answers 503 with a message and Retry-After. /api/ answers in the API's error
+    shape. Last in MIDDLEWARE, so its process_exception runs first.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view_func: Any, view_args: Any, view_kwargs: Any
+    ) -> None:
+        request._database_retry_view = (view_func, view_args, view_kwargs)  # type: ignore[attr-defined]
+
+    def process_exception(
+        self, request: HttpRequest, exception: Exception
+    ) -> HttpResponseBase | None:
+        if not isinstance(exception, (OperationalError, InterfaceError)):
+            return None
+        logger.warning(
+            "Database error on %s %s: %s", request.method, request.path, exception
+        )
+        close_broken_connections()
+        view = getattr(request, "_database_retry_view", None)
+        if request.method in _RETRY_METHODS and view is not None:
+            view_func, view_args, view_kwargs = view
+            try:
+                response: HttpResponseBase = view_func(
+                    request, *view_args, **view_kwargs
+                )
+                if hasattr(response, "render") and callable(response.render):
+                    response = response.render()
+                return response
+            except (OperationalError, InterfaceError) as again:
+                logger.warning("Database error again on retry: %s", again)
+                close_broken_connections()
+        return database_unavailable_response(request)
+
+
+def close_broken_connections() -> None:
+    for conn in connections.all(initialized_only=True):
+        if conn.in_atomic_block:
+            continue  # the view's own atomic block has not unwound; leave it to Django
+        conn.close()
+
+
+def database_unavailable_response(request: HttpRequest) -> HttpResponseBase:
+    response: HttpResponseBase
+    if request.path.startswith("/api/"):
+        response = JsonResponse(
+            {
+                "detail": _DATABASE_UNAVAILABLE,
+                "errors": [{"field": "", "message": "database unavailable"}],
+            },
+            status=503,
+        )
+    else:
+        response = HttpResponse(
+            render_to_string("503.html", {"detail": _DATABASE_UNAVAILABLE}),
+            status=503,
+        )
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
