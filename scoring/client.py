@@ -23,6 +23,7 @@ from openai.types.chat import ChatCompletion
 from scoring.cache import AsyncJudgeCache, JudgeCache, cache_key
 from scoring.egress import refused_cause
 from scoring.prompts import Messages, Reply, Step, repair_message, schema_instructions
+from scoring.redact import body_reason, body_text, redact_secrets, short_reason
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
 
@@ -51,7 +52,11 @@ class StepRecord:
     cached: bool = False
     attempts: int = 0
     response_format: str = "json_schema"
+    # A short reason anyone who may read the result may see ("HTTP 401 from the judge:
+    # invalid api key"), and apart the judge's full reply to a failed request, secrets
+    # redacted, for the project's owners only (issue 27: a judge may echo the key).
     error: str | None = None
+    error_body: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -169,14 +174,33 @@ def parse_retry_after(headers: Any) -> float | None:
     return max(0.0, parsed.timestamp() - time.time())
 
 
-def _describe(exc: Exception) -> str:
+def _describe(exc: Exception, secrets: tuple[str, ...] = ()) -> str:
+    """A short reason for a failed request: the status and the remote's own one-line
+    message (never its whole body), secrets redacted."""
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"
+        said = body_reason(exc.body) or _response_text(exc) or str(exc.message)
+        reason = short_reason(redact_secrets(said, secrets=secrets))
+        return f"HTTP {exc.status_code} from the judge: {reason or 'no message'}"
     if isinstance(exc, openai.APITimeoutError):
         return "request timed out"
     if isinstance(exc, openai.APIConnectionError):
-        return f"connection error: {exc}"
-    return str(exc)
+        return short_reason(redact_secrets(f"connection error: {exc}", secrets=secrets))
+    return short_reason(redact_secrets(str(exc), secrets=secrets))
+
+
+def _response_text(exc: openai.APIStatusError) -> str:
+    try:
+        return exc.response.text
+    except Exception:  # noqa: BLE001 - a streamed or closed response has no text to give
+        return ""
+
+
+def _error_body(exc: Exception, secrets: tuple[str, ...]) -> str | None:
+    """The judge's whole reply to a failed request (bounded, secrets redacted)."""
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    text = body_text(None, _response_text(exc)) or body_text(exc.body)
+    return redact_secrets(text, secrets=secrets) or None
 
 
 def _is_transient(exc: Exception) -> bool:
@@ -284,6 +308,8 @@ class StepSettings:
     temperature: float = 0.0
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy())
     use_cache: bool = False
+    # Values never to store in an error text (the connection's own key).
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @classmethod
     def of(
@@ -302,6 +328,7 @@ class StepSettings:
             temperature=temperature,
             retry=retry or RetryPolicy(),
             use_cache=cache is not None,
+            secrets=tuple(k for k in (getattr(client, "api_key", None),) if k),
         )
 
 
@@ -442,7 +469,8 @@ def _request_plan(
             if "response_format" in params and _is_format_rejection(exc):
                 raise _FormatRejected() from exc
             if not _is_transient(exc):
-                raise _fail(record, _describe(exc), None) from exc
+                record.error_body = _error_body(exc, settings.secrets)
+                raise _fail(record, _describe(exc, settings.secrets), None) from exc
             error: Exception = exc
             retry_after = parse_retry_after(exc.response.headers)
         except openai.APIConnectionError as exc:
@@ -453,9 +481,10 @@ def _request_plan(
             error = exc
             retry_after = None
         if attempt >= policy.max_retries:
+            record.error_body = _error_body(error, settings.secrets)
             raise _fail(
                 record,
-                f"gave up after {attempt + 1} attempts: {_describe(error)}",
+                f"gave up after {attempt + 1} attempts: {_describe(error, settings.secrets)}",
                 None,
             ) from error
         yield Wait(policy.backoff(attempt, retry_after, rng))
