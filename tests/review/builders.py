@@ -297,9 +297,12 @@ def result_fields(kind: str, analysis: dict, options: dict) -> dict[str, Any]:
     }
 
 
-def queue_card_key(*, queue: Any, position: int, user: Any, key: str) -> Any:
+def queue_card_key(
+    *, queue: Any, position: int, user: Any, key: str, version: int | None = None
+) -> Any:
     """Press a review key (pass, fail, accept, flip, undo) on a single-review queue's
-    card through its view, as the browser's htmx post does; the card's response."""
+    card through its view, as the browser's htmx post does (with the result version
+    the card showed, when given); the card's response."""
     from django.test import Client
     from django.urls import reverse
 
@@ -308,6 +311,7 @@ def queue_card_key(*, queue: Any, position: int, user: Any, key: str) -> Any:
     url = reverse(
         "review:queue_action", args=[queue.project_id, queue.pk, position, key]
     )
-    response = client.post(url, HTTP_HX_REQUEST="true")
+    data = {} if version is None else {"version": str(version)}
+    response = client.post(url, data, HTTP_HX_REQUEST="true")
     assert response.status_code == 200, response.content[:300]
     return response

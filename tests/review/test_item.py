@@ -221,7 +221,12 @@ def test_invalid_override_shows_the_error_in_the_panel(client, reviewer, result)
     assert not Override.objects.exists()
 
 
-def test_stale_page_still_applies_and_says_so(client, reviewer, owner, result):
+def test_a_stale_page_is_refused_and_shows_the_newest_state(
+    client, reviewer, owner, result
+):
+    """Two reviewers on one result: the second write was made on a page that did not
+    show the first, so it is refused (no last-writer-wins) and the panel shows the
+    newest state."""
     override_create(result=result, user=owner, kind="pass", value=True)
     html = (
         login(client, reviewer)
@@ -232,13 +237,19 @@ def test_stale_page_still_applies_and_says_so(client, reviewer, owner, result):
         )
         .content.decode()
     )
-    assert "Someone else changed this result" in html
+    assert "changed since you loaded it" in html
     result.refresh_from_db()
-    assert (
-        result.final_score == 0.1
-        and result.final_passed is True
-        and result.version == 2
+    assert result.final_score != 0.1 and result.final_passed is True
+    assert result.version == 1
+    # The panel now carries the newest version: sent again from it, the change lands.
+    assert 'name="version" value="1"' in html
+    login(client, reviewer).post(
+        _override_url(result),
+        {"kind": "score", "value": "0.1", "version": "1"},
+        HTTP_HX_REQUEST="true",
     )
+    result.refresh_from_db()
+    assert (result.final_score, result.version) == (0.1, 2)
 
 
 def test_hide_judge_hook_hides_verdicts_scores_and_reason(client, reviewer, result):

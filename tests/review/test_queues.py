@@ -274,7 +274,7 @@ def test_undo_with_nothing_to_undo_shows_error_in_card(client, reviewer, queue):
         _action_url(queue, 1, "undo"), headers={"HX-Request": "true"}
     )
     assert 'id="queue-error"' in response.content.decode()
-    assert "Nothing to undo" in response.content.decode()
+    assert "Nothing of yours to undo" in response.content.decode()
 
 
 @pytest.mark.parametrize("n", ["0", "4", "x", ""])

@@ -152,4 +152,41 @@ def test_undo_with_nothing_to_undo_says_so(client, project, owner, reviewer):
     card = _queue_key(
         client=client, queue=queue, entry=entry, user=reviewer, key="undo"
     )
-    assert b"Nothing to undo" in card.content
+    assert b"Nothing of yours to undo" in card.content
+
+
+def test_a_card_write_on_a_stale_version_is_refused_with_the_newest_state(
+    project, owner, reviewer, second
+):
+    """Two reviewers on one card: the second answer was pressed on a card that did
+    not show the first one; it is refused and the card shows the first answer."""
+    run = make_run(project, n_items=1)
+    queue = queue_create(run=run, user=owner, query=ResultQuery(sort="item"))
+    entry = QueueEntry.objects.get(queue=queue, position=1)
+    shown = Result.objects.get(pk=entry.result_id).version
+    queue_card_key(queue=queue, position=1, user=reviewer, key="fail", version=shown)
+    card = queue_card_key(
+        queue=queue, position=1, user=second, key="pass", version=shown
+    )
+    html = card.content.decode()
+    assert "changed since you loaded it" in html
+    result = Result.objects.get(pk=entry.result_id)
+    assert (result.human_passed, result.reviewed_by_id) == (False, reviewer.pk)
+    assert f'name="version" value="{result.version}"' in html
+    assert not Review.objects.filter(reviewer=second).exists()
+
+
+def test_u_undoes_only_your_own_change(project, owner, reviewer, second):
+    run = make_run(project, n_items=1)
+    queue = queue_create(run=run, user=owner, query=ResultQuery(sort="item"))
+    entry = QueueEntry.objects.get(queue=queue, position=1)
+    queue_card_key(queue=queue, position=1, user=reviewer, key="fail")
+    card = queue_card_key(queue=queue, position=1, user=second, key="undo")
+    assert "Nothing of yours to undo" in card.content.decode()
+    result = Result.objects.get(pk=entry.result_id)
+    assert (result.reviewed, result.human_passed) == (True, False)
+    assert Review.objects.filter(reviewer=reviewer).count() == 1
+    # The author's own u still undoes it.
+    queue_card_key(queue=queue, position=1, user=reviewer, key="undo")
+    result.refresh_from_db()
+    assert (result.reviewed, result.human_passed) == (False, None)

@@ -604,11 +604,16 @@ def _recount_entries(locked: Result, queue_ids: list[int]) -> None:
         entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
 
 
-def result_review_retract(*, result: Result, user: User) -> Result:
+def result_review_retract(
+    *, result: Result, user: User, expected_version: int | None = None
+) -> Result:
     """Undo an answer that changed no verdict (an accept, or a pass/fail that agreed
     with the final verdict): the result is unreviewed again and the queue answers it
     recorded are retracted. Overrides are undone with `override_revert` instead."""
-    with transaction.atomic(), _reviewing(result) as (locked, _):
+    with (
+        transaction.atomic(),
+        _reviewing(result, expected_version=expected_version) as (locked, _),
+    ):
         if Override.objects.filter(result=locked, reverted_at__isnull=True).exists():
             raise ConflictError(
                 "This result has active overrides: undo those first.",
@@ -668,10 +673,15 @@ def _review_state_to_restore(
     return cast("dict[str, Any]", first.prior_review)
 
 
-def result_accept(*, result: Result, user: User) -> Result:
+def result_accept(
+    *, result: Result, user: User, expected_version: int | None = None
+) -> Result:
     """Mark reviewed with the human agreeing with the current verdict (the judge's when
     there are no overrides; active overrides are kept: undo them separately)."""
-    with transaction.atomic(), _reviewing(result) as (locked, _):
+    with (
+        transaction.atomic(),
+        _reviewing(result, expected_version=expected_version) as (locked, _),
+    ):
         _require_ok(locked)
         _record_human_verdict(
             locked,
@@ -714,12 +724,20 @@ def _record_human_verdict(
 
 
 def result_set_human_pass(
-    *, result: Result, user: User, passed: bool, note: str = ""
+    *,
+    result: Result,
+    user: User,
+    passed: bool,
+    note: str = "",
+    expected_version: int | None = None,
 ) -> Result:
     """The reviewer's own pass/fail (blind answer, p/f keys): records human_passed and,
     when it differs from the current final pass, a pass override."""
     _check_text(note=note)
-    with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
+    with (
+        transaction.atomic(),
+        _reviewing(result, expected_version=expected_version) as (locked, run_scorer),
+    ):
         _require_ok(locked)
         human_pass_locked(
             locked,

@@ -259,7 +259,12 @@ def queue_assign_round_robin(*, queue: ReviewQueue, user: User) -> dict[str, int
 
 
 def result_flip_field(
-    *, result: Result, user: User, number: int, note: str = ""
+    *,
+    result: Result,
+    user: User,
+    number: int,
+    note: str = "",
+    expected_version: int | None = None,
 ) -> Override:
     """Key 1–9: flip the `number`th verdict of the result's final analysis (numbered
     like the item page's analysis rows; see selectors.queues.flip_fields)."""
@@ -281,20 +286,36 @@ def result_flip_field(
         value=field.new_value,
         path=field.path,
         note=note,
+        expected_version=expected_version,
     )
 
 
-def result_undo_last(*, result: Result, user: User) -> Result:
-    """Key u: revert the newest active override on the result (the user's own first);
-    with none left, retract the answer that reviewed it (an accept, or a pass/fail
-    that agreed with the verdict), so no answer outlives its undo."""
-    active = Override.objects.filter(result=result, reverted_at__isnull=True)
+def result_undo_last(
+    *, result: Result, user: User, expected_version: int | None = None
+) -> Result:
+    """Key u: undo the user's own last change on the result, never another
+    reviewer's (one they may not have seen): their newest active override, or, with
+    none, the answer by which they reviewed it (an accept, or a pass/fail that agreed
+    with the verdict), so no answer outlives its undo."""
     override = (
-        active.filter(user=user).order_by("-created_at", "-id").first()
-        or active.order_by("-created_at", "-id").first()
+        Override.objects.filter(result=result, reverted_at__isnull=True, user=user)
+        .order_by("-created_at", "-id")
+        .first()
     )
     if override is not None:
-        return override_revert(override=override, user=user)
-    if result.reviewed:
-        return result_review_retract(result=result, user=user)
-    raise ConflictError("Nothing to undo: this result has no override or answer.")
+        return override_revert(
+            override=override, user=user, expected_version=expected_version
+        )
+    others = Override.objects.filter(result=result, reverted_at__isnull=True).exists()
+    if result.reviewed and result.reviewed_by_id == user.pk and not others:
+        return result_review_retract(
+            result=result, user=user, expected_version=expected_version
+        )
+    raise ConflictError(
+        "Nothing of yours to undo on this result"
+        + (
+            " (the changes on it are another reviewer's)."
+            if others or result.reviewed
+            else "."
+        )
+    )

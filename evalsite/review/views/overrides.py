@@ -88,10 +88,6 @@ def override_create(
         errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())  # type: ignore[arg-type]  # ErrorList iterates as str
         return _after_write(request, result, error=f"Not saved: {errors}")
     data = form.cleaned_data
-    notice = ""
-    if data.get("version") is not None and data["version"] != result.version:
-        # The UI applies the change anyway (no lost update) and says what happened.
-        notice = "Someone else changed this result since you opened it; showing the newest state."
     try:
         services.override_create(
             result=result,
@@ -100,10 +96,30 @@ def override_create(
             path=data.get("path") or "",
             value=data["value"],
             note=data.get("note") or "",
+            # The version the page showed: a change made meanwhile by someone else
+            # refuses this one, and the panel comes back with the newest state.
+            expected_version=data.get("version"),
         )
     except ApplicationError as exc:
-        return _after_write(request, result, error=exc.message)
-    return _after_write(request, result, notice=notice)
+        return _after_write(request, _fresh(result), error=exc.message)
+    return _after_write(request, result)
+
+
+def _fresh(result: Result) -> Result:
+    """The result as committed now (after a refused write), keeping the run, scorer
+    and item loaded for the permission check."""
+    current = Result.objects.get(pk=result.pk)
+    current.run, current.run_scorer, current.item = (
+        result.run,
+        result.run_scorer,
+        result.item,
+    )
+    return current
+
+
+def _shown_version(request: HttpRequest) -> int | None:
+    raw = request.POST.get("version", "")
+    return int(raw) if raw.isdigit() else None
 
 
 @require_POST
@@ -116,9 +132,13 @@ def override_revert(
     )
     result = override.result
     try:
-        services.override_revert(override=override, user=request.user)
+        services.override_revert(
+            override=override,
+            user=request.user,
+            expected_version=_shown_version(request),
+        )
     except ApplicationError as exc:
-        return _after_write(request, result, error=exc.message)
+        return _after_write(request, _fresh(result), error=exc.message)
     return _after_write(request, result)
 
 
@@ -131,7 +151,11 @@ def accept(
         user=request.user, pk=result_id, project_id=project_id, write=True
     )
     try:
-        services.result_accept(result=result, user=request.user)
+        services.result_accept(
+            result=result,
+            user=request.user,
+            expected_version=_shown_version(request),
+        )
     except ApplicationError as exc:
-        return _after_write(request, result, error=exc.message)
+        return _after_write(request, _fresh(result), error=exc.message)
     return _after_write(request, result)

@@ -350,19 +350,28 @@ def overlap_context(
     }
 
 
+def _shown_version(request: HttpRequest) -> int | None:
+    """The result version the card showed (its forms send it), so a write on a card
+    another reviewer changed meanwhile is refused and the card shows the newest state;
+    None when a client sends none (scripts posting keys)."""
+    raw = request.POST.get("version", "")
+    return int(raw) if raw.isdigit() else None
+
+
 def _apply_action(
     request: AuthenticatedHttpRequest, result: Result, action: str
 ) -> None:
-
     user = request.user
+    version = _shown_version(request)
     if action == "accept":
-        services.result_accept(result=result, user=user)
+        services.result_accept(result=result, user=user, expected_version=version)
     elif action in ("pass", "fail"):
         services.result_set_human_pass(
             result=result,
             user=user,
             passed=action == "pass",
             note=request.POST.get("note", ""),
+            expected_version=version,
         )
     elif action == "flip":
         raw = request.POST.get("n", "")
@@ -371,10 +380,14 @@ def _apply_action(
                 "Say which verdict to flip (1–9).", field_errors={"n": "A number."}
             )
         services.result_flip_field(
-            result=result, user=user, number=int(raw), note=request.POST.get("note", "")
+            result=result,
+            user=user,
+            number=int(raw),
+            note=request.POST.get("note", ""),
+            expected_version=version,
         )
     elif action == "undo":
-        services.result_undo_last(result=result, user=user)
+        services.result_undo_last(result=result, user=user, expected_version=version)
 
 
 @require_GET
