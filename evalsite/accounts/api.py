@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.urls import reverse
 from ninja import Router, Status
@@ -21,6 +20,7 @@ from evalsite.accounts.schemas import (
     InvitationIn,
     InvitationOut,
     MemberIn,
+    MemberInvitedOut,
     MemberOut,
     MemberRoleIn,
     MembershipEventOut,
@@ -123,23 +123,27 @@ def member_list(
 
 @router.post(
     "/projects/{project_id}/members",
-    response={200: MemberOut, **_WRITE_ERRORS},
-    summary="Add a user by username, or change their role",
+    response={200: MemberOut, 202: MemberInvitedOut, **_WRITE_ERRORS},
+    summary="Change a member's role (200), or invite a user by username (202: they "
+    "join when they accept; the same answer whether or not the name exists)",
 )
 def member_set(
     request: AuthenticatedHttpRequest, project_id: int, payload: MemberIn
-) -> dict[str, Any]:
+) -> Status[dict[str, Any]]:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     text_check_storable(payload.username, field="username")
-    user = get_user_model().objects.filter(username=payload.username).first()
-    if user is None:
-        raise ApplicationError(
-            "No such user.", field_errors={"username": "No such user."}
-        )
-    membership = services.membership_set(
-        project=project, user=user, role=payload.role, actor=request.user
+    membership = services.member_add(
+        project=project,
+        actor=request.user,
+        username=payload.username,
+        role=payload.role,
     )
-    return _member_out(membership)
+    if membership is not None:
+        return Status(200, _member_out(membership))
+    message = services.member_invite_message(
+        username=payload.username, role=payload.role
+    )
+    return Status(202, {"detail": message})
 
 
 @router.patch(

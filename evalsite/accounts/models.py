@@ -182,6 +182,15 @@ class Invitation(models.Model):
         related_name="+",
     )
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Set when an owner invited an existing account by username: only that user can
+    # accept (from their dashboard), and the link's token is never shown to anyone.
+    invitee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="invitations_received",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

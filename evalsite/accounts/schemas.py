@@ -44,6 +44,12 @@ class MemberOut(Schema):
     role: str
 
 
+class MemberInvitedOut(Schema):
+    """The answer to adding a non-member, the same whether or not the name exists."""
+
+    detail: str
+
+
 class MemberRoleIn(Schema):
     model_config = ConfigDict(extra="forbid")
     role: Role

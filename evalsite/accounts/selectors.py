@@ -134,6 +134,23 @@ def invitation_list(
     return invitations.order_by("-created_at", "-id")
 
 
+def invitation_list_for_invitee(*, user: User | AnonymousUser) -> QuerySet[Invitation]:
+    """Pending invitations to `user`'s own account (an owner added them by username),
+    newest first: theirs to accept or decline."""
+    if not user.is_authenticated:
+        return Invitation.objects.none()
+    return (
+        Invitation.objects.filter(
+            invitee_id=user.pk,
+            accepted_at__isnull=True,
+            revoked_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        )
+        .select_related("project", "created_by")
+        .order_by("-created_at", "-id")
+    )
+
+
 def invitation_list_pending(*, project: Project) -> QuerySet[Invitation]:
     """Invitations whose link still works, newest first."""
     return invitation_list(project=project, status=InvitationStatus.PENDING)

@@ -38,6 +38,11 @@ urlpatterns = [
     ),
     path("invite/<str:token>/", views.invite, name="invite"),
     path(
+        "invitations/<int:invitation_id>/respond/",
+        views.invitation_respond,
+        name="invitation_respond",
+    ),
+    path(
         "projects/<int:project_id>/members/<int:membership_id>/remove/",
         views.member_remove,
         name="member_remove",

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model, login
+from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.core.paginator import Paginator
@@ -39,6 +39,7 @@ from evalsite.accounts.models import (
 from evalsite.accounts.selectors import (
     invitation_find,
     invitation_get_for_user,
+    invitation_list_for_invitee,
     invitation_list_pending,
     membership_event_list_for,
     membership_get_for_user,
@@ -79,6 +80,7 @@ def _dashboard_context(
 ) -> dict[str, object]:
     return {
         "projects": project_list_for_user(user=request.user),
+        "invitations_for_me": invitation_list_for_invitee(user=request.user),
         "form": form,
         "can_create_project": project_create_allowed(user=request.user),
     }
@@ -202,32 +204,30 @@ def project_settings(
 
 @require_POST
 def member_set(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
-    """Add an existing user by username, or change the role of one."""
+    """Invite an existing user by username (they join when they accept), or change a
+    member's role. An unknown name gets the same answer as an invitation sent."""
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     form = MemberForm(request.POST)
     if form.is_valid():
         username = form.cleaned_data["username"].strip()
-        user = get_user_model().objects.filter(username=username).first()
-        if user is None:
-            form.add_error(
-                "username",
-                f"No user named “{username}”: create the account below, or invite them.",
+        role = form.cleaned_data["role"]
+        try:
+            membership = services.member_add(
+                project=project, actor=request.user, username=username, role=role
             )
+        except ApplicationError as exc:
+            form_add_application_error(form, exc)
         else:
-            try:
-                services.membership_set(
-                    project=project,
-                    user=user,
-                    role=form.cleaned_data["role"],
-                    actor=request.user,
+            if membership is not None:
+                messages.success(
+                    request, f"{membership.user} is now {_role_label(role)}."
                 )
-            except ApplicationError as exc:
-                form_add_application_error(form, exc)
             else:
                 messages.success(
-                    request, f"{user} is now {_role_label(form.cleaned_data['role'])}."
+                    request,
+                    services.member_invite_message(username=username, role=role),
                 )
-                return redirect("accounts:settings", project_id=project.pk)
+            return redirect("accounts:settings", project_id=project.pk)
     return _settings_page(request, project, status=400, member_form=form)
 
 
@@ -348,6 +348,30 @@ def invitation_create(
                 new_invitation={"invitation": invitation, "link": link},
             )
     return _settings_page(request, project, status=400, invitation_form=form)
+
+
+@require_POST
+def invitation_respond(
+    request: AuthenticatedHttpRequest, invitation_id: int
+) -> HttpResponse:
+    """The invitee of an invitation to their account accepts (answer=accept) or
+    declines it, from their dashboard."""
+    accept = request.POST.get("answer") == "accept"
+    try:
+        membership = services.invitation_respond(
+            invitation_id=invitation_id, user=request.user, accept=accept
+        )
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+        return redirect("accounts:dashboard")
+    if membership is None:
+        messages.success(request, "Invitation declined.")
+        return redirect("accounts:dashboard")
+    messages.success(
+        request,
+        f"You joined {membership.project.name} as {_role_label(membership.role)}.",
+    )
+    return redirect("accounts:project", project_id=membership.project_id)
 
 
 @require_POST

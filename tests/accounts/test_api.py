@@ -142,19 +142,39 @@ def test_member_writes_are_owner_only_and_project_scoped(
     assert not MembershipEvent.objects.filter(project=project).exists()
 
 
-def test_adding_by_username_records_the_actor(client, project, owner, bearer):
-    UserFactory(username="walt")
-    body = {"username": "walt", "role": "adjudicator"}
+def test_adding_by_username_invites_and_answers_alike_for_unknown_names(
+    client, project, owner, bearer
+):
+    walt = UserFactory(username="walt")
+    path = f"/projects/{project.pk}/members"
+    answers = {}
+    for username in ("walt", "ghost"):
+        body = {"username": username, "role": "adjudicator"}
+        response = _call(client, "POST", path, bearer(owner), body)
+        answers[username] = (
+            response.status_code,
+            response.json()["detail"].replace(username, "NAME"),
+        )
+    assert answers["walt"] == answers["ghost"]
+    assert answers["walt"][0] == 202
+    assert not Membership.objects.filter(project=project, user=walt).exists()
+    event = MembershipEvent.objects.get()
+    assert (event.action, event.actor, event.subject) == ("invited", owner, walt)
+    assert Invitation.objects.get().role == "adjudicator"
+    # Asking again renews the one invitation.
+    body = {"username": "walt", "role": "viewer"}
+    assert _call(client, "POST", path, bearer(owner), body).status_code == 202
+    assert list(Invitation.objects.values_list("role", flat=True)) == ["viewer"]
+
+
+def test_changing_a_members_role_by_username_answers_with_the_member(
+    client, project, owner, reviewer, bearer
+):
+    body = {"username": "rita", "role": "adjudicator"}
     response = _call(
         client, "POST", f"/projects/{project.pk}/members", bearer(owner), body
     )
     assert response.status_code == 200 and response.json()["role"] == "adjudicator"
-    event = MembershipEvent.objects.get()
-    assert (event.action, event.actor, event.after) == (
-        "member_added",
-        owner,
-        {"role": "adjudicator"},
-    )
 
 
 # ------------------------------------------------------------------ invitations

@@ -156,26 +156,78 @@ def test_member_role_refuses_the_last_owner_viewers_outsiders_and_get(
     assert MembershipEvent.objects.filter(project=project).count() == 0
 
 
-def test_adding_an_unknown_username_shows_a_field_error(client, project, owner):
-    response = login(client, owner).post(
-        reverse("accounts:member_set", args=[project.pk]),
-        {"username": "ghost", "role": "reviewer"},
-    )
-    assert response.status_code == 400
-    html = response.content.decode()
-    assert '<small class="error">No user named “ghost”' in html
-    assert 'value="ghost"' in html
-
-
-def test_adding_an_existing_user_is_logged(client, project, owner):
+def test_adding_a_username_answers_alike_whether_or_not_it_exists(
+    client, project, owner
+):
+    """No enumeration: an unknown name and an existing account get the same status,
+    redirect and message; only the existing one gets an invitation."""
     UserFactory(username="walt")
+    login(client, owner)
+    answers = {}
+    for username in ("walt", "ghost"):
+        response = client.post(
+            reverse("accounts:member_set", args=[project.pk]),
+            {"username": username, "role": "reviewer"},
+        )
+        page = client.get(response.url).content.decode()
+        message = re.search(r"If a user named “[^”]*” exists[^<]*", page).group()
+        answers[username] = (
+            response.status_code,
+            response.url,
+            message.replace(username, "NAME"),
+        )
+    assert answers["walt"] == answers["ghost"]
+    assert answers["walt"][0] == 302
+    assert "No user named" not in page
+    assert list(Invitation.objects.values_list("invitee__username", flat=True)) == [
+        "walt"
+    ]
+
+
+def test_adding_an_existing_user_invites_them_until_they_accept(client, project, owner):
+    walt = UserFactory(username="walt")
     login(client, owner).post(
         reverse("accounts:member_set", args=[project.pk]),
         {"username": "walt", "role": "adjudicator"},
     )
+    assert _role(project, walt) is None  # no membership without consent
     event = MembershipEvent.objects.get()
-    assert event.action == "member_added" and event.subject.username == "walt"
-    assert event.after == {"role": "adjudicator"}
+    assert (event.action, event.actor, event.subject) == ("invited", owner, walt)
+    invitation = Invitation.objects.get(invitee=walt)
+    # The invitee sees it on their dashboard; nobody else can answer it.
+    html = login(client, walt).get(reverse("accounts:dashboard")).content.decode()
+    assert 'id="invitations-for-me"' in html and "Acme RAG" in html
+    respond = reverse("accounts:invitation_respond", args=[invitation.pk])
+    other = UserFactory()
+    login(client, other).post(respond, {"answer": "accept"})
+    assert _role(project, other) is None
+    response = login(client, walt).post(respond, {"answer": "accept"})
+    assert response.status_code == 302
+    assert response.url == reverse("accounts:project", args=[project.pk])
+    assert _role(project, walt) == Role.ADJUDICATOR
+    assert _actions(project)[-1] == "invitation_accepted"
+    assert client.get(reverse("accounts:dashboard")).status_code == 200
+    assert (
+        "invitations-for-me"
+        not in client.get(reverse("accounts:dashboard")).content.decode()
+    )
+
+
+def test_an_invitee_can_decline(client, project, owner):
+    walt = UserFactory(username="walt")
+    login(client, owner).post(
+        reverse("accounts:member_set", args=[project.pk]),
+        {"username": "walt", "role": "viewer"},
+    )
+    invitation = Invitation.objects.get(invitee=walt)
+    respond = reverse("accounts:invitation_respond", args=[invitation.pk])
+    login(client, walt).post(respond, {"answer": "decline"})
+    invitation.refresh_from_db()
+    assert invitation.status() == InvitationStatus.REVOKED
+    assert _role(project, walt) is None
+    client.post(respond, {"answer": "accept"})
+    assert _role(project, walt) is None
+    assert client.get(respond).status_code == 405
 
 
 def test_removing_a_member_is_logged(client, project, owner, reviewer):

@@ -27,6 +27,7 @@ from evalsite.accounts.services import (
     invitation_create,
     invitation_revoke,
     invitation_signup,
+    member_add,
     member_create,
     membership_remove,
     membership_set,
@@ -394,3 +395,16 @@ def test_two_visitors_racing_for_one_link_make_one_member():
     assert Membership.objects.filter(project=project, role=Role.REVIEWER).count() == 1
     assert User.objects.filter(username__in=["ann", "bob"]).count() == 1
     assert _events(project)[-1][0] == "invitation_accepted"
+
+
+def test_member_add_refuses_unknown_and_existing_names_alike_when_full(
+    project, owner, monkeypatch
+):
+    UserFactory(username="walt")
+    monkeypatch.setattr("evalsite.accounts.services.members.INVITATIONS_PENDING_MAX", 0)
+    messages = []
+    for username in ("walt", "ghost"):
+        with pytest.raises(ConflictError) as caught:
+            member_add(project=project, actor=owner, username=username, role="viewer")
+        messages.append(caught.value.message)
+    assert messages[0] == messages[1]

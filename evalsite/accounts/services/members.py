@@ -307,6 +307,21 @@ def _invitation_summary(invitation: Invitation) -> dict[str, Any]:
     }
 
 
+def _pending_invitations_check(project: Project) -> None:
+    """Refuse when the project has INVITATIONS_PENDING_MAX pending invitations; the
+    caller holds the project lock, so the count holds until commit."""
+    pending = Invitation.objects.filter(
+        project=project,
+        accepted_at__isnull=True,
+        revoked_at__isnull=True,
+        expires_at__gt=timezone.now(),
+    ).count()
+    if pending >= INVITATIONS_PENDING_MAX:
+        raise ConflictError(
+            f"This project has {pending} pending invitations; revoke some first."
+        )
+
+
 @transaction.atomic
 def invitation_create(
     *,
@@ -337,18 +352,9 @@ def invitation_create(
             raise ApplicationError(
                 f"email: {message}", field_errors={"email": message}
             ) from None
-    _lock_project(project)  # the count below holds until commit
+    _lock_project(project)
+    _pending_invitations_check(project)
     now = timezone.now()
-    pending = Invitation.objects.filter(
-        project=project,
-        accepted_at__isnull=True,
-        revoked_at__isnull=True,
-        expires_at__gt=now,
-    ).count()
-    if pending >= INVITATIONS_PENDING_MAX:
-        raise ConflictError(
-            f"This project has {pending} pending invitations; revoke some first."
-        )
     raw = Invitation.generate_raw()
     invitation = Invitation.objects.create(
         project=project,
@@ -365,6 +371,113 @@ def invitation_create(
         after=_invitation_summary(invitation),
     )
     return invitation, raw
+
+
+def member_invite_message(*, username: str, role: str) -> str:
+    """What an owner is told after adding `username`, whether or not that account
+    exists: the answer must not tell existing names from unknown ones."""
+    return (
+        f"If a user named “{username}” exists, they have been invited as "
+        f"{str(Role(role).label).lower()}: they join when they accept it on their "
+        "dashboard."
+    )
+
+
+@transaction.atomic
+def member_add(
+    *, project: Project, actor: User, username: str, role: str
+) -> Membership | None:
+    """Change a member's role, or invite the account named `username` to join.
+
+    Nobody joins a project without consent: a non-member gets an invitation bound to
+    their account (no link to share; it lasts INVITATION_DAYS_DEFAULT days) which
+    they accept or decline on their dashboard. Returns the membership when `username`
+    is already a member, else None, and answers an unknown name exactly like an
+    existing one (same return, same errors) so usernames cannot be enumerated.
+
+    Steps: check the role; lock the project; a member: set the role; else check the
+    pending-invitation cap (before looking the name up, so a full project refuses
+    both alike); an existing non-member: renew their pending invitation or create
+    one, recorded; an unknown name: nothing."""
+    _role_check(role)
+    _lock_project(project)
+    user = User.objects.filter(username=username).first()
+    if (
+        user is not None
+        and Membership.objects.filter(project=project, user=user).exists()
+    ):
+        return membership_set(project=project, user=user, role=role, actor=actor)
+    _pending_invitations_check(project)
+    if user is None:
+        return None
+    now = timezone.now()
+    pending = Invitation.objects.filter(
+        project=project,
+        invitee=user,
+        accepted_at__isnull=True,
+        revoked_at__isnull=True,
+        expires_at__gt=now,
+    ).first()
+    if pending is not None:
+        # Asking again renews the one invitation rather than stacking copies.
+        pending.role = role
+        pending.expires_at = now + timedelta(days=INVITATION_DAYS_DEFAULT)
+        pending.save(update_fields=["role", "expires_at"])
+        invitation = pending
+    else:
+        invitation = Invitation.objects.create(
+            project=project,
+            role=role,
+            invitee=user,
+            # Never shown: an invitation to an account is accepted by that account.
+            token_hash=hash_token(Invitation.generate_raw()),
+            created_by=actor,
+            expires_at=now + timedelta(days=INVITATION_DAYS_DEFAULT),
+        )
+    membership_event_write(
+        project=project,
+        actor=actor,
+        subject=user,
+        action=MembershipAction.INVITED,
+        after=_invitation_summary(invitation),
+    )
+    return None
+
+
+def _invitation_lock_for_invitee(*, invitation_id: int, user: User) -> Invitation:
+    invitation = (
+        Invitation.objects.select_for_update()
+        .filter(pk=invitation_id, invitee=user)
+        .first()
+    )
+    if invitation is None:
+        raise Http404("No such invitation.")
+    status = invitation.status()
+    if status != InvitationStatus.PENDING:
+        raise InvitationGoneError(INVITATION_GONE_MESSAGES[status])
+    return invitation
+
+
+@transaction.atomic
+def invitation_respond(
+    *, invitation_id: int, user: User, accept: bool
+) -> Membership | None:
+    """The invitee of an invitation to their account accepts it (and joins with its
+    role; returns the membership) or declines it (it is revoked; None). Recorded.
+    404 for anyone else's invitation, 410 for one no longer pending."""
+    invitation = _invitation_lock_for_invitee(invitation_id=invitation_id, user=user)
+    if accept:
+        return _invitation_use(invitation=invitation, user=user)
+    invitation.revoked_at = timezone.now()
+    invitation.save(update_fields=["revoked_at"])
+    membership_event_write(
+        project=invitation.project,
+        actor=user,
+        subject=user,
+        action=MembershipAction.INVITATION_REVOKED,
+        before=_invitation_summary(invitation),
+    )
+    return None
 
 
 def _invitation_lock_pending(*, token: str) -> Invitation:
