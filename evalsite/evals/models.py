@@ -315,7 +315,11 @@ class JudgeCall(models.Model):
     wait_ms = models.FloatField(default=0)
     attempts = models.PositiveIntegerField(default=1)
     cache_hit = models.BooleanField(default=False)
+    # `error` is a short reason every member may read; `error_body` is the judge's whole
+    # reply to the failed request (secrets redacted), shown to owners only: a judge
+    # that echoes request headers would otherwise show everyone the key (issue 27).
     error = models.TextField(blank=True)
+    error_body = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -109,6 +109,7 @@ _CALL_FIELDS = (
     "attempts",
     "cache_hit",
     "error",
+    "error_body",
     "created_at",
 )
 _CALL_INSERT = 'INSERT INTO "{table}" ({columns}) VALUES '.format(
@@ -140,6 +141,7 @@ def judge_calls_insert(
             max(1, int(step.attempts or 1)),
             bool(step.cached),
             step.error or "",
+            step.error_body or "",
             now,
         ]
     with connection.cursor() as cursor:

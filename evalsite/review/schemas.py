@@ -74,7 +74,11 @@ class JudgeCallOut(Schema):
     wait_ms: float  # waiting for a limiter slot, the cache, back-off
     attempts: int
     cache_hit: bool
+    # A short reason (status and the judge's one-line message, secrets redacted).
     error: str
+    # The judge's whole reply to a failed call, secrets redacted: owners only ("" for
+    # everyone else), as a judge may answer with anything, the request's headers too.
+    error_body: str = ""
 
 
 class ItemOut(Schema):

@@ -54,6 +54,7 @@ from scoring import (
 )
 from scoring.client import Limiter as ScoringLimiter
 from scoring.egress import AddressGuard
+from scoring.redact import redact_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +281,19 @@ def store_result(
     error: str = "",
     steps: list[StepRecord],
 ) -> bool:
-    """Write the outcome iff this claim still holds; False when it does not."""
+    """Write the outcome iff this claim still holds; False when it does not.
+
+    Error texts (the result's, each call's reason and the judge's reply to a failed
+    call) are written with secrets redacted, the connection's own key included: a judge
+    may echo the request's headers (issue 27)."""
+    if judged is None or any(s.error or s.error_body for s in steps):
+        secrets = _judge_secrets(result_id)
+        error = redact_secrets(error, secrets=secrets)
+        for step in steps:
+            if step.error:
+                step.error = redact_secrets(step.error, secrets=secrets)
+            if step.error_body:
+                step.error_body = redact_secrets(step.error_body, secrets=secrets)
     with transaction.atomic():
         fields: dict[str, Any] = {
             "claimed_at": None,
@@ -310,6 +323,26 @@ def store_result(
                 result_id=result_id, steps=steps, now=timezone.now()
             )
     return bool(updated)
+
+
+@sensitive_variables("key")
+def _judge_secrets(result_id: int) -> tuple[str, ...]:
+    """The key of the result's judge connection, to redact from its error texts."""
+    judge_id = (
+        Result.objects.filter(pk=result_id)
+        .values_list("run_scorer__judge_id", flat=True)
+        .first()
+    )
+    judge = JudgeConnection.objects.filter(pk=judge_id).first() if judge_id else None
+    if judge is None or not judge.has_api_key:
+        return ()
+    try:
+        key = judge_api_key(judge=judge)
+    except ApplicationError:
+        # Not usable now (env var unset, URL changed): the stored value may still
+        # have been sent before, so redact what can be read of it.
+        key = os.environ.get(judge.api_key_env) if judge.api_key_env else None
+    return (key,) if key else ()
 
 
 def result_score(*, result_id: int, base_url: str | None = None) -> str:

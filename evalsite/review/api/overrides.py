@@ -7,7 +7,7 @@ from typing import Any
 from ninja import Router, Status
 
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.models import Result
+from evalsite.evals.models import JudgeCall, Result
 from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import selectors, services
 from evalsite.review.models import Override
@@ -67,6 +67,17 @@ def _aggregates(result: Result) -> list[dict[str, Any]]:
     ]
 
 
+def _calls_out(result: Result) -> list[JudgeCall]:
+    """The result's judge calls; the judge's full reply to a failed call only for the
+    project's owners (everyone else has the short reason in `error`)."""
+    if result.project.membership.can_manage:
+        return list(result.calls.all())
+    calls = list(result.calls.defer("error_body"))
+    for call in calls:
+        call.error_body = ""  # in memory only: the response, never the row
+    return calls
+
+
 @router.get("/results/{result_id}", response=ResultOut)
 def result_detail(request: AuthenticatedHttpRequest, result_id: int) -> dict[str, Any]:
     result = result_get_for_user(user=request.user, pk=result_id)
@@ -105,7 +116,7 @@ def result_detail(request: AuthenticatedHttpRequest, result_id: int) -> dict[str
         else None,
         "reviewed_at": result.reviewed_at,
         "overrides": [_override_out(override) for override in overrides],
-        "calls": list(result.calls.all()),
+        "calls": _calls_out(result),
     }
     blind = blind_entry_for(user=request.user, result=result)
     return out if blind is None else result_out_mask(out, blind)

@@ -110,7 +110,7 @@ def result_panel(
         ),
         # The prompts and raw replies (kilobytes per call) load when opened: see
         # judge_call. Every review write re-renders the panel without them.
-        calls=list(result.calls.defer("messages", "raw_response")),
+        calls=list(result.calls.defer("messages", "raw_response", "error_body")),
         error=error,
         notice=notice,
         offline=bool((result.run_scorer.judge_snapshot or {}).get("is_offline")),
@@ -128,7 +128,12 @@ def judge_call(
     call = JudgeCall.objects.filter(pk=call_id, result_id=result.pk).first()
     if call is None:
         raise Http404("No such judge call.")
-    return render(request, "review/_judge_call.html", {"call": call})
+    # The judge's whole reply to a failed call is for owners: a judge may answer with
+    # anything, the request's headers too (issue 27); others read the short reason.
+    show_body = result.project.membership.can_manage
+    return render(
+        request, "review/_judge_call.html", {"call": call, "show_error_body": show_body}
+    )
 
 
 @require_GET
