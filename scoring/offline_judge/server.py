@@ -57,6 +57,9 @@ class JudgeState:
         self.busy_seconds = 0.0
         self.completions = 0
         self.replies = 0
+        # How often each distinct request (its messages) was answered: a request
+        # answered twice was paid twice (the fault tests check that none is).
+        self.answered: Counter[str] = Counter()
 
     def reset(self) -> None:
         with self.lock:
@@ -68,6 +71,7 @@ class JudgeState:
             self.busy_seconds = 0.0
             self.completions = 0
             self.replies = 0
+            self.answered.clear()
 
     def control(self, data: dict[str, Any]) -> None:
         with self.lock:
@@ -100,6 +104,7 @@ class JudgeState:
                 "max_in_flight": self.max_in_flight,
                 "busy_seconds": round(self.busy_seconds, 6),
                 "script_left": len(self.script),
+                "answered_twice": sum(n > 1 for n in self.answered.values()),
             }
             for prefix in ("status", "step", "format", "action"):
                 data[f"by_{prefix}"] = {
@@ -307,8 +312,10 @@ class Handler(BaseHTTPRequestHandler):
         if remaining > 0:
             time.sleep(remaining)
         if status == 200:
+            asked = json.dumps(body.get("messages"), sort_keys=True)
             with state.lock:
                 state.completions += 1
+                state.answered[asked] += 1
         self._send_prepared(prepared, status)
 
     def _chat_reply(

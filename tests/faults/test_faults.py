@@ -280,6 +280,56 @@ def test_database_connections_dropped_mid_run(start_worker):
         judge.stop()
 
 
+def _terminate_worker_connections() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_database_blip_keeps_the_judge_limit_and_pays_no_call_twice(start_worker):
+    """Database connections dropped while calls are in flight: the dispatchers that
+    fail on them hold their limiter slots until those calls end (the judge never has
+    more than max_concurrency calls at once), and the replies they got are not asked
+    for again by the retry (issue 27 item 7: 159 calls against a limit of 128, and
+    480+ calls paid twice per episode)."""
+    if connection.vendor != "postgresql":
+        pytest.skip(
+            "SQLite has no server connection to drop; run with DATABASE_URL=postgres://"
+        )
+    # Slow replies, so that every blip finds calls in flight.
+    judge = start_server(port=0, latency_ms=400)
+    try:
+        project, user, dataset, scorers = _setup(
+            judge.base_url, items=60, kinds=["faithfulness", "answer_relevancy"]
+        )
+        worker = start_worker(concurrency=4, **WORKER_ENV)
+        run = services.run_start(
+            project=project, user=user, dataset=dataset, scorers=scorers
+        )
+        assert wait_until(lambda: _done_count(run) >= 10, timeout=90), worker.log()[
+            -3000:
+        ]
+        killed = 0
+        for _ in range(4):
+            wait_until(lambda: judge.state.in_flight > 0, timeout=10, interval=0.02)
+            killed += _terminate_worker_connections()
+            time.sleep(1.5)
+        assert killed > 0  # the worker really had connections to lose
+        assert wait_until(lambda: _finished(run), timeout=240, interval=0.5), (
+            worker.log()[-4000:]
+        )
+        stats = judge.state.snapshot()
+        assert stats["max_in_flight"] <= 8, stats
+        assert stats["answered_twice"] == 0, stats
+        _retry_failed_until_ok(run, user)
+        assert_complete_once_and_consistent(run, 120)
+    finally:
+        judge.stop()
+
+
 # ------------------------------------------------------------------ judge
 
 

@@ -77,6 +77,11 @@ _MAX_OPEN = 2000
 _EXTRA_DB_THREADS = 3
 _CONNECTIONS_PER_CLIENT = 32
 _CLAIM_INTERVAL = 0.05
+# After an infrastructure error (a lost database connection): how often, and how long
+# apart, the dispatcher tries again to store the judge's replies and give its results
+# back before it hands the error to the task's retry.
+_SETTLE_ATTEMPTS = 6
+_SETTLE_DELAY = 0.5
 
 
 @dataclass
@@ -86,6 +91,11 @@ class DispatchOutcome:
     skipped: int = 0
     cancelled: bool = False
     more: bool = False  # handed the run over to the next dispatcher at its time budget
+
+
+class _Abandoned(Exception):
+    """A call not started because its dispatcher is failing (an infrastructure error):
+    the result goes back to pending for the retry."""
 
 
 class _CacheBatcher:
@@ -150,14 +160,29 @@ class _CacheBatcher:
 
     async def _write_soon(self) -> None:
         await asyncio.sleep(self.WRITE_DELAY)
-        await self.flush()
+        try:
+            await self.flush()
+        except DatabaseError:
+            # Kept for the dispatcher's last flush (Dispatcher.run), which retries.
+            logger.warning("could not store judge replies yet", exc_info=True)
 
     async def flush(self) -> None:
+        """Store the replies collected so far; when that fails they are kept, so that
+        a later flush stores them (a reply lost here is a call paid again)."""
         writes, self._writes = self._writes, []
-        if writes:
+        if not writes:
+            return
+        try:
             await self._db(
                 rawsql.judge_cache_set_many, entries=writes, now=timezone.now()
             )
+        except BaseException:
+            self._writes[:0] = writes
+            raise
+
+    @property
+    def unwritten(self) -> int:
+        return len(self._writes)
 
 
 class _ProjectCache:
@@ -315,6 +340,10 @@ class _DbWorkers:
     def _run(future: Future[Any], job: Callable[[], Any]) -> None:
         if not future.set_running_or_notify_cancel():
             return
+        if connection.errors_occurred and not connection.in_atomic_block:
+            # A connection that failed (terminated by the server, say) is replaced
+            # before the next job instead of failing every job after it.
+            connection.close_if_unusable_or_obsolete()
         try:
             future.set_result(job())
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
@@ -339,6 +368,11 @@ class _Dispatcher:
         self.limiters: dict[int, RedisLimiter | FileLimiter] = {}
         self.cache = _CacheBatcher(self.db)
         self.next_client = 0
+        # The results being judged; after an infrastructure error, the dispatcher
+        # waits for every one of them (their calls in flight end, holding their
+        # limiter slots until then) before it fails.
+        self.open_tasks: set[asyncio.Task[None]] = set()
+        self.failing = False
 
     async def db(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         future = self.db_workers.submit(partial(fn, *args, **kwargs))
@@ -351,6 +385,9 @@ class _Dispatcher:
         watcher = asyncio.create_task(self._watch())
         try:
             await self._work()
+        except BaseException:
+            await self._settle()
+            raise
         finally:
             watcher.cancel()
             await self.cache.flush()
@@ -361,9 +398,35 @@ class _Dispatcher:
             await self._publish(final=True)
         return self.outcome
 
+    async def _settle(self) -> None:
+        """The dispatcher is failing (a lost database connection, mostly): start no
+        more calls, let the calls in flight end (each holds its limiter slot until it
+        has: releasing them earlier let the judge see 159 calls against a limit of
+        128), store the replies they got in the judge cache so the retry does not pay
+        for them again, and give the results still held back to pending."""
+        self.failing = True
+        while self.open_tasks:
+            done, self.open_tasks = await asyncio.wait(self.open_tasks)
+            for task in done:
+                if not task.cancelled():
+                    task.exception()  # retrieved: the first error is re-raised
+        for attempt in range(_SETTLE_ATTEMPTS):
+            try:
+                await self.cache.flush()
+                await self.db(_release_claims, self.token)
+                return
+            except DatabaseError:
+                logger.warning(
+                    "run %s: could not store replies or give results back (try %d)",
+                    self.run_id,
+                    attempt + 1,
+                    exc_info=True,
+                )
+                await asyncio.sleep(_SETTLE_DELAY * 2**attempt)
+
     async def _work(self) -> None:
         deadline = time.monotonic() + conf.dispatch_seconds()
-        open_tasks: set[asyncio.Task[None]] = set()
+        open_tasks = self.open_tasks
         capacity = _UNLIMITED_IN_FLIGHT
         exhausted = False
         first = True
@@ -417,11 +480,18 @@ class _Dispatcher:
                     break
                 await asyncio.sleep(_CLAIM_INTERVAL)
                 continue
-            done, open_tasks = await asyncio.wait(
+            done, _ = await asyncio.wait(
                 open_tasks, timeout=_CLAIM_INTERVAL, return_when=asyncio.FIRST_COMPLETED
             )
-            for task in done:
-                task.result()  # re-raise an infrastructure error (the task retries)
+            open_tasks -= done
+            # Re-raise an infrastructure error (the task retries), each one retrieved.
+            errors = [
+                error
+                for task in done
+                if not task.cancelled() and (error := task.exception()) is not None
+            ]
+            if errors:
+                raise errors[0]
         self.outcome.more = handed_over
         self.outcome.cancelled = self.cancelled
 
@@ -469,9 +539,13 @@ class _Dispatcher:
     ) -> AsyncIterator[None]:
         if self.cancelled:
             raise RunCancelledError(f"run {self.run_id} was cancelled")
+        if self.failing:
+            raise _Abandoned()
         async with limiter.aslot():
             if self.cancelled:
                 raise RunCancelledError(f"run {self.run_id} was cancelled")
+            if self.failing:
+                raise _Abandoned()
             # Calls in flight are not counted here: this slot is also held while the
             # worker's event loop is too busy to read a reply the judge already sent
             # (18 "in flight" for a judge working on 3). They come from the judge's
@@ -511,6 +585,8 @@ class _Dispatcher:
         except RunCancelledError:
             await self.db(_release_claim, result.pk, self.token)
             status = "cancelled"
+        except _Abandoned:
+            status = "abandoned"  # given back by _settle
         except TRANSIENT_ERRORS:
             try:
                 await self.db(_release_claim, result.pk, self.token)
@@ -555,7 +631,7 @@ class _Dispatcher:
                     partial(self.stats.judged, judge.pk) if judge is not None else None
                 ),
             )
-        except (RunCancelledError, OperationalError, InterfaceError):
+        except (RunCancelledError, _Abandoned, OperationalError, InterfaceError):
             raise
         except Exception as exc:  # noqa: BLE001 - any other failure fails this result only
             message, steps = outcome_message(exc, steps, result_id=result.pk)
@@ -589,6 +665,13 @@ def _note_latencies(seconds: dict[int, float], requests: dict[int, int]) -> None
 
 def _release_claim(result_id: int, token: str) -> None:
     Result.objects.filter(pk=result_id, claimed_by=token).update(
+        claimed_at=None, claimed_by=""
+    )
+
+
+def _release_claims(token: str) -> None:
+    """Give back every result still pending under the dispatcher's claim."""
+    Result.objects.filter(claimed_by=token, status=Result.Status.PENDING).update(
         claimed_at=None, claimed_by=""
     )
 
