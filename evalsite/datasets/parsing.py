@@ -64,8 +64,12 @@ CSV_DELIMITERS = ",;\t|"
 _SNIFF_MAX_CHARS = 64 * 1024
 _SNIFF_MAX_LINES = 50
 # A JSON dataset whose rows all have different keys must not grow `columns` forever,
-# and a CSV header may have no more (the mapping page lists every column).
-_MAX_TRACKED_COLUMNS = 500
+# and a CSV header may have no more (the mapping page lists every column). A row (its
+# keys, JSON) and an item's metadata (the unmapped columns and a row's own "metadata"
+# object, uploads and imports alike) may have no more either: one JSON row of 200,000
+# keys took the mapping page 4 minutes and 1 GB, and its dataset page 10 MB of HTML.
+MAX_COLUMNS = 500
+_MAX_TRACKED_COLUMNS = MAX_COLUMNS
 # Column names are shown in table headers and kept in Dataset.columns.
 MAX_COLUMN_NAME_CHARS = 1000
 # A row may hold this many full-size cells, plus room for its keys and punctuation.
@@ -790,8 +794,15 @@ def _track_columns(columns: list[str], known: set[str], values: dict[str, Any]) 
         return
     for key in values:
         if key not in known:
+            if len(known) >= _MAX_TRACKED_COLUMNS:
+                return
             known.add(key)
             columns.append(key)
+
+
+def too_many_keys(row: int, keys: int, what: str = "keys") -> str:
+    """The message for a row (or an item's metadata) over MAX_COLUMNS keys."""
+    return f"Row {row:,} has {keys:,} {what}; at most {MAX_COLUMNS:,}."
 
 
 # ---------------------------------------------------------------- JSON text
@@ -1045,6 +1056,8 @@ def _json_row(
         return problem(str(exc))
     if not isinstance(value, dict):
         return problem(f"{label} is a JSON {_json_type(value)}, not an object.")
+    if len(value) > MAX_COLUMNS:
+        return problem(too_many_keys(row, len(value)))
     found = _json_cell_problem(value, text, limits)
     if found:
         return problem(*found)
@@ -1452,6 +1465,9 @@ def map_row(
         if key in mapped or (key == "metadata" and isinstance(nested, dict)):
             continue
         metadata[key] = value
+    if len(metadata) > MAX_COLUMNS:
+        message = too_many_keys(raw.row, len(metadata), "metadata keys")
+        return None, [Problem(message, row=raw.row, column="metadata", line=raw.line)]
     return (
         ParsedRow(
             index=index,

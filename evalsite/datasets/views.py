@@ -19,6 +19,7 @@ from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.datasets.forms import MappingForm, PageForm, UploadForm
 from evalsite.datasets.parsing import Preview, Problem
 from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item_list
+from evalsite.datasets.templatetags import bounded
 from evalsite.lib.htmx import partial, vary_on_htmx
 
 ITEMS_PER_PAGE = 25
@@ -94,7 +95,9 @@ def dataset_upload(request: AuthenticatedHttpRequest, project_id: int) -> HttpRe
 
 
 def _preview_table(preview: Preview) -> list[list[str]]:
-    return [[_cell(row.get(c)) for c in preview.columns] for row in preview.rows]
+    """The first rows, cut to the columns the page shows (bounded.COLUMNS)."""
+    shown = preview.columns[: bounded.COLUMNS]
+    return [[_cell(row.get(c)) for c in shown] for row in preview.rows]
 
 
 def _cell(value: Any) -> str:
@@ -146,6 +149,7 @@ def dataset_map(
             "token": token,
             "preview": preview,
             "preview_table": _preview_table(preview),
+            "preview_columns": bounded.bound(preview.columns, bounded.COLUMNS),
         }
         if request.method == "GET":
             form = MappingForm(
@@ -213,11 +217,14 @@ def dataset_detail(
             "project": dataset.project,
             "dataset": dataset,
             "page": page,
-            "metadata_columns": [
-                c
-                for c in dataset.columns
-                if c not in set((dataset.mapping or {}).values())
-            ],
+            "metadata_columns": bounded.bound(
+                [
+                    c
+                    for c in dataset.columns
+                    if c not in set((dataset.mapping or {}).values())
+                ],
+                bounded.COLUMNS,
+            ),
             "agent_mapping": [
                 (name, dataset.mapping[name]) for name in dataset.agent_fields
             ],

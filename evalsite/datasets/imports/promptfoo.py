@@ -45,12 +45,14 @@ from evalsite.datasets.imports.base import (
 )
 from evalsite.datasets.imports.jsonstream import JsonStream
 from evalsite.datasets.parsing import (
+    MAX_COLUMNS,
     Limits,
     ParseError,
     Problem,
     RawRow,
     _json_row,
     iter_raw_rows,
+    too_many_keys,
 )
 
 SUPPORTED_VERSIONS = (3,)
@@ -498,6 +500,9 @@ class PromptfooReader:
         summary.rows += 1
         test_case = _dict(values.get("testCase"))
         vars_ = _dict(values.get("vars")) or _dict(test_case.get("vars"))
+        if len(vars_) > MAX_COLUMNS:
+            # Kept whole in the item's metadata, listed on its pages: bounded like keys.
+            return Problem(too_many_keys(n, len(vars_), "vars"), row=n, column="vars")
         for name in vars_:
             if name not in self._vars_seen and len(self._vars_seen) < 200:
                 self._vars_seen.append(name)

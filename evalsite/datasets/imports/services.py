@@ -44,6 +44,7 @@ from evalsite.datasets.imports.base import (
 )
 from evalsite.datasets.models import Dataset
 from evalsite.datasets.parsing import (
+    MAX_COLUMNS,
     FileFormat,
     Limits,
     ParseError,
@@ -52,6 +53,7 @@ from evalsite.datasets.parsing import (
     _text_chunks,
     detect_format,
     iter_raw_rows,
+    too_many_keys,
 )
 from evalsite.datasets.services import (
     MAX_PROBLEMS,
@@ -217,16 +219,26 @@ def _scan(reader: _Reader, on_row: Any) -> None:
     problems when any row cannot be imported (nothing is imported then)."""
     problems: list[Problem] = []
     count = 0
+    seen = 0  # rows read, refused ones included: the row number in a message
     try:
         for out in reader.rows():
+            seen += 1
             if isinstance(out, Problem):
                 problems.append(out)
                 if len(problems) >= MAX_PROBLEMS:
                     break
                 continue
+            count += 1
+            if len(out.metadata) > MAX_COLUMNS:
+                # A tool's own metadata (vars, a metadata object) is bounded like an
+                # upload's: the dataset and review pages list every key.
+                message = too_many_keys(seen, len(out.metadata), "metadata keys")
+                problems.append(Problem(message, row=seen, column="metadata"))
+                if len(problems) >= MAX_PROBLEMS:
+                    break
+                continue
             if not problems:
                 on_row(out)
-            count += 1
     except (ParseError, ImportFailed) as exc:
         if problems:
             all_problems = (problems + exc.problems)[:MAX_PROBLEMS]
