@@ -75,7 +75,9 @@ class EchoJudge:
         self.server.server_close()
 
 
-def _failed_result(project, owner, status: int, shape: str) -> Result:
+def _failed_result(
+    project, owner, status: int, shape: str, *, dispatch: bool = False
+) -> Result:
     echo = EchoJudge(status, shape)
     try:
         judge = services.judge_create(
@@ -104,7 +106,10 @@ def _failed_result(project, owner, status: int, shape: str) -> Result:
         )
         Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
         result = run.results.get()
-        assert services.result_score(result_id=result.pk) == "error"
+        if dispatch:  # the asyncio dispatcher of `make run` and production
+            services.run_dispatch(run_id=run.pk)
+        else:  # one Celery task per result
+            assert services.result_score(result_id=result.pk) == "error"
         assert echo.requests >= 1  # the key went out, and came back in the body
     finally:
         echo.close()
@@ -214,3 +219,15 @@ def test_migration_redacts_errors_stored_before_the_fix(project, owner):
         JudgeCall.objects.get(result=result).error,
     ):
         assert "ABCDEFGH" not in text and "Bearer [redacted]" in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dispatcher_stores_the_same_redacted_reason(project, owner):
+    with override_settings(DEBUG=False):
+        result = _failed_result(project, owner, 500, "text", dispatch=True)
+    call = JudgeCall.objects.get(result=result)
+    assert result.status == Result.Status.ERROR
+    assert "HTTP 500 from the judge: [redacted] refused" in result.error
+    assert "[redacted]" in call.error_body and "api_key=[redacted]" in call.error_body
+    for text in (result.error, call.error, call.error_body):
+        assert KEY not in text
