@@ -142,8 +142,12 @@ class DatabaseUnavailableMiddleware:
     ) -> HttpResponseBase | None:
         if not isinstance(exception, (OperationalError, InterfaceError)):
             return None
+        # The class only: a driver's message can carry the connection's URL.
         logger.warning(
-            "Database error on %s %s: %s", request.method, request.path, exception
+            "Database error on %s %s: %s",
+            request.method,
+            request.path,
+            type(exception).__name__,
         )
         close_broken_connections()
         view = getattr(request, "_database_retry_view", None)
@@ -157,7 +161,9 @@ class DatabaseUnavailableMiddleware:
                     response = response.render()
                 return response
             except (OperationalError, InterfaceError) as again:
-                logger.warning("Database error again on retry: %s", again)
+                logger.warning(
+                    "Database error again on retry: %s", type(again).__name__
+                )
                 close_broken_connections()
         return database_unavailable_response(request)
 

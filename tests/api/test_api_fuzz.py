@@ -19,6 +19,8 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from evalsite.evals.models import JudgeConnection
+from tests.conftest import bearer
+from tests.factories import DatasetFactory
 from tests.security.routes import value_for
 
 # Committed requests, as in production: inside one test transaction, a statement
@@ -83,8 +85,6 @@ def test_api_answers_any_request_without_a_server_error(
 # answer them as bad requests in its own error shape.
 @pytest.mark.parametrize("path", ["/api/projects", "/api/projects/{pid}/datasets"])
 def test_more_query_fields_than_django_reads_is_a_400(client, project, owner, path):
-    from tests.conftest import bearer
-
     query = "&".join(f"f{i}=1" for i in range(1_001))
     response = client.get(f"{path.format(pid=project.pk)}?{query}", **bearer(owner))
     assert response.status_code == 400
@@ -94,8 +94,6 @@ def test_more_query_fields_than_django_reads_is_a_400(client, project, owner, pa
 
 @pytest.mark.parametrize("path", ["datasets", "imports"])
 def test_multipart_post_without_a_boundary_is_a_400(client, project, owner, path):
-    from tests.conftest import bearer
-
     response = client.generic(
         "POST",
         f"/api/projects/{project.pk}/{path}",
@@ -109,8 +107,6 @@ def test_multipart_post_without_a_boundary_is_a_400(client, project, owner, path
 
 
 def test_web_pages_answer_the_same_requests_with_a_400_page(owner_client, project):
-    from tests.factories import DatasetFactory
-
     dataset = DatasetFactory(project=project)
     query = "&".join(f"page={i}" for i in range(1_001))
     page = owner_client.get(f"/projects/{project.pk}/datasets/{dataset.pk}/?{query}")
