@@ -34,6 +34,17 @@ class EgressRefused(httpcore2.ConnectError):
     """
 
 
+def url_problem(url: str) -> str | None:
+    """Why the HTTP client cannot use ``url`` (a host that is not valid IDNA, a
+    malformed IPv4 or IPv6 address, ...), or None. The same parser the judge clients
+    use, so a URL accepted here does not fail when a client is built for it."""
+    try:
+        httpx2.URL(url)
+    except (httpx2.InvalidURL, TypeError, ValueError) as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
 def normalise_address(address: IPAddress) -> IPAddress:
     """An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``) as the IPv4 address it is."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:

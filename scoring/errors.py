@@ -70,3 +70,8 @@ class JudgeError(ScoringError):
         self.raw = raw
         self.steps = list(steps) if steps is not None else []
         super().__init__(message)
+
+
+class JudgeURLError(ScoringError):
+    """A judge's base URL that no HTTP client can use (e.g. a host that is not valid
+    IDNA); the message says why and is safe to show the user who typed the URL."""

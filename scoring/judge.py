@@ -37,8 +37,9 @@ from scoring.egress import (
     AddressGuard,
     guarded_async_http_client,
     guarded_http_client,
+    url_problem,
 )
-from scoring.errors import AnalysisError, CaseError, JudgeError
+from scoring.errors import AnalysisError, CaseError, JudgeError, JudgeURLError
 from scoring.formulas import compute_score, passes
 from scoring.kinds_agent_prompts import (
     AGENT_STEPS,
@@ -113,8 +114,10 @@ def make_client(
 
     Redirects are never followed (the SDK's default client follows them, and a redirect
     would carry the key to another address). With ``address_guard``, every connection's
-    resolved addresses are checked by it first (see ``scoring.egress``).
+    resolved addresses are checked by it first (see ``scoring.egress``). A URL no
+    client can use raises ``JudgeURLError``.
     """
+    _check_base_url(base_url)
     http_client = (
         guarded_http_client(address_guard, timeout)
         if address_guard is not None
@@ -136,6 +139,7 @@ def make_async_client(
 ) -> openai.AsyncOpenAI:
     """``make_client`` for ``ajudge_case``: an ``openai.AsyncOpenAI`` client, same
     redirect and address rules."""
+    _check_base_url(base_url)
     http_client = (
         guarded_async_http_client(address_guard, timeout)
         if address_guard is not None
@@ -145,6 +149,12 @@ def make_async_client(
     return openai.AsyncOpenAI(
         http_client=http_client, **_client_args(base_url, api_key, timeout)
     )
+
+
+def _check_base_url(base_url: str) -> None:
+    problem = url_problem(base_url)
+    if problem is not None:
+        raise JudgeURLError(f"The judge's base URL cannot be used: {problem}.")
 
 
 def _client_args(base_url: str, api_key: str | None, timeout: float) -> dict[str, Any]:

@@ -26,7 +26,13 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from scoring.egress import AddressGuard, EgressRefused, IPAddress, resolve
+from scoring.egress import (
+    AddressGuard,
+    EgressRefused,
+    IPAddress,
+    resolve,
+    url_problem,
+)
 
 HOST_HELP = "An administrator can allow a private host with the JUDGE_ALLOWED_PRIVATE_HOSTS setting."
 
@@ -343,8 +349,9 @@ def judge_address_guard(
 def judge_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a judge's base URL (a message for its field), or None.
 
-    A host that does not resolve yet is accepted: every connection is checked anyway,
-    and a name may exist only where the workers run.
+    A host that does not resolve yet is accepted (if the judge clients can parse it):
+    every connection is checked anyway, and a name may exist only where the workers
+    run.
     """
     try:
         parts = urlsplit(url)
@@ -364,9 +371,19 @@ def judge_url_problem(url: str) -> str | None:
     try:
         addresses = resolve(parts.hostname, port)
     except OSError:
-        return None
-    try:
-        judge_address_guard()(parts.hostname, port, addresses)
-    except EgressRefused as exc:
-        return str(exc)
+        addresses = None
+    if addresses is not None:
+        try:
+            judge_address_guard()(parts.hostname, port, addresses)
+        except EgressRefused as exc:
+            return str(exc)
+    problem = url_problem(url)
+    if problem is not None:
+        # What the judge clients' parser refuses (a host that is not valid IDNA, such
+        # as "①②⑧.0.0.1", which the C resolver reads as 128.0.0.1; a malformed
+        # address) would fail every call to it.
+        return (
+            f"Enter a valid host name or address ({problem}; international names "
+            "must be valid IDNA)."
+        )
     return None

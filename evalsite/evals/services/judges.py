@@ -29,6 +29,7 @@ from evalsite.evals.services.egress import (
 from evalsite.lib.text import unstorable_char
 from scoring import make_client, preview_prompts
 from scoring.egress import AddressGuard, refused_cause
+from scoring.errors import JudgeURLError
 
 logger = logging.getLogger(__name__)
 
@@ -340,12 +341,15 @@ def judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
         key = judge_api_key(judge=judge)
     except ApplicationError as exc:
         return JudgeTestResult(False, 0.0, exc.message)
-    client = make_client(
-        judge.base_url,
-        key,
-        min(judge.timeout_seconds, 30.0),
-        address_guard=judge_guard(judge),
-    )
+    try:
+        client = make_client(
+            judge.base_url,
+            key,
+            min(judge.timeout_seconds, 30.0),
+            address_guard=judge_guard(judge),
+        )
+    except JudgeURLError as exc:  # a URL stored before hosts were checked at save
+        return JudgeTestResult(False, 0.0, f"{exc} Edit the judge's URL.")
     messages = preview_prompts(
         "factuality",
         {"input": "What is 2 + 2?", "output": "4", "reference": "2 + 2 = 4"},
@@ -416,7 +420,10 @@ def _status_hint(status: int) -> str:
 
 
 def _host_port(url: str) -> str:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # "http://[::1/v1": a URL stored before it was checked
+        return "the judge's URL"
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
