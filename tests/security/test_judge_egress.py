@@ -7,6 +7,7 @@ gets; the shipped policy is tested with DEBUG off and no private hosts allowed.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 
@@ -27,6 +28,7 @@ from evalsite.evals.services.egress import (
     judge_url_problem,
 )
 from evalsite.evals.services.judges import judge_guard
+from scoring import make_async_client
 from scoring.egress import EgressRefused, refused_cause
 from tests.evals.conftest import support_rows
 from tests.factories import DatasetFactory
@@ -451,6 +453,23 @@ def test_a_key_bound_to_https_never_reaches_a_plain_http_listener_on_its_port(
         client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "hi"}]
         )
+    assert "does not send OPENAI_API_KEY to http://127.0.0.1" in str(
+        refused_cause(failed.value)
+    )
+    assert listener.requests == [] and not listener.seen(KEY)
+
+    # The dispatcher's asyncio client checks the same, before the request is sent.
+    async def call() -> None:
+        aclient = make_async_client(
+            listener.url, KEY, 5, address_guard=judge_guard(judge)
+        )
+        async with aclient:
+            await aclient.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+
+    with pytest.raises(openai.APIConnectionError) as failed:
+        asyncio.run(call())
     assert "does not send OPENAI_API_KEY to http://127.0.0.1" in str(
         refused_cause(failed.value)
     )
