@@ -31,6 +31,7 @@ from evalsite.accounts.selectors import (
     MembershipEventsWithoutEmails,
     invitation_get_for_user,
     invitation_list,
+    invitation_list_for_invitee,
     membership_event_list_for,
     membership_get_for_user,
     membership_list,
@@ -241,6 +242,42 @@ def invitation_revoke(
         user=request.user, project_id=project_id, pk=invitation_id, manage=True
     )
     return services.invitation_revoke(invitation=invitation, actor=request.user)
+
+
+@router.get(
+    "/invitations",
+    response={200: list[InvitationOut], 401: ErrorOut, 422: ErrorOut},
+    summary="Pending invitations to my own account (an owner invited me by username)",
+)
+@paginate(LimitOffsetPagination)
+def invitation_list_mine(request: AuthenticatedHttpRequest) -> QuerySet[Invitation]:
+    return invitation_list_for_invitee(user=request.user)
+
+
+@router.post(
+    "/invitations/{invitation_id}/accept",
+    response={200: MemberOut, **_WRITE_ERRORS, 410: ErrorOut},
+    summary="Accept an invitation to my account: I join its project with its role",
+)
+def invitation_accept_mine(
+    request: AuthenticatedHttpRequest, invitation_id: int
+) -> dict[str, Any]:
+    membership = services.invitation_accept_invited(
+        invitation_id=invitation_id, user=request.user
+    )
+    return _member_out(membership)
+
+
+@router.post(
+    "/invitations/{invitation_id}/decline",
+    response={204: None, **_WRITE_ERRORS, 410: ErrorOut},
+    summary="Decline an invitation to my account (it is revoked)",
+)
+def invitation_decline_mine(
+    request: AuthenticatedHttpRequest, invitation_id: int
+) -> Status[None]:
+    services.invitation_decline(invitation_id=invitation_id, user=request.user)
+    return Status(204, None)
 
 
 @router.get(

@@ -73,10 +73,18 @@ class InvitationOut(Schema):
     accepted_by: str | None
     accepted_at: datetime | None
     revoked_at: datetime | None
+    invitee: str | None = Field(
+        default=None,
+        description="The account invited by username (only it can accept), if any.",
+    )
 
     @staticmethod
     def resolve_status(obj: Invitation) -> str:
         return obj.status()
+
+    @staticmethod
+    def resolve_invitee(obj: Invitation) -> str | None:
+        return obj.invitee.get_username() if obj.invitee else None
 
     @staticmethod
     def resolve_created_by(obj: Invitation) -> str | None:

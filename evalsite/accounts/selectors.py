@@ -114,7 +114,7 @@ def invitation_list(
     """The project's invitations, newest first; only those in `status` if given (the
     same order of precedence as Invitation.status: used, revoked, expired, pending)."""
     invitations = Invitation.objects.filter(project=project).select_related(
-        "created_by", "accepted_by"
+        "created_by", "accepted_by", "invitee"
     )
     now = timezone.now()
     if status == InvitationStatus.ACCEPTED:

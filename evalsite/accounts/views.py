@@ -356,16 +356,16 @@ def invitation_respond(
 ) -> HttpResponse:
     """The invitee of an invitation to their account accepts (answer=accept) or
     declines it, from their dashboard."""
-    accept = request.POST.get("answer") == "accept"
     try:
-        membership = services.invitation_respond(
-            invitation_id=invitation_id, user=request.user, accept=accept
+        if request.POST.get("answer") != "accept":
+            services.invitation_decline(invitation_id=invitation_id, user=request.user)
+            messages.success(request, "Invitation declined.")
+            return redirect("accounts:dashboard")
+        membership = services.invitation_accept_invited(
+            invitation_id=invitation_id, user=request.user
         )
     except ApplicationError as exc:
         messages.error(request, exc.message)
-        return redirect("accounts:dashboard")
-    if membership is None:
-        messages.success(request, "Invitation declined.")
         return redirect("accounts:dashboard")
     messages.success(
         request,

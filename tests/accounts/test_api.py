@@ -167,6 +167,37 @@ def test_adding_by_username_invites_and_answers_alike_for_unknown_names(
     assert list(Invitation.objects.values_list("role", flat=True)) == ["viewer"]
 
 
+def test_an_invitee_lists_accepts_or_declines_through_the_api(
+    client, project, owner, outsider, bearer
+):
+    walt = UserFactory(username="walt")
+    path = f"/projects/{project.pk}/members"
+    body = {"username": "walt", "role": "reviewer"}
+    assert _call(client, "POST", path, bearer(owner), body).status_code == 202
+    mine = _call(client, "GET", "/invitations", bearer(walt)).json()["items"]
+    assert [(i["role"], i["invitee"], i["status"]) for i in mine] == [
+        ("reviewer", "walt", "pending")
+    ]
+    assert _call(client, "GET", "/invitations", bearer(outsider)).json()["count"] == 0
+    accept = f"/invitations/{mine[0]['id']}/accept"
+    _assert_error(_call(client, "POST", accept, bearer(outsider)), 404)
+    _assert_error(_call(client, "POST", accept, bearer(owner)), 404)
+    joined = _call(client, "POST", accept, bearer(walt))
+    assert joined.status_code == 200 and joined.json()["role"] == "reviewer"
+    assert _role(project, walt) == "reviewer"
+    _assert_error(_call(client, "POST", accept, bearer(walt)), 410)
+    # Declining: the invitation is revoked and nobody joins.
+    zoe = UserFactory(username="zoe")
+    body = {"username": "zoe", "role": "viewer"}
+    assert _call(client, "POST", path, bearer(owner), body).status_code == 202
+    invitation = Invitation.objects.get(invitee=zoe)
+    decline = f"/invitations/{invitation.pk}/decline"
+    assert _call(client, "POST", decline, bearer(zoe)).status_code == 204
+    invitation.refresh_from_db()
+    assert invitation.status() == InvitationStatus.REVOKED
+    assert _role(project, zoe) is None
+
+
 def test_changing_a_members_role_by_username_answers_with_the_member(
     client, project, owner, reviewer, bearer
 ):

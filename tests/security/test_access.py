@@ -28,7 +28,15 @@ pytestmark = pytest.mark.django_db
 OWNER_404_OK = {"datasets:map", "imports:preview", "accounts:invite"}
 
 # Operations that are not about one project's objects.
-UNSCOPED_OPS = {("GET", "/projects"), ("POST", "/projects")}
+UNSCOPED_OPS = {
+    ("GET", "/projects"),
+    ("POST", "/projects"),
+    # Invitations to the caller's own account: per user, not per project (anyone
+    # else's answer 404: tests/accounts/test_api.py).
+    ("GET", "/invitations"),
+    ("POST", "/invitations/{invitation_id}/accept"),
+    ("POST", "/invitations/{invitation_id}/decline"),
+}
 
 
 def _row_counts() -> dict[str, int]:

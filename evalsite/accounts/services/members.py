@@ -459,15 +459,19 @@ def _invitation_lock_for_invitee(*, invitation_id: int, user: User) -> Invitatio
 
 
 @transaction.atomic
-def invitation_respond(
-    *, invitation_id: int, user: User, accept: bool
-) -> Membership | None:
-    """The invitee of an invitation to their account accepts it (and joins with its
-    role; returns the membership) or declines it (it is revoked; None). Recorded.
-    404 for anyone else's invitation, 410 for one no longer pending."""
+def invitation_accept_invited(*, invitation_id: int, user: User) -> Membership:
+    """The invitee of an invitation to their account accepts it and joins with its
+    role; recorded. 404 for anyone else's invitation, 410 for one no longer pending,
+    409 when already a member."""
     invitation = _invitation_lock_for_invitee(invitation_id=invitation_id, user=user)
-    if accept:
-        return _invitation_use(invitation=invitation, user=user)
+    return _invitation_use(invitation=invitation, user=user)
+
+
+@transaction.atomic
+def invitation_decline(*, invitation_id: int, user: User) -> None:
+    """The invitee of an invitation to their account declines it: it is revoked and
+    recorded. 404 for anyone else's invitation, 410 for one no longer pending."""
+    invitation = _invitation_lock_for_invitee(invitation_id=invitation_id, user=user)
     invitation.revoked_at = timezone.now()
     invitation.save(update_fields=["revoked_at"])
     membership_event_write(
@@ -477,7 +481,6 @@ def invitation_respond(
         action=MembershipAction.INVITATION_REVOKED,
         before=_invitation_summary(invitation),
     )
-    return None
 
 
 def _invitation_lock_pending(*, token: str) -> Invitation:
