@@ -62,6 +62,27 @@ class StepRecord:
         return asdict(self)
 
 
+class OutageClock:
+    """Since when a judge has been unreachable, shared by every call to it (a caller
+    with many calls in flight notes each one's outcome): a step then fails once the
+    judge has been down longer than the policy allows, not once each step has."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.since: float | None = None
+
+    def unreachable(self) -> None:
+        if self.since is None:
+            self.since = self._clock()
+
+    def reached(self) -> None:
+        self.since = None
+
+    def down_for(self) -> float | None:
+        """Seconds the judge has been unreachable, None when it answered last."""
+        return None if self.since is None else self._clock() - self.since
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Retries of transient failures (429, 5xx, connection errors, timeouts).
@@ -69,6 +90,11 @@ class RetryPolicy:
     The wait before retry ``n`` (0-based) is ``Retry-After`` when the server sends one
     (capped at ``max_retry_after``), else ``min(base_delay × 2**n, max_delay)`` with
     jitter (a uniform factor in [0.5, 1]).
+
+    With ``outage_seconds`` > 0, a judge that cannot be reached (``is_unreachable``)
+    is not a failure that uses up ``max_retries``: the step tries again, waits growing
+    to ``max_outage_delay``, until the judge has been unreachable (for this step) longer
+    than ``outage_seconds``; only then does it fail, saying so.
     """
 
     max_retries: int = 4
@@ -76,6 +102,11 @@ class RetryPolicy:
     max_delay: float = 30.0
     max_retry_after: float = 60.0
     sleep: Callable[[float], None] = time.sleep
+    outage_seconds: float = 0.0
+    max_outage_delay: float = 5.0
+    clock: Callable[[], float] = time.monotonic
+    # The judge's outage as its caller sees it over all calls (else each step's own).
+    outage: OutageClock | None = None
 
     def backoff(
         self, attempt: int, retry_after: float | None, rng: random.Random
@@ -201,6 +232,19 @@ def _error_body(exc: Exception, secrets: tuple[str, ...]) -> str | None:
         return None
     text = body_text(None, _response_text(exc)) or body_text(exc.body)
     return redact_secrets(text, secrets=secrets) or None
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """The judge could not be reached, as opposed to answering badly: no connection
+    (refused, reset, no route, a connect that timed out) or a gateway in front of it
+    saying so (502, 503, 504). A reply that is slow to come (read timeout) is not this,
+    nor is the egress policy refusing the address."""
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (502, 503, 504)
+    if isinstance(exc, openai.APITimeoutError):
+        cause = exc.__cause__
+        return type(cause).__name__ in ("ConnectTimeout", "PoolTimeout")
+    return isinstance(exc, openai.APIConnectionError) and refused_cause(exc) is None
 
 
 def _is_transient(exc: Exception) -> bool:
@@ -460,6 +504,8 @@ def _request_plan(
 ) -> Plan[str]:
     policy = settings.retry
     attempt = 0
+    outage_attempt = 0
+    down_since: float | None = None
     while True:
         record.attempts += 1
         try:
@@ -480,6 +526,29 @@ def _request_plan(
                 raise _fail(record, str(refused), None) from exc
             error = exc
             retry_after = None
+        if policy.outage_seconds > 0 and is_unreachable(error):
+            now = policy.clock()
+            down_since = now if down_since is None else down_since
+            shared = policy.outage.down_for() if policy.outage is not None else None
+            down = now - down_since if shared is None else shared
+            if down >= policy.outage_seconds:
+                record.error_body = _error_body(error, settings.secrets)
+                raise _fail(
+                    record,
+                    f"judge unreachable for {down:.0f} s, longer than the "
+                    f"{policy.outage_seconds:g} s allowed: "
+                    f"{_describe(error, settings.secrets)}",
+                    None,
+                ) from error
+            wait = min(
+                policy.backoff(outage_attempt, retry_after, rng),
+                policy.max_outage_delay,
+            )
+            yield Wait(wait)
+            outage_attempt += 1
+            continue
+        down_since = None
+        outage_attempt = 0
         if attempt >= policy.max_retries:
             record.error_body = _error_body(error, settings.secrets)
             raise _fail(

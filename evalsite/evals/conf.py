@@ -34,3 +34,9 @@ def dispatch_seconds() -> float:
     """How long one dispatch task works a run before it sends the next one to the back
     of the queue (so a run started later is not kept waiting for a free slot)."""
     return max(1.0, _number("EVALS_DISPATCH_SECONDS", 60))
+
+
+def judge_outage_seconds() -> float:
+    """How long a judge may be unreachable (connection errors, 502/503/504) before a
+    run fails the results waiting for it; until then the connection pauses and retries."""
+    return max(0.0, _number("JUDGE_OUTAGE_SECONDS", 300))

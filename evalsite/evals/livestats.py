@@ -39,6 +39,16 @@ class Snapshot:
     server_errors: int = 0  # 5xx answers
     # judge connection id -> [the judge's own seconds, requests], lately.
     judge_latency: dict[str, list[float]] = field(default_factory=dict)
+    # Since when (epoch seconds) the judge could not be reached, 0 when it answers; and
+    # how long an outage may last before results fail (JUDGE_OUTAGE_SECONDS).
+    unreachable_since: float = 0.0
+    outage_seconds: float = 0.0
+
+    def unreachable_for(self, now: float | None = None) -> float | None:
+        """Seconds the judge has been unreachable, or None when it answers."""
+        if not self.unreachable_since:
+            return None
+        return max(0.0, (time.time() if now is None else now) - self.unreachable_since)
 
     def latency_ms(self, judge_id: int) -> float | None:
         """The judge connection's mean latency lately (ms), if any call ended."""
@@ -106,6 +116,16 @@ def run_live(*, run_id: int) -> Snapshot:
         if now - float(data.get("at", 0)) <= FRESH_SECONDS:
             total.in_flight += float(data.get("in_flight", 0))
             total.calls_per_second += float(data.get("calls_per_second", 0.0))
+            try:
+                since = float(data.get("unreachable_since") or 0.0)
+                outage = float(data.get("outage_seconds") or 0.0)
+            except (TypeError, ValueError):
+                since = outage = 0.0
+            if since and (
+                not total.unreachable_since or since < total.unreachable_since
+            ):
+                total.unreachable_since = since
+            total.outage_seconds = max(total.outage_seconds, outage)
             latency = data.get("judge_latency")
             for judge_id, pair in (
                 latency if isinstance(latency, dict) else {}

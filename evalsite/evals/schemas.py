@@ -162,6 +162,12 @@ class ProgressOut(Schema):
     calls_per_second: float = 0.0
     throttled: int = 0
     server_errors: int = 0
+    judge_unreachable_seconds: float | None = Field(
+        default=None,
+        description="How long the judge has been unreachable while running (null: "
+        "it answers); results fail after judge_outage_seconds.",
+    )
+    judge_outage_seconds: float = 0.0
     judge_bounds: list[RateBoundOut] = Field(default_factory=list)
 
 

@@ -167,6 +167,18 @@ class RunProgress:
     server_errors: int = 0  # and its 5xx answers
     # Each judge connection's calls/s bound and the limit that binds (run_progress).
     bounds: tuple[RateBound, ...] = ()
+    # How long the judge has been unreachable (None: it answers), and how long it may
+    # be before results fail (JUDGE_OUTAGE_SECONDS).
+    unreachable_seconds: float | None = None
+    outage_seconds: float = 0.0
+
+    @property
+    def outage_label(self) -> str:
+        """The outage limit as the page says it: "5 min", "90 s"."""
+        seconds = self.outage_seconds
+        if seconds >= 60 and seconds % 60 == 0:
+            return f"{seconds / 60:g} min"
+        return f"{seconds:g} s"
 
     @property
     def done(self) -> int:
@@ -192,6 +204,8 @@ class RunProgress:
             "calls_per_second": self.calls_per_second,
             "throttled": self.throttled,
             "server_errors": self.server_errors,
+            "judge_unreachable_seconds": self.unreachable_seconds,
+            "judge_outage_seconds": self.outage_seconds,
             "judge_bounds": [bound.as_dict() for bound in self.bounds],
         }
 
@@ -248,6 +262,8 @@ def run_progress(*, run: Run) -> RunProgress:
         throttled=live.throttled,
         server_errors=live.server_errors,
         bounds=tuple(run_rate_bounds(run=run, live=live)),
+        unreachable_seconds=live.unreachable_for(),
+        outage_seconds=live.outage_seconds,
     )
 
 

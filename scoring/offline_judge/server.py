@@ -15,8 +15,10 @@ apply when the script is empty.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import socket
 import threading
 import time
 from collections import Counter, deque
@@ -406,6 +408,26 @@ class OfflineJudgeServer(ThreadingHTTPServer):
         self.verbose = verbose
         self.enable_control = enable_control
         self._thread: threading.Thread | None = None
+        # The connections open now: stop() closes them too, as a stopped process
+        # would (kept-alive connections otherwise went on being answered).
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        self._stopping = False
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        request, address = super().get_request()
+        with self._open_lock:
+            self._open.add(request)
+        return request, address
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not self._stopping:
+            super().handle_error(request, client_address)
 
     @property
     def base_url(self) -> str:
@@ -422,8 +444,14 @@ class OfflineJudgeServer(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
+        self._stopping = True
         self.shutdown()
         self.server_close()
+        with self._open_lock:
+            open_now, self._open = list(self._open), set()
+        for request in open_now:
+            with contextlib.suppress(OSError):
+                request.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=5)
 

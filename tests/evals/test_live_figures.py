@@ -306,3 +306,47 @@ def test_exports_give_the_judges_latency_and_the_wait_apart(
         (15.0, 1335.0),
         (16.5, 20.0),
     ]
+
+
+def test_the_run_page_says_while_the_judge_is_unreachable_and_when_results_fail(
+    owner_client, project, owner, judge, dataset, scorers, settings, tmp_path
+):
+    import time
+
+    from django.urls import reverse
+
+    settings.VAR_DIR = tmp_path
+    settings.REDIS_URL = ""
+    run = services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, started_at=run.created_at
+    )
+    progress = reverse("evals:run_progress", args=[project.pk, run.pk])
+    # One dispatcher has not reached the judge for 20 s, another for 5 s: the page
+    # says the longer; one that answers says nothing.
+    for token, since in (("a", time.time() - 20), ("b", time.time() - 5), ("c", 0)):
+        livestats.publish(
+            run_id=run.pk,
+            token=token,
+            snapshot=livestats.Snapshot(unreachable_since=since, outage_seconds=300),
+        )
+    body = owner_client.get(progress, **HX).content.decode()
+    assert "Judge unreachable for 20 s; retrying, results fail after 5 min." in body, (
+        body
+    )
+    api = owner_client.get(f"/api/runs/{run.pk}").json()["progress"]
+    assert api["judge_unreachable_seconds"] == pytest.approx(20, abs=2)
+    assert api["judge_outage_seconds"] == 300
+
+    # The judge answers again: the dispatchers publish no outage, the page says none.
+    for token in ("a", "b"):
+        livestats.publish(
+            run_id=run.pk,
+            token=token,
+            snapshot=livestats.Snapshot(outage_seconds=300),
+        )
+    assert (
+        "run-judge-unreachable" not in owner_client.get(progress, **HX).content.decode()
+    )

@@ -9,9 +9,9 @@ stored twice, and aggregates equal to a recount from the rows.
 - Database: on Postgres, every worker connection is killed (pg_terminate_backend)
   several times mid-run. SQLite has no server connection to drop: skipped.
 - Judge: the offline judge server stops mid-run and comes back on the same port after
-  30 s; the judge client's retries with backoff bridge part of the gap, and whatever
-  errors during the outage is re-run with "retry failed", which is what the product
-  offers for exactly this.
+  20 s; the judge's connection pauses and retries meanwhile (JUDGE_OUTAGE_SECONDS), so
+  nothing fails. Down longer than that setting, results fail saying so, and "retry
+  failed" brings them home.
 """
 
 from __future__ import annotations
@@ -333,10 +333,13 @@ def test_database_blip_keeps_the_judge_limit_and_pays_no_call_twice(start_worker
 # ------------------------------------------------------------------ judge
 
 
-JUDGE_OUTAGE_SECONDS = 30
+JUDGE_OUTAGE_SECONDS = 20
 
 
 def test_judge_down_for_a_while_and_back(start_worker):
+    """A judge that cannot be reached for 20 s pauses its connection, as a 429 does;
+    the run waits it out and ends with 0 errors (issue 27 item 6: 824 of 3,000 results
+    "gave up after 5 attempts: connection error")."""
     judge = start_server(port=0, latency_ms=15)
     port = int(judge.base_url.rsplit(":", 1)[1].split("/")[0])
     project, user, dataset, scorers = _setup(
@@ -356,12 +359,46 @@ def test_judge_down_for_a_while_and_back(start_worker):
         assert wait_until(lambda: _finished(run), timeout=240, interval=0.5), (
             worker.log()[-4000:]
         )
-        # Results that ran out of retries during the outage say why...
-        for result in Result.objects.filter(run=run, status=Result.Status.ERROR):
-            assert result.error.strip()
-        # ...and "retry failed" brings every one of them home.
-        _retry_failed_until_ok(run, user)
-        assert not Result.objects.filter(run=run, status=Result.Status.ERROR).exists()
+        errors = list(
+            Result.objects.filter(run=run, status=Result.Status.ERROR).values_list(
+                "error", flat=True
+            )[:3]
+        )
+        assert errors == [], errors
         assert_complete_once_and_consistent(run, 160)
+    finally:
+        judge.stop()
+
+
+def test_judge_down_longer_than_the_outage_setting_fails_results_saying_so(
+    start_worker,
+):
+    # Slow enough that the run is far from done when the judge goes away.
+    judge = start_server(port=0, latency_ms=300)
+    port = int(judge.base_url.rsplit(":", 1)[1].split("/")[0])
+    project, user, dataset, scorers = _setup(
+        judge.base_url, items=60, kinds=["faithfulness", "answer_relevancy"]
+    )
+    worker = start_worker(concurrency=4, JUDGE_OUTAGE_SECONDS="2", **WORKER_ENV)
+    run = services.run_start(
+        project=project, user=user, dataset=dataset, scorers=scorers
+    )
+    try:
+        assert wait_until(lambda: _done_count(run) >= 5, timeout=90), worker.log()[
+            -3000:
+        ]
+        judge.stop()
+        failed = Result.objects.filter(run=run, status=Result.Status.ERROR)
+        assert wait_until(failed.exists, timeout=60, interval=0.5), worker.log()[-4000:]
+        judge = start_server(port=port, latency_ms=300)
+        assert wait_until(lambda: _finished(run), timeout=240, interval=0.5), (
+            worker.log()[-4000:]
+        )
+        for error in failed.values_list("error", flat=True):
+            assert "judge unreachable for" in error, error
+            assert "longer than the 2 s allowed" in error, error
+        _retry_failed_until_ok(run, user)
+        assert not failed.exists()
+        assert_complete_once_and_consistent(run, 120)
     finally:
         judge.stop()

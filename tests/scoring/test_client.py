@@ -4,6 +4,7 @@ judge (``/_control``) and observed through ``/_stats``, all through the real ope
 from __future__ import annotations
 
 import random
+import socket
 import time
 from typing import Any
 
@@ -334,3 +335,90 @@ def test_make_client_turns_off_openai_retries() -> None:
     assert isinstance(client, openai.OpenAI)
     assert client.max_retries == 0
     assert str(client.base_url).startswith("http://127.0.0.1:1/v1")
+
+
+# --------------------------------------------------------------------------- judge outages
+
+
+class _FakeTime:
+    """A clock that a retry's sleep moves on (no real waiting)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now
+
+
+def _outage_runner(client: Any, fake: _FakeTime, outage: float) -> StepRunner:
+    return StepRunner(
+        client,
+        model="offline-judge",
+        retry=RetryPolicy(
+            max_retries=2,
+            base_delay=0.5,
+            outage_seconds=outage,
+            max_outage_delay=4.0,
+            sleep=fake.sleep,
+            clock=fake.clock,
+        ),
+    )
+
+
+def test_an_unreachable_judge_is_retried_until_the_outage_limit_not_max_retries(
+    client, judge
+) -> None:
+    # Eight gateway errors, far more than max_retries=2 allows for other errors.
+    judge.script("503", "502", "503", "503", "503", "502", "503", "503", "ok")
+    fake = _FakeTime()
+    step = get_step("factuality", "category")
+    from scoring.prompts import first_step_messages
+
+    reply, record = _outage_runner(client, fake, outage=60).run(
+        step, first_step_messages("factuality", CASE, {})
+    )
+    assert reply.model_dump()["category"] == "C"
+    assert record.attempts == 9
+    # The waits grow and are capped.
+    assert max(fake.waits) <= 4.0 and fake.waits[-1] > fake.waits[0]
+
+
+def test_a_judge_unreachable_longer_than_the_limit_fails_the_step_saying_so() -> None:
+    from scoring.client import StepFailed
+    from scoring.prompts import first_step_messages
+
+    with socket.socket() as s:  # a port nothing listens on: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = make_client(f"http://127.0.0.1:{port}/v1", None, 5)
+    fake = _FakeTime()
+    with pytest.raises(
+        StepFailed, match=r"judge unreachable for 1\d s, longer than the 10 s allowed"
+    ):
+        _outage_runner(client, fake, outage=10).run(
+            get_step("factuality", "category"),
+            first_step_messages("factuality", CASE, {}),
+        )
+    assert len(fake.waits) > 3  # more attempts than max_retries=2 would allow
+    assert 10 <= fake.now < 15
+
+
+def test_without_an_outage_limit_connection_errors_count_as_retries() -> None:
+    from scoring.client import StepFailed
+    from scoring.prompts import first_step_messages
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = make_client(f"http://127.0.0.1:{port}/v1", None, 5)
+    fake = _FakeTime()
+    with pytest.raises(StepFailed, match="gave up after 3 attempts"):
+        _outage_runner(client, fake, outage=0).run(
+            get_step("factuality", "category"),
+            first_step_messages("factuality", CASE, {}),
+        )

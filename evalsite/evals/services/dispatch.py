@@ -7,7 +7,9 @@ again to the back of the queue, so runs started later get their turn:
    UPDATE per row, a heartbeat while held, taken back by the watchdog when it stops);
 2. judge each claimed result in its own coroutine with ``scoring.ajudge_case``: every
    judge request waits for a slot of the connection's shared limiter (the only cap on
-   calls in flight) and first checks that the run was not cancelled;
+   calls in flight) and first checks that the run was not cancelled; a judge that
+   cannot be reached pauses the whole connection, as a 429 does, and a result fails
+   only once it has been unreachable longer than JUDGE_OUTAGE_SECONDS;
 3. store each result as it finishes, iff the claim still holds (stored once);
 4. publish live figures for the run page: calls in flight (the judge's own seconds
    per second of the last few, so the mean number of calls the judge itself is
@@ -44,6 +46,7 @@ from django.db import (
 from django.db.models import F, Q
 from django.utils import timezone
 
+from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import conf, livestats, rawsql
 from evalsite.evals.limiter import FileLimiter, RedisLimiter
 from evalsite.evals.models import JudgeConnection, Result, Run
@@ -62,6 +65,7 @@ from evalsite.evals.services.execution import (
 )
 from evalsite.evals.services.runs import run_finish_if_complete, task_send_dispatch
 from scoring import ajudge_case, make_async_client
+from scoring.client import OutageClock, RetryPolicy, is_unreachable
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -82,6 +86,10 @@ _CLAIM_INTERVAL = 0.05
 # back before it hands the error to the task's retry.
 _SETTLE_ATTEMPTS = 6
 _SETTLE_DELAY = 0.5
+# A judge that cannot be reached pauses its whole connection (as a 429 does): first for
+# this long, doubling with each unreachable call in a row, up to the cap.
+_OUTAGE_PAUSE_MIN = 0.25
+_OUTAGE_PAUSE_MAX = 5.0
 
 
 @dataclass
@@ -96,6 +104,11 @@ class DispatchOutcome:
 class _Abandoned(Exception):
     """A call not started because its dispatcher is failing (an infrastructure error):
     the result goes back to pending for the retry."""
+
+
+class JudgeUnreachableError(ApplicationError):
+    """The judge has been unreachable longer than JUDGE_OUTAGE_SECONDS: the result
+    fails without another call."""
 
 
 class _CacheBatcher:
@@ -258,6 +271,7 @@ class _Stats:
             throttled=self.throttled,
             server_errors=self.server_errors,
             judge_latency=latency,
+            outage_seconds=conf.judge_outage_seconds(),
         )
 
 
@@ -373,6 +387,10 @@ class _Dispatcher:
         # limiter slots until then) before it fails.
         self.open_tasks: set[asyncio.Task[None]] = set()
         self.failing = False
+        # Since when each judge connection could not be reached, over all this
+        # dispatcher's calls to it, and its unreachable calls in a row.
+        self.outages: dict[int, OutageClock] = {}
+        self.unreachable_in_a_row: dict[int, int] = {}
 
     async def db(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         future = self.db_workers.submit(partial(fn, *args, **kwargs))
@@ -517,6 +535,9 @@ class _Dispatcher:
 
     async def _publish(self, *, final: bool = False) -> None:
         snapshot = self.stats.snapshot()
+        downs = [d for c in self.outages.values() if (d := c.down_for()) is not None]
+        if downs:
+            snapshot.unreachable_since = time.time() - max(downs)
         if final:
             snapshot.in_flight = snapshot.calls_per_second = 0.0
         try:
@@ -535,31 +556,73 @@ class _Dispatcher:
 
     @asynccontextmanager
     async def _call_slot(
-        self, limiter: RedisLimiter | FileLimiter
+        self, limiter: RedisLimiter | FileLimiter, judge_id: int
     ) -> AsyncIterator[None]:
         if self.cancelled:
             raise RunCancelledError(f"run {self.run_id} was cancelled")
         if self.failing:
             raise _Abandoned()
+        self._check_outage(judge_id)
         async with limiter.aslot():
             if self.cancelled:
                 raise RunCancelledError(f"run {self.run_id} was cancelled")
             if self.failing:
                 raise _Abandoned()
+            self._check_outage(judge_id)
             # Calls in flight are not counted here: this slot is also held while the
             # worker's event loop is too busy to read a reply the judge already sent
             # (18 "in flight" for a judge working on 3). They come from the judge's
             # own seconds per call (_Stats.judged).
             try:
                 yield
-            except openai.APIStatusError as exc:
-                if exc.status_code == 429:
-                    self.stats.throttled += 1
-                elif exc.status_code >= 500:
-                    self.stats.server_errors += 1
+            except (openai.APIStatusError, openai.APIConnectionError) as exc:
+                if isinstance(exc, openai.APIStatusError):
+                    if exc.status_code == 429:
+                        self.stats.throttled += 1
+                    elif exc.status_code >= 500:
+                        self.stats.server_errors += 1
+                if is_unreachable(exc):
+                    await self._unreachable(limiter, judge_id)
+                else:
+                    self._reached(judge_id)
                 raise
+            else:
+                self._reached(judge_id)
             finally:
                 self.stats.calls += 1
+
+    def _outage(self, judge_id: int) -> OutageClock:
+        clock = self.outages.get(judge_id)
+        if clock is None:
+            clock = self.outages[judge_id] = OutageClock()
+        return clock
+
+    def _check_outage(self, judge_id: int) -> None:
+        """Past JUDGE_OUTAGE_SECONDS of outage, results fail without calling again
+        (one probe per pause would fail them one at a time)."""
+        down = self._outage(judge_id).down_for()
+        allowed = conf.judge_outage_seconds()
+        if down is not None and allowed > 0 and down >= allowed:
+            raise JudgeUnreachableError(
+                f"judge unreachable for {down:.0f} s, longer than the {allowed:g} s "
+                "allowed (JUDGE_OUTAGE_SECONDS); not sent"
+            )
+
+    async def _unreachable(
+        self, limiter: RedisLimiter | FileLimiter, judge_id: int
+    ) -> None:
+        """The judge could not be reached: pause the whole connection, as a 429 does,
+        longer with each unreachable call in a row (the calls waiting for a slot wait
+        out the pause instead of spending their retries), and note since when."""
+        self._outage(judge_id).unreachable()
+        in_a_row = self.unreachable_in_a_row.get(judge_id, 0)
+        pause = min(_OUTAGE_PAUSE_MAX, _OUTAGE_PAUSE_MIN * 2 ** min(in_a_row, 8))
+        self.unreachable_in_a_row[judge_id] = in_a_row + 1
+        await asyncio.to_thread(limiter.throttled, pause)
+
+    def _reached(self, judge_id: int) -> None:
+        self._outage(judge_id).reached()
+        self.unreachable_in_a_row[judge_id] = 0
 
     def _client(self, judge: JudgeConnection) -> openai.AsyncOpenAI:
         """One of the judge's clients, in turn.
@@ -615,7 +678,7 @@ class _Dispatcher:
                 client = self._client(judge)
                 limiter = self.limiters.get(judge.pk) or limiter_for(judge)
                 self.limiters[judge.pk] = limiter
-                slot = partial(self._call_slot, limiter)
+                slot = partial(self._call_slot, limiter, judge.pk)
                 model, temperature = judge_model_settings(run_scorer, judge)
             judged = await ajudge_case(
                 run_scorer.kind,
@@ -626,6 +689,10 @@ class _Dispatcher:
                 temperature=temperature,
                 cache=self.cache.for_project(result.run.project_id),
                 limiter=slot,
+                retry=RetryPolicy(
+                    outage_seconds=conf.judge_outage_seconds(),
+                    outage=self._outage(judge.pk) if judge is not None else None,
+                ),
                 base_url=judge.base_url if judge is not None else None,
                 on_request=(
                     partial(self.stats.judged, judge.pk) if judge is not None else None
