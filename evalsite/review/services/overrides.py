@@ -590,6 +590,13 @@ def _single_answers_follow(locked: Result, *, undone: Override | None = None) ->
         _recount_entries(locked, queue_ids)
 
 
+def count_answers(entry: QueueEntry, answers: Sequence[Review]) -> None:
+    """An entry's answer counts (all, pass, fail) from its answers."""
+    entry.answers = len(answers)
+    entry.answers_pass = sum(r.passed is True for r in answers)
+    entry.answers_fail = sum(r.passed is False for r in answers)
+
+
 def _recount_entries(locked: Result, queue_ids: list[int]) -> None:
     """The answer counts of the result's entries in these queues, from their answers."""
     for entry in QueueEntry.objects.select_for_update().filter(
@@ -598,9 +605,7 @@ def _recount_entries(locked: Result, queue_ids: list[int]) -> None:
         left = Review.objects.filter(
             queue_id=entry.queue_id, result=locked, kind=Review.Kind.ANSWER
         )
-        entry.answers = left.count()
-        entry.answers_pass = left.filter(passed=True).count()
-        entry.answers_fail = left.filter(passed=False).count()
+        count_answers(entry, list(left))
         entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
 
 

@@ -56,6 +56,7 @@ from evalsite.review.services.overrides import (
     _score_value,
     _scoring_options,
     _where,
+    count_answers,
     human_pass_locked,
 )
 from scoring import AnalysisError, apply_override, get_path
@@ -289,12 +290,6 @@ def _only_answers(reviews: Sequence[Review]) -> list[Review]:
     return [r for r in reviews if r.kind == Review.Kind.ANSWER]
 
 
-def _count_answers(entry: QueueEntry, answers: Sequence[Review]) -> None:
-    entry.answers = len(answers)
-    entry.answers_pass = sum(r.passed is True for r in answers)
-    entry.answers_fail = sum(r.passed is False for r in answers)
-
-
 def _lock_entry(queue: ReviewQueue, result: Result) -> QueueEntry:
     entry = (
         QueueEntry.objects.select_for_update()
@@ -434,7 +429,7 @@ def review_answer(
             seconds=seconds,
         )
         answered = _only_answers(reviews)
-        _count_answers(entry, answered)
+        count_answers(entry, answered)
         events = [
             audit_event(
                 project=queue.project,
@@ -665,5 +660,5 @@ def review_record_single(
             ),
             seconds=seconds,
         )
-        _count_answers(entry, _only_answers(reviews))
+        count_answers(entry, _only_answers(reviews))
         entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
