@@ -2,7 +2,7 @@
 context recall, noise sensitivity, prompt alignment and summarization.
 
 Cases (``make_case``), the scripted judge's answers for both sides (``answer``: ours in
-our step shapes, Mastra's in its schemas' shapes) and the checks of the README rows these
+our step shapes, Mastra's in its schemas' shapes) and the checks of the documented rows these
 kinds can reproduce (``ROW_CHECKS``). The scripts hold what the judge decides; each side
 receives it shaped as its own steps ask, so both score the same analysis.
 """
