@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from evalsite.datasets.agentdata import AgentDataError, agent_value
-from evalsite.datasets.parsing import Limits, Problem
+from evalsite.datasets.parsing.limits import Limits, Problem
+from evalsite.datasets.parsing.text import as_text
 
 Tool = Literal["promptfoo", "langfuse", "langsmith"]
 TOOLS: tuple[Tool, ...] = ("promptfoo", "langfuse", "langsmith")
@@ -160,19 +161,6 @@ class ImportFailed(Exception):
         super().__init__(message)
         self.message = message
         self.problems = problems or [Problem(message)]
-
-
-def as_text(value: Any) -> str:
-    """A value as item text: strings as they are, anything else as compact JSON."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)
 
 
 def pick_key(value: dict[str, Any], keys: tuple[str, ...]) -> str | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from evalsite.datasets.imports.base import TOOL_LABELS, TOOLS
+from evalsite.datasets.readers.base import TOOL_LABELS, TOOLS
 
 TOOL_CHOICES = [("", "Detect from the file"), *[(t, TOOL_LABELS[t]) for t in TOOLS]]
 

@@ -33,27 +33,25 @@ from django.core.files import File
 
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
-from evalsite.datasets.imports import langfuse, langsmith, promptfoo
-from evalsite.datasets.imports.base import (
+from evalsite.datasets.models import Dataset
+from evalsite.datasets.parsing.limits import (
+    MAX_COLUMNS,
+    Limits,
+    ParseError,
+    Problem,
+    RawRow,
+    too_many_keys,
+)
+from evalsite.datasets.parsing.rows import FileFormat, detect_format, iter_raw_rows
+from evalsite.datasets.parsing.text import text_chunks
+from evalsite.datasets.readers import langfuse, langsmith, promptfoo
+from evalsite.datasets.readers.base import (
     PREVIEW_ROWS,
     TOOLS,
     Grade,
     ImportedRow,
     ImportFailed,
     ImportSummary,
-)
-from evalsite.datasets.models import Dataset
-from evalsite.datasets.parsing import (
-    MAX_COLUMNS,
-    FileFormat,
-    Limits,
-    ParseError,
-    Problem,
-    RawRow,
-    _text_chunks,
-    detect_format,
-    iter_raw_rows,
-    too_many_keys,
 )
 from evalsite.datasets.services import (
     MAX_PROBLEMS,
@@ -207,7 +205,7 @@ def _reader(
         )
     if tool == "promptfoo":
         return promptfoo.PromptfooReader(
-            _text_chunks(_binary(file)), limits=limits, input_var=input_var
+            text_chunks(_binary(file)), limits=limits, input_var=input_var
         )
     return _TableReader(
         _binary(file), tool=tool, file_format=file_format, limits=limits
