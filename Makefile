@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export EVALSITE_PORT := $(PORT)
 
-.PHONY: run test install install-dev browser lint bench conformance clean
+.PHONY: run test install install-dev browser lint bench docs conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,12 @@ test: lint browser
 
 bench: install-dev
 	$(BIN)/python -m bench
+
+# The documentation site (docs/, mkdocs-material) into site/. --strict: a broken link
+# or a page left out of the nav fails the build. The benchmarks page takes its figures
+# from bench/results.json when `make bench` has written it.
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 # The differential suite (README, "Where our numbers differ"): the released
 # @mastra/evals 1.10.2 and promptfoo 0.123.1, with Node 22 itself (the npm registry's
