@@ -68,7 +68,7 @@ bench: install-dev
 docs: install-dev
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
-# The differential suite (README, "Where our numbers differ"): the released
+# The differential suite (docs/scoring/differences.md): the released
 # @mastra/evals 1.10.2 and promptfoo 0.123.1, with Node 22 itself (the npm registry's
 # `node` package), installed from conformance/node/package-lock.json by the system npm,
 # against `scoring` on the same cases. CONFORMANCE_ARGS=--reuse-reference checks ours
