@@ -182,6 +182,63 @@ def test_json_syntax_error_stops_with_a_message():
         )
 
 
+ROW = b'{"input":"q","output":"a"}'
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 20])
+@pytest.mark.parametrize(
+    ("data", "message", "problem"),
+    [
+        (
+            b"[" + ROW + b"}",
+            'The JSON is malformed after element 1 of the array: the array is closed with "}".',
+            (2, "Malformed JSON."),
+        ),
+        (
+            b"[" + ROW,
+            "The JSON is malformed after element 1 of the array: the file ends before "
+            "the array is closed.",
+            (2, "Malformed JSON: the array is not closed."),
+        ),
+        (
+            b'[{"input":"q","output":"a',
+            "The JSON is malformed after element 0 of the array: the file ends before "
+            "the array is closed.",
+            (1, "Malformed JSON: the array is not closed."),
+        ),
+        (
+            b"[" + ROW + b"] x",
+            "The JSON array ends after element 1, but the file goes on. A .json dataset "
+            "must be one JSON array.",
+            (None, "Text after the end of the JSON array."),
+        ),
+        (
+            b"[" + ROW + b" " + ROW + b"]",
+            'The JSON is malformed after element 1 of the array: expected "," or "]" '
+            "after element 1.",
+            (2, "Malformed JSON."),
+        ),
+        (
+            b"[" + ROW + b", ]",
+            "The JSON is malformed after element 1 of the array: expected a value.",
+            (2, "Malformed JSON."),
+        ),
+        (b" \n", "The file is empty: no JSON array found.", (None, None)),
+        (b"[ ]", "The file is empty: the JSON array has no rows.", (None, None)),
+    ],
+)
+def test_json_array_structure_errors_stop_the_file_whatever_the_reads(
+    monkeypatch, chunk, data, message, problem
+):
+    monkeypatch.setattr(text, "CHUNK_BYTES", chunk)
+    with pytest.raises(ParseError) as exc:
+        rows(data, "json", Mapping(input="input", output="output"))
+    assert exc.value.message == message
+    [found] = exc.value.problems
+    row, detail = problem
+    assert (found.row, found.message) == (row, detail or message)
+
+
 def test_not_utf8_names_its_row_column_and_line():
     data = "input,output\nq,café\n".encode("latin-1")
     problem = only_problem(rows(data, "csv", Mapping(input="input", output="output")))
