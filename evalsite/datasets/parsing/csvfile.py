@@ -124,6 +124,8 @@ class _CsvFeed:
 def csv_rows(
     texts: Iterator[str], columns: list[str], limits: Limits
 ) -> Iterator[RawRow | Problem]:
+    """The header (into `columns`), then one RawRow or Problem per record; the
+    delimiter is sniffed from the first lines."""
     rest = lines(texts, limits.max_row_chars)
     sample_lines: list[str | LongLine] = []
     size = 0

@@ -204,6 +204,8 @@ def json_row(
 def jsonl_rows(
     texts: Iterator[str], columns: list[str], limits: Limits
 ) -> Iterator[RawRow | Problem]:
+    """One row per line that is not blank; a line that is not a JSON object, or over
+    the limits, is a Problem and reading goes on."""
     known: set[str] = set()
     row_number = 0
     for line_number, line in enumerate(lines(texts, limits.max_row_chars), start=1):
@@ -234,7 +236,7 @@ def jsonl_rows(
                 line=line_number,
             )
         if isinstance(out, RawRow):
-            track_columns(columns, known, out.values)
+            _track_columns(columns, known, out.values)
         yield out
     if row_number == 0:
         raise ParseError("The file is empty: no JSON lines found.")
@@ -265,13 +267,13 @@ def json_array_rows(
                 [Problem(f"Malformed JSON: {exc.msg}.", row=row)],
             ) from None
         if isinstance(out, RawRow):
-            track_columns(columns, known, out.values)
+            _track_columns(columns, known, out.values)
         yield out
     if elements == 0:
         raise ParseError("The file is empty: the JSON array has no rows.")
 
 
-def track_columns(columns: list[str], known: set[str], values: dict[str, Any]) -> None:
+def _track_columns(columns: list[str], known: set[str], values: dict[str, Any]) -> None:
     if len(known) >= MAX_COLUMNS:
         return
     for key in values:

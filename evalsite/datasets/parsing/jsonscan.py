@@ -301,7 +301,8 @@ def array_elements(chunks: Iterable[str], limits: Limits) -> Iterator[tuple[int,
 def _refuse_element(stop: _Stop, n: int, limits: Limits) -> NoReturn:
     """Word a stop inside the array: at element `n` (0 before the first)."""
     if stop.kind == "malformed":
-        done = n - 1 if stop.path else n  # an element cut short is not done
+        # Inside element n the path names it, so n - 1 are done; between elements, n.
+        done = n - 1 if stop.path else n
         if stop.eof:
             raise ParseError(
                 f"The JSON is malformed after element {done} of the array: "
