@@ -26,13 +26,13 @@ ALL_KINDS = {
     "tone_consistency",
     "tool_call_accuracy",
     "trajectory_accuracy",
-    # agent kinds (scoring.kinds_agent, scoring.trajectory)
+    # agent kinds (scoring.kinds.agent, scoring.kinds.trajectory)
     "rubric",
     "multi_turn_judge",
     "tool_call_accuracy_llm",
     "trajectory_accuracy_llm",
     "trajectory",
-    # scoring.kinds_rag
+    # scoring.kinds.rag
     "answer_similarity",
     "context_recall",
     "noise_sensitivity",
