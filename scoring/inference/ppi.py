@@ -91,10 +91,13 @@ def _floats(values: npt.ArrayLike, name: str) -> Floats:
     return array
 
 
-def _normalised_weights(weights: npt.ArrayLike | None, size: int, name: str) -> Floats:
-    """ppi_py's convention: weights rescaled to sum to the sample size."""
+def _normalised_weights(
+    weights: npt.ArrayLike | None, size: int, name: str
+) -> Floats | None:
+    """ppi_py's convention: weights rescaled to sum to the sample size. None stays
+    None (all ones), which spares the 100k-long unlabelled side a multiplication."""
     if weights is None:
-        return np.ones(size)
+        return None
     array = _floats(weights, name)
     if array.shape[0] != size:
         raise ValueError(f"{name} has {array.shape[0]} values for {size} items")
@@ -104,22 +107,60 @@ def _normalised_weights(weights: npt.ArrayLike | None, size: int, name: str) -> 
     return normalised
 
 
+def _times(weights: Floats | None, values: Floats) -> Floats:
+    return values if weights is None else weights * values
+
+
+def _pooled_variance(
+    size_a: int, mean_a: float, var_a: float, size_b: int, mean_b: float, var_b: float
+) -> float:
+    """The ddof-1 variance of two samples put together, from each one's size, mean
+    and ddof-0 variance (what np.var of their concatenation gives, without the copy)."""
+    total = size_a + size_b
+    squares = (
+        size_a * var_a
+        + size_b * var_b
+        + size_a * size_b / total * (mean_a - mean_b) ** 2
+    )
+    return squares / (total - 1)
+
+
 def _tuned_lambda(
-    y: Floats, yhat: Floats, yhat_unlabeled: Floats, w: Floats, w_unlabeled: Floats
+    y: Floats,
+    yhat: Floats,
+    yhat_unlabeled: Floats,
+    w: Floats | None,
+    w_unlabeled: Floats | None,
+    imputed_mean: float,
+    imputed_var: float,
 ) -> float:
     """PPI++'s variance-minimising λ for a mean, clipped to [0, 1] (ppi_py's
     `_calc_lam_glm` with an identity Hessian): the gradients are taken at the λ = 1
-    estimate, as there."""
+    estimate, as there. imputed_mean/imputed_var are the mean and ddof-0 variance of
+    the weighted unlabelled scores."""
     n, big_n = y.shape[0], yhat_unlabeled.shape[0]
-    theta = float((w_unlabeled * yhat_unlabeled).mean() + (w * (y - yhat)).mean())
-    grads = w * (y - theta)
-    grads_hat = w * (yhat - theta)
-    grads_hat_unlabeled = w_unlabeled * (yhat_unlabeled - theta)
+    theta = imputed_mean + float(_times(w, y - yhat).mean())
+    grads = _times(w, y - theta)
+    grads_hat = _times(w, yhat - theta)
     cov = (
         2.0 * float(((grads - grads.mean()) * (grads_hat - grads_hat.mean())).sum()) / n
     )
-    var_hat = float(np.var(np.concatenate([grads_hat, grads_hat_unlabeled]), ddof=1))
-    if var_hat == 0.0:
+    if w_unlabeled is None:
+        # Unweighted, the gradients are the scores shifted by θ: same spread.
+        unlabeled_mean, unlabeled_var = imputed_mean - theta, imputed_var
+    else:
+        grads_hat_unlabeled = w_unlabeled * (yhat_unlabeled - theta)
+        unlabeled_mean = float(grads_hat_unlabeled.mean())
+        unlabeled_var = float(grads_hat_unlabeled.var())
+    var_hat = _pooled_variance(
+        n,
+        float(grads_hat.mean()),
+        float(grads_hat.var()),
+        big_n,
+        unlabeled_mean,
+        unlabeled_var,
+    )
+    if var_hat <= 0.0:
         # A judge that gives every result the same score carries no information.
         return 0.0
     lam = cov / (2.0 * (1.0 + n / big_n) * var_hat)
@@ -200,21 +241,28 @@ def ppi_mean(
     w = _normalised_weights(weights, n, "weights")
     w_u = _normalised_weights(weights_unlabeled, big_n, "weights_unlabeled")
 
-    lam = _tuned_lambda(y, yhat, yhat_u, w, w_u) if power_tuned else 1.0
-    imputed = w_u * (lam * yhat_u)
-    rectifier = w * (y - lam * yhat)
-    estimate = float(imputed.mean() + rectifier.mean())
-    std_error = math.sqrt(
-        float(imputed.std()) ** 2 / big_n + float(rectifier.std()) ** 2 / n
+    weighted_u = _times(w_u, yhat_u)
+    imputed_mean, imputed_var = float(weighted_u.mean()), float(weighted_u.var())
+    lam = (
+        _tuned_lambda(y, yhat, yhat_u, w, w_u, imputed_mean, imputed_var)
+        if power_tuned
+        else 1.0
     )
+    # λ ≥ 0, so the imputed term's mean and spread are λ times the scores' own.
+    rectifier = _times(w, y - lam * yhat)
+    estimate = lam * imputed_mean + float(rectifier.mean())
+    std_error = math.sqrt(
+        lam * lam * imputed_var / big_n + float(rectifier.std()) ** 2 / n
+    )
+    labels = _times(w, y)
     return _estimate(
         estimate=estimate,
         std_error=std_error,
         lam=lam,
         n=n,
         big_n=big_n,
-        classical_estimate=float((w * y).mean()),
-        classical_std_error=float((w * y).std()) / math.sqrt(n),
+        classical_estimate=float(labels.mean()),
+        classical_std_error=float(labels.std()) / math.sqrt(n),
         alpha=alpha,
     )
 
