@@ -11,10 +11,9 @@ def dataset_uploads_cleanup() -> int:
     return uploads_cleanup()
 
 
-# The task's name before tasks were named `<app>.<noun>_<verb>`: kept registered for one
-# release so that a message already queued under it (or a beat still running the old
-# schedule) is not lost. Remove it in the next release.
-@shared_task(name="evalsite.datasets.tasks.dataset_uploads_cleanup")
-def dataset_uploads_cleanup_drain() -> int:
-    """A queued message of the old name: the same sweep."""
-    return uploads_cleanup()
+# The task's name before tasks were named `<app>.<noun>_<verb>`: the same function, kept
+# registered for one release so that a message already queued under it (or a beat still
+# running the old schedule) is not lost. Remove it in the next release.
+dataset_uploads_cleanup_drain = shared_task(
+    name="evalsite.datasets.tasks.dataset_uploads_cleanup"
+)(dataset_uploads_cleanup.run)

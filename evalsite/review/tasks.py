@@ -61,19 +61,12 @@ def review_bulk_action(
     return outcome.summary()
 
 
-# The task's name before tasks were named `<app>.<noun>_<verb>`: kept registered for one
-# release so that a message already queued under it is not lost. Remove it in the next
-# release.
-@shared_task(name="review.bulk_action", acks_late=True)
-def review_bulk_action_drain(
-    run_id: int,
-    user_id: int,
-    action: str,
-    query: dict[str, Any],
-    assignee_id: int | None = None,
-) -> str:
-    """A queued message of the old name: the same bulk action."""
-    return review_bulk_action(run_id, user_id, action, query, assignee_id)
+# The task's name before tasks were named `<app>.<noun>_<verb>`: the same function, kept
+# registered for one release so that a message already queued under it is not lost.
+# Remove it in the next release.
+review_bulk_action_drain = shared_task(name="review.bulk_action", acks_late=True)(
+    review_bulk_action.run
+)
 
 
 @shared_task(name=DATASET_VERSIONS_MATCH_TASK, acks_late=True)
