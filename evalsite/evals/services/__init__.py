@@ -15,6 +15,7 @@ from evalsite.evals.services.judges import (
 from evalsite.evals.services.runs import (
     RunPreview,
     run_cancel,
+    run_delete,
     run_fanout,
     run_finish_if_complete,
     run_preview,
@@ -43,6 +44,7 @@ __all__ = [
     "result_claim",
     "result_score",
     "run_cancel",
+    "run_delete",
     "run_fanout",
     "run_finish_if_complete",
     "run_preview",

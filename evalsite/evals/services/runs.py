@@ -17,6 +17,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from evalsite.accounts.models import Project
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals import conf
@@ -207,6 +208,18 @@ def run_start(
             total += _insert_results(run=run, run_scorer=run_scorer, dataset=dataset)
         run.total = total
         run.save(update_fields=["total"])
+        _audit(
+            run,
+            user,
+            "run.start",
+            f"started {_named(run)} on dataset “{dataset}” with "
+            f"{', '.join(str(s) for s in scorers)} ({total} results)",
+            after={
+                "dataset_id": dataset.pk,
+                "scorer_ids": [s.pk for s in scorers],
+                "total": total,
+            },
+        )
         if enqueue:
             _task_send_on_commit(RUN_FANOUT_TASK, run.pk)
     logger.info("run %s started: %s results", run.pk, total)
@@ -310,8 +323,16 @@ def run_cancel(*, run: Run, user: User | None) -> Run:
         )
         if not updated:
             raise ConflictError("Only a queued or running run can be cancelled.")
-        Result.objects.filter(run=run, status=Result.Status.PENDING).update(
+        cancelled = Result.objects.filter(run=run, status=Result.Status.PENDING).update(
             status=Result.Status.CANCELLED, claimed_at=None, claimed_by=""
+        )
+        _audit(
+            run,
+            user,
+            "run.cancel",
+            f"cancelled {_named(run)} ({cancelled} results not judged)",
+            before={"status": run.status},
+            after={"status": Run.Status.CANCELLED, "cancelled": cancelled},
         )
     run.refresh_from_db(fields=_STATE_FIELDS)
     return run
@@ -340,9 +361,63 @@ def run_retry_failed(*, run: Run, user: User | None) -> int:
         locked.finished_at = None
         locked.error = ""
         locked.save(update_fields=["status", "finished_at", "error"])
+        _audit(
+            locked,
+            user,
+            "run.retry",
+            f"retried the {len(ids)} failed results of {_named(locked)}",
+            after={"retried": len(ids)},
+        )
         _task_send_on_commit(RUN_FANOUT_TASK, locked.pk)
     run.refresh_from_db(fields=_STATE_FIELDS)
     return len(ids)
+
+
+def run_delete(*, run: Run, user: User | None) -> None:
+    """Delete a run that is not queued or running, with its results, and record it:
+    the event keeps the run's id and name, so the log still says what was deleted."""
+    with transaction.atomic(durable=True):
+        locked = Run.objects.select_for_update().filter(pk=run.pk).first()
+        if locked is None:
+            return  # already deleted
+        if locked.status in ACTIVE:
+            raise ConflictError("Cancel the run before deleting it.")
+        _audit(
+            locked,
+            user,
+            "run.delete",
+            f"deleted {_named(locked)} ({locked.total} results)",
+            before={
+                "status": locked.status,
+                "dataset_id": locked.dataset_id,
+                "total": locked.total,
+            },
+        )
+        locked.delete()
+
+
+def _named(run: Run) -> str:
+    return f"run “{run}” (#{run.pk})"
+
+
+def _audit(
+    run: Run, user: User | None, action: str, summary: str, **changes: Any
+) -> None:
+    """The project's audit event for a change to `run`, in the change's transaction."""
+    who = (
+        user.get_username() if user is not None and user.is_authenticated else "system"
+    )
+    audit_event(
+        project=run.project,
+        actor=user,
+        action=action,
+        summary=f"{who} {summary}",
+        run=run,
+        object_type="run",
+        object_id=run.pk,
+        object_label=str(run),
+        **changes,
+    )
 
 
 def run_fanout(*, run_id: int) -> int:
