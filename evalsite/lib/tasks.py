@@ -8,7 +8,6 @@ every sender looks alike. Task names are `<app>.<noun>_<verb>`.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from celery import current_app
@@ -28,4 +27,10 @@ def task_send_on_commit(
     """task_send once the open transaction commits (at once outside one). With
     `robust`, a failure to send (broker down) is logged instead of raised: for work
     that has another way to get done."""
-    transaction.on_commit(partial(task_send, name, *args, queue=queue), robust=robust)
+
+    # A function, not a functools.partial: a robust callback that fails is logged by
+    # its __qualname__, which a partial lacks.
+    def send() -> None:
+        task_send(name, *args, queue=queue)
+
+    transaction.on_commit(send, robust=robust)
