@@ -7,10 +7,8 @@ import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
-from functools import partial
 from typing import Any
 
-from celery import current_app
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import Max, Q
@@ -23,6 +21,7 @@ from evalsite.datasets.models import Dataset, Item
 from evalsite.evals import conf
 from evalsite.evals.models import JudgeCall, Result, Run, RunScorer, ScorerConfig
 from evalsite.evals.services.scorers import scorer_fields_missing
+from evalsite.lib.tasks import task_send, task_send_on_commit
 from evalsite.lib.text import text_check_storable
 from evalsite.queues import CeleryQueue
 from scoring import (
@@ -40,22 +39,9 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 _STATE_FIELDS = ["status", "started_at", "finished_at", "error", "total"]
 # Items whose estimate is computed exactly; the rest of the run is extrapolated.
 _ESTIMATE_SAMPLE = 50
-# The evals tasks (evalsite/evals/tasks.py) are sent by name: the tasks import these
-# services, so importing the tasks here would make the two modules a cycle.
+# The evals tasks (evalsite/evals/tasks.py), sent by name (evalsite/lib/tasks.py).
 RUN_FANOUT_TASK = "evals.run_fanout"
 RUN_DISPATCH_TASK = "evals.run_dispatch"
-
-
-def _task_send(name: str, *args: int, queue: str | None = None) -> None:
-    """Send task `name` with `args`; a signature by name obeys CELERY_TASK_ALWAYS_EAGER
-    (tests) as Task.delay does, which app.send_task would not."""
-    options = {"queue": queue} if queue else {}
-    current_app.signature(name, args=args, **options).apply_async()
-
-
-def _task_send_on_commit(name: str, *args: int) -> None:
-    """Task.delay_on_commit, by name: send once the open transaction commits."""
-    transaction.on_commit(partial(_task_send, name, *args))
 
 
 def _judge_snapshot(scorer: ScorerConfig) -> dict[str, Any]:
@@ -221,7 +207,7 @@ def run_start(
             },
         )
         if enqueue:
-            _task_send_on_commit(RUN_FANOUT_TASK, run.pk)
+            task_send_on_commit(RUN_FANOUT_TASK, run.pk)
     logger.info("run %s started: %s results", run.pk, total)
     return run
 
@@ -368,7 +354,7 @@ def run_retry_failed(*, run: Run, user: User | None) -> int:
             f"retried the {len(ids)} failed results of {_named(locked)}",
             after={"retried": len(ids)},
         )
-        _task_send_on_commit(RUN_FANOUT_TASK, locked.pk)
+        task_send_on_commit(RUN_FANOUT_TASK, locked.pk)
     run.refresh_from_db(fields=_STATE_FIELDS)
     return len(ids)
 
@@ -422,11 +408,8 @@ def _audit(
 
 def run_fanout(*, run_id: int) -> int:
     """Mark the run running and send its dispatch tasks (conf.dispatchers_per_run();
-    each judges many results at once, see services/dispatch.py). Returns how many."""
-    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
-        status=Run.Status.RUNNING, started_at=timezone.now()
-    )
-    if not Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():
+    each judges many results at once, see evals/engine/dispatch.py). Returns how many."""
+    if not run_mark_running(run_id=run_id):
         return 0
     if not Result.objects.filter(run_id=run_id, status=Result.Status.PENDING).exists():
         run_finish_if_complete(run_id=run_id)
@@ -437,9 +420,17 @@ def run_fanout(*, run_id: int) -> int:
     return count
 
 
+def run_mark_running(*, run_id: int) -> bool:
+    """A queued run becomes running (once); whether the run is running now."""
+    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
+        status=Run.Status.RUNNING, started_at=timezone.now()
+    )
+    return Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists()
+
+
 def task_send_dispatch(run_id: int) -> None:
     """Send one dispatch task of the run to the scoring queue."""
-    _task_send(RUN_DISPATCH_TASK, run_id, queue=CeleryQueue.SCORING)
+    task_send(RUN_DISPATCH_TASK, run_id, queue=CeleryQueue.SCORING)
 
 
 def run_finish_if_complete(*, run_id: int) -> bool:
