@@ -9,7 +9,6 @@ from ninja.pagination import paginate
 
 from evalsite.accounts import services
 from evalsite.accounts.models import (
-    AuditEvent,
     Invitation,
     InvitationStatus,
     Membership,
@@ -30,7 +29,7 @@ from evalsite.accounts.schemas import (
     ProjectOut,
 )
 from evalsite.accounts.selectors import (
-    MembershipEventsWithoutEmails,
+    AuditEventsReadable,
     audit_event_list_for,
     invitation_get_for_user,
     invitation_list,
@@ -291,7 +290,7 @@ def invitation_decline_mine(
 @paginate(LimitOffsetPagination)
 def membership_event_list_endpoint(
     request: AuthenticatedHttpRequest, project_id: int
-) -> QuerySet[AuditEvent] | MembershipEventsWithoutEmails:
+) -> AuditEventsReadable:
     project = project_get_for_user(user=request.user, pk=project_id)
     return membership_event_list_for(project=project, membership=project.membership)
 

@@ -193,37 +193,15 @@ def _event_without_emails(event: AuditEvent) -> AuditEvent:
     return event
 
 
-class MembershipEventsWithoutEmails(Sequence[AuditEvent]):
-    """The access log as a non-owner reads it: invitee and new-account emails are
-    dropped from each event's details (only owners, who manage invitations and
-    accounts, see them). Lazy like the queryset it wraps: Django's Paginator and
-    ninja's pagination count it with len() and read one slice."""
-
-    def __init__(self, events: QuerySet[AuditEvent]) -> None:
-        self._events = events
-
-    def __len__(self) -> int:
-        return self._events.count()
-
-    @overload
-    def __getitem__(self, index: int) -> AuditEvent: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[AuditEvent]: ...
-    def __getitem__(self, index: int | slice) -> AuditEvent | list[AuditEvent]:
-        if isinstance(index, slice):
-            return [_event_without_emails(e) for e in self._events[index]]
-        return _event_without_emails(self._events[index])
-
-
 def membership_event_list_for(
     *, project: Project, membership: Membership
-) -> QuerySet[AuditEvent] | MembershipEventsWithoutEmails:
-    """The access log as `membership` may read it: whole for owners, without emails
-    for everyone else."""
-    events = membership_event_list(project=project)
-    if membership.can_manage:
-        return events
-    return MembershipEventsWithoutEmails(events)
+) -> AuditEventsReadable:
+    """The access log as `membership` may read it: emails for owners only."""
+    return AuditEventsReadable(
+        membership_event_list(project=project),
+        membership=membership,
+        user=membership.user,
+    )
 
 
 # ------------------------------------------------------------------ the audit log
