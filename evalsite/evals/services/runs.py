@@ -361,8 +361,9 @@ def run_retry_failed(*, run: Run, user: User | None) -> int:
 
 def run_delete(*, run: Run, user: User | None) -> None:
     """Delete a run that is not queued or running, with its results, and record it:
-    the event keeps the run's id and name, so the log still says what was deleted."""
-    with transaction.atomic(durable=True):
+    the event keeps the run's id and name, so the log still says what was deleted.
+    Not durable: the admin deletes inside its own transaction."""
+    with transaction.atomic():
         locked = Run.objects.select_for_update().filter(pk=run.pk).first()
         if locked is None:
             return  # already deleted

@@ -279,3 +279,24 @@ def test_membership_changes_are_in_the_one_log(project, owner):
     )
     assert event.summary == "olivia added nina"
     assert event.after == {"role": "reviewer"}
+
+
+def test_a_run_deleted_in_the_admin_is_recorded(admin_client, admin_user, project):
+    run = RunFactory(project=project, name="gone", status=Run.Status.DONE)
+    response = admin_client.post(f"/admin/evals/run/{run.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Run.objects.filter(pk=run.pk).exists()
+    event = _only("run.delete")
+    assert (event.actor, event.run_id, event.object_label) == (
+        admin_user,
+        run.pk,
+        "gone",
+    )
+
+
+def test_the_admin_cannot_delete_a_running_run(admin_client, project):
+    run = RunFactory(project=project, status=Run.Status.RUNNING)
+    response = admin_client.post(f"/admin/evals/run/{run.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 403
+    assert Run.objects.filter(pk=run.pk).exists()
+    assert not AuditEvent.objects.exists()
