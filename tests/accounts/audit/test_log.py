@@ -226,3 +226,31 @@ def test_events_naming_a_deleted_result_still_show(client, owner, project):
     body = client.get(f"/api/projects/{project.pk}/audit").json()
     assert _ids(body["items"]) == [event.pk]
     assert body["items"][0]["result_id"] == result.pk
+
+
+def test_a_blind_results_details_are_hidden_from_its_reviewer(
+    client, project, owner, reviewer, viewer
+):
+    from tests.factories import QueueEntryFactory, ReviewQueueFactory
+
+    result = ResultFactory(run=RunFactory(project=project))
+    queue = ReviewQueueFactory(project=project, run=result.run, blind=True, size=1)
+    QueueEntryFactory(queue=queue, result=result, position=1)
+    _event(
+        project,
+        owner,
+        "override.create",
+        run=result.run,
+        result=result,
+        summary="olivia flipped pass to fail",
+        after={"passed": False},
+    )
+    client.force_login(reviewer)
+    item = client.get(f"/api/projects/{project.pk}/audit").json()["items"][0]
+    assert "flipped" not in item["summary"] and item["after"] is None
+    export = b"".join(client.get(f"/projects/{project.pk}/audit/export.csv")).decode()
+    assert "flipped" not in export
+    assert "flipped" not in client.get(f"/projects/{project.pk}/audit/").text
+    client.force_login(viewer)  # answers no queue, so nothing is blind to them
+    item = client.get(f"/api/projects/{project.pk}/audit").json()["items"][0]
+    assert item["summary"] == "olivia flipped pass to fail"
