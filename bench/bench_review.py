@@ -205,8 +205,8 @@ def _reset_reviews(run: Any, user: Any) -> None:
     from django.db.models import F, Q
     from django.utils import timezone
 
-    from evalsite.evals.models import Result
-    from evalsite.review.models import AuditEvent, Override, ReviewVersion
+    from evalsite.evals.models import Override, Result, ReviewVersion
+    from evalsite.review.models import AuditEvent
 
     now = timezone.now()
     with transaction.atomic():

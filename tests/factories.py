@@ -25,21 +25,16 @@ from evalsite.accounts.models import (
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.crypto import secret_encrypt
 from evalsite.evals.models import (
+    Comment,
     JudgeCall,
     JudgeConnection,
+    Override,
     Result,
     Run,
     RunScorer,
     ScorerConfig,
 )
-from evalsite.review.models import (
-    AuditEvent,
-    Comment,
-    Override,
-    QueueEntry,
-    ReviewQueue,
-    SavedFilter,
-)
+from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue, SavedFilter
 from scoring import KINDS, validate_options
 
 

@@ -1,4 +1,4 @@
-"""Review API: 2–4 runs compared, run A the baseline, items matched across datasets."""
+"""Compare API: 2–4 runs compared, run A the baseline, items matched across datasets."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ from typing import Any
 
 from ninja import Query, Router
 
+from evalsite.compare import selectors
+from evalsite.compare.schemas import CompareOut, CompareQueryIn
+from evalsite.compare.selectors import STATS_METHODS, ScorerDelta, compare_rows_mask
 from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.datasets.matching.selectors import MatchSpec
 from evalsite.evals.selectors import run_get_for_user
-from evalsite.review import selectors
-from evalsite.review.schemas import CompareOut, CompareQueryIn
-from evalsite.review.selectors.blind import compare_rows_mask
-from evalsite.review.selectors.compare import STATS_METHODS, ScorerDelta
-from evalsite.review.selectors.matching import MatchSpec
 
-router = Router(tags=["review"])
+router = Router(tags=["compare"])
 
 
 def _pair(d: ScorerDelta) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -25,11 +26,7 @@ from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.datasets.models import Item
-from evalsite.evals.models import Result, Run, RunScorer
-from evalsite.lib.db import column_name
-from evalsite.review.models import DatasetMatchPair
-from evalsite.review.selectors.matching import (
+from evalsite.datasets.matching.selectors import (
     MAX_SIDES,
     MIN_SIDES,
     DuplicateKey,
@@ -38,10 +35,14 @@ from evalsite.review.selectors.matching import (
     duplicates_message,
     item_key_expression,
 )
-from evalsite.review.services.dataset_matches import (
+from evalsite.datasets.matching.services import (
     dataset_match_get_or_create,
     match_duplicates,
 )
+from evalsite.datasets.models import DatasetMatchPair, Item
+from evalsite.evals.models import Result, Run, RunScorer
+from evalsite.lib.db import column_name
+from evalsite.review.selectors.blind import AnyUser, blind_result_ids
 from scoring import KINDS
 from scoring.stats import (
     PairedT,
@@ -876,3 +877,21 @@ def compare_item(
             for d in candidate.deltas
         ],
     )
+
+
+def compare_rows_mask(
+    rows: Iterable[CompareRow], *, user: AnyUser, project_id: int, project: Any = None
+) -> None:
+    """Blank the scores, pass/fail and delta of compare rows whose run A or run B
+    result is blind to `user` (in memory). The runs' aggregate deltas still count
+    them, as every aggregate does."""
+    rows = list(rows)
+    ids = {r.a_result_id for r in rows} | {r.b_result_id for r in rows}
+    blind = blind_result_ids(
+        user=user, project_id=project_id, result_ids=ids, project=project
+    )
+    for row in rows:
+        if row.a_result_id in blind or row.b_result_id in blind:
+            row.a_score = row.b_score = row.delta = row.badness = None
+            row.a_passed = row.b_passed = None
+            row.flip = 0

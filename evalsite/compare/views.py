@@ -11,13 +11,9 @@ from django.views.decorators.http import require_GET
 
 from evalsite.accounts.models import Project
 from evalsite.accounts.selectors import project_get_for_user
-from evalsite.core.exceptions import ApplicationError
-from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.lib.htmx import partial, vary_on_htmx
-from evalsite.review import selectors
-from evalsite.review.forms import CompareForm
-from evalsite.review.selectors.blind import compare_rows_mask, results_mask
-from evalsite.review.selectors.compare import (
+from evalsite.compare import selectors
+from evalsite.compare.forms import CompareForm
+from evalsite.compare.selectors import (
     ONLY_CHOICES,
     SIDE_LABELS,
     STATS_METHODS,
@@ -25,11 +21,16 @@ from evalsite.review.selectors.compare import (
     Comparison,
     ScorerDelta,
     Unmatched,
+    compare_rows_mask,
 )
-from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
-from evalsite.review.selectors.matching import MatchSpec, normalise_input
+from evalsite.core.exceptions import ApplicationError
+from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.datasets.matching.selectors import MatchSpec, normalise_input
+from evalsite.lib.htmx import partial, vary_on_htmx
+from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
+from evalsite.review.selectors.blind import results_mask
 
-TEMPLATE = "review/compare.html"
+TEMPLATE = "compare/compare.html"
 # What run A's regressions are once B is the baseline.
 _SWAPPED_ONLY = {"regressions": "improvements", "improvements": "regressions"}
 _SWAPPED_UNMATCHED = {"removed": "added", "added": "removed"}
@@ -81,8 +82,8 @@ def _compare_context(
         "side_labels": SIDE_LABELS,
         "methods": STATS_METHODS,
         # In the context, not {% url as %} in the page: the htmx partials need them.
-        "compare_url": reverse("review:compare", args=[project.pk]),
-        "item_url": reverse("review:compare_item", args=[project.pk]),
+        "compare_url": reverse("compare:compare", args=[project.pk]),
+        "item_url": reverse("compare:compare_item", args=[project.pk]),
     }
     if not form.is_bound:
         return context, 200
@@ -186,7 +187,7 @@ def compare(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     canonical = CompareForm(request.GET, project=project).canonical_query()
     if canonical is not None:
         # The runs list's ?runs=…&order=oldest, resolved once into ?a=&b=.
-        return redirect(f"{reverse('review:compare', args=[project.pk])}?{canonical}")
+        return redirect(f"{reverse('compare:compare', args=[project.pk])}?{canonical}")
     context, status = _compare_context(request, project, with_item=False)
     template = partial(request, TEMPLATE, "compare-body")
     return render(request, template, context, status=status)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files import File
@@ -17,6 +17,7 @@ from django.db.models import Max
 from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.agentdata import AGENT_FIELDS
+from evalsite.datasets.matching.services import DATASET_VERSIONS_MATCH_TASK
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.parsing import (
     FileFormat,
@@ -223,16 +224,13 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
     )
 
 
-# Called with a new dataset version's id (version 2 and up) inside the upload's
-# transaction; installed by an app above this one (review matches the new version's
-# items with the previous version's, for compare).
-_version_listeners: list[Callable[[int], None]] = []
-
-
-def on_dataset_version(listener: Callable[[int], None]) -> None:
-    """Register `listener(dataset_id)` for new versions (one listener; the last one
-    wins). It runs inside the upload's transaction and should act on commit."""
-    _version_listeners[:] = [listener]
+def _versions_match_on_commit(dataset_id: int) -> None:
+    """Match a new version's items with the previous version's in the background,
+    once the upload commits, so that the first compare of runs on the two finds the
+    matching stored. The upload stands whether or not the message goes out (robust:
+    a broker down is logged); compare then matches the versions itself."""
+    task = current_app.signature(DATASET_VERSIONS_MATCH_TASK, args=(dataset_id,))
+    transaction.on_commit(lambda: task.apply_async(), robust=True)
 
 
 def dataset_create(
@@ -346,8 +344,7 @@ def dataset_create(
         dataset.columns = columns
         dataset.save(update_fields=["item_count", "columns"])
         if dataset.version > 1:
-            for listener in _version_listeners:
-                listener(dataset.pk)
+            _versions_match_on_commit(dataset.pk)
     return dataset
 
 

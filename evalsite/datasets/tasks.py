@@ -2,6 +2,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from evalsite.datasets.matching.services import (
+    DATASET_VERSIONS_MATCH_TASK,
+    dataset_versions_match,
+)
 from evalsite.datasets.uploads import uploads_cleanup
 
 
@@ -9,3 +13,11 @@ from evalsite.datasets.uploads import uploads_cleanup
 def dataset_uploads_cleanup() -> int:
     """Delete upload files abandoned between the preview and mapping steps (> 1 hour old)."""
     return uploads_cleanup()
+
+
+@shared_task(name=DATASET_VERSIONS_MATCH_TASK, acks_late=True)
+def dataset_versions_match_task(dataset_id: int) -> int:
+    """Match a new dataset version with its previous version (sent by the upload on
+    commit). Safe to run again: a stored matching is kept. Returns how many rules
+    were matched."""
+    return len(dataset_versions_match(dataset_id=dataset_id))

@@ -42,10 +42,6 @@ from evalsite.review.selectors.pairwise import preferences_visible_to
 PairwiseFormat = Literal["csv", "jsonl"]
 
 CHUNK_SIZE = 2000
-MEDIA_TYPES: dict[str, str] = {
-    "csv": "text/csv; charset=utf-8",
-    "jsonl": "application/x-ndjson; charset=utf-8",
-}
 
 # (column, Preference field read for it); None: computed from the row.
 _FIELDS: tuple[tuple[str, str | None], ...] = (

@@ -18,7 +18,7 @@ from evalsite.core.schemas import ErrorOut
 from evalsite.datasets.imports.base import ImportedRow, ImportSummary
 from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.schemas import DatasetOut
-from evalsite.review.services.imports import import_create
+from evalsite.imports.services import import_create
 
 router = Router(tags=["imports"])
 

@@ -30,7 +30,7 @@ from evalsite.datasets.imports.services import (
 )
 from evalsite.datasets.parsing import Problem
 from evalsite.datasets.services import dataset_check_upload
-from evalsite.review.services.imports import ImportOutcome, import_create
+from evalsite.imports.services import ImportOutcome, import_create
 
 _SESSION_KEY = "dataset_imports"
 
@@ -48,13 +48,13 @@ def import_start(request: AuthenticatedHttpRequest, project_id: int) -> HttpResp
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     if request.method == "GET":
         return render(
-            request, "datasets/import.html", {"project": project, "form": ImportForm()}
+            request, "imports/import.html", {"project": project, "form": ImportForm()}
         )
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         return render(
             request,
-            "datasets/import.html",
+            "imports/import.html",
             {"project": project, "form": form},
             status=400,
         )
@@ -69,7 +69,7 @@ def import_start(request: AuthenticatedHttpRequest, project_id: int) -> HttpResp
     except ApplicationError as exc:
         return render(
             request,
-            "datasets/import.html",
+            "imports/import.html",
             {
                 "project": project,
                 "form": form,
@@ -188,7 +188,7 @@ def import_preview_view(
             }
         )
     context["form"] = form
-    return render(request, "datasets/import_preview.html", context, status=status)
+    return render(request, "imports/import_preview.html", context, status=status)
 
 
 def _imported(

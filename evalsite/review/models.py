@@ -5,73 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from evalsite.accounts.models import MAX_OVERLAP, Project
-from evalsite.datasets.models import Dataset
-from evalsite.evals.models import Result, Run, RunScorer
-
-
-class Override(models.Model):
-    class Kind(models.TextChoices):
-        VERDICT = "verdict", "Verdict"
-        SCORE = "score", "Score"
-        PASS = "pass", "Pass/fail"
-
-    result = models.ForeignKey(
-        Result, on_delete=models.CASCADE, related_name="overrides"
-    )
-    kind = models.CharField(max_length=8, choices=Kind.choices)
-    path = models.CharField(
-        max_length=200, blank=True, help_text='e.g. "verdicts.2.verdict"'
-    )
-    old_value = models.JSONField(null=True)
-    new_value = models.JSONField(null=True)
-    note = models.TextField(blank=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    reverted_at = models.DateTimeField(null=True, blank=True)
-    reverted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    # Maintained by the review services: True for the active verdict override that
-    # decides a path's final value when that value differs from the judge's (so a
-    # flip and a flip back count 0, two flips of one verdict count 1).
-    counts_as_flip = models.BooleanField(default=False)
-    # The result's review state (reviewed, human_passed, reviewed_by_id, reviewed_at)
-    # just before this override, so undoing the latest change restores it exactly.
-    prior_review = models.JSONField(default=dict, blank=True)
-
-    class Meta:
-        ordering = ["result_id", "created_at", "id"]
-        indexes = [models.Index(fields=["result", "reverted_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.path} → {self.new_value!r}"
-
-    @property
-    def is_active(self) -> bool:
-        return self.reverted_at is None
-
-
-class Comment(models.Model):
-    result = models.ForeignKey(
-        Result, on_delete=models.CASCADE, related_name="comments"
-    )
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    body = models.TextField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-
-    def __str__(self) -> str:
-        return self.body[:40]
+from evalsite.evals.models import Result, Run
 
 
 class AuditEvent(models.Model):
@@ -105,26 +39,6 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_id}"
-
-
-class ReviewVersion(models.Model):
-    """How many review writes a run scorer's results have had.
-
-    Every review service bumps it in the same transaction as its change, so the
-    review side of the run aggregates can be cached per version and carried from one
-    version to the next by the change alone (see selectors.review_groups_advance).
-    """
-
-    run_scorer = models.OneToOneField(
-        RunScorer,
-        primary_key=True,
-        on_delete=models.CASCADE,
-        related_name="review_version",
-    )
-    version = models.PositiveBigIntegerField(default=0)
-
-    def __str__(self) -> str:
-        return f"{self.run_scorer_id}@{self.version}"
 
 
 # Review queues: an ordered, frozen list of results built from explorer filters.
@@ -492,68 +406,3 @@ class Preference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.choice} by {self.reviewer_id} on pair {self.pair_id}"
-
-
-class DatasetMatch(models.Model):
-    """The items of two datasets matched by one rule (selectors.matching), kept for
-    good: items never change once uploaded, so a pair of datasets and a rule match
-    the same way forever. Compare joins the results on its pairs instead of matching
-    again (2 × 25k items take ~100 ms). A new version of a dataset is matched with
-    its previous version in the background (tasks.dataset_versions_match).
-    """
-
-    dataset_a = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
-    dataset_b = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
-    rule = models.CharField(max_length=120, help_text="MatchSpec.cache_token()")
-    items_a = models.PositiveIntegerField()
-    items_b = models.PositiveIntegerField()
-    matched = models.PositiveIntegerField()
-    only_in_a = models.PositiveIntegerField()
-    only_in_b = models.PositiveIntegerField()
-    no_key_a = models.PositiveIntegerField()
-    no_key_b = models.PositiveIntegerField()
-    # Keys held by several items of one side: [{side, key, item_ids, item_indexes}].
-    duplicates = models.JSONField(default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["dataset_a", "dataset_b", "rule"],
-                name="unique_dataset_match_per_rule",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"datasets {self.dataset_a_id} ~ {self.dataset_b_id} by {self.rule}"
-
-
-class DatasetMatchPair(models.Model):
-    """One matched item: dataset A's item and dataset B's, under one DatasetMatch.
-
-    A table rather than a list on the match, so that compare's SQL joins the results
-    on it directly: no list read into Python and sent back as array literals, and
-    Postgres may run the scorers' joins in parallel (four scorers' figures of two
-    100k-result runs: 95 ms from array literals, 65 ms from this table). The item ids
-    are plain columns, not foreign keys: the rows go with their match, which goes
-    with its datasets, and 25k foreign-key checks would double the insert.
-    """
-
-    pk = models.CompositePrimaryKey("match", "item_a")
-    # No index of its own: the primary key (match, item_a) leads with it. No
-    # constraint in the database either: Postgres checked it once per inserted pair
-    # (25k checks took 80 of the 180 ms of storing a matching, bench_compare's
-    # datasets); the pairs are only ever inserted for a match just saved in the same
-    # transaction, and deleted with it by Django's cascade.
-    match = models.ForeignKey(
-        DatasetMatch,
-        on_delete=models.CASCADE,
-        related_name="pairs",
-        db_index=False,
-        db_constraint=False,
-    )
-    item_a = models.BigIntegerField()
-    item_b = models.BigIntegerField()
-
-    def __str__(self) -> str:
-        return f"{self.item_a} ~ {self.item_b}"

@@ -1,6 +1,5 @@
 """Review work too large for a web request: bulk accept / assign over every result
-matching a filter (see services.bulk and views.explorer), and matching a new dataset
-version with the previous one for compare (services.dataset_matches)."""
+matching a filter (see services.bulk and views.explorer)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from evalsite.review.services.bulk import (
     results_accept,
     results_assign,
 )
-from evalsite.review.services.dataset_matches import dataset_versions_match
 
 
 @shared_task(name="review.bulk_action", acks_late=True)
@@ -56,23 +54,6 @@ def review_bulk_action(
         run=run,
     )
     return outcome.summary()
-
-
-@shared_task(name="review.dataset_versions_match", acks_late=True)
-def dataset_versions_match_task(dataset_id: int) -> int:
-    """Match a new dataset version with its previous version, so that the first
-    compare of runs on the two finds the matching stored. Safe to run again: a
-    stored matching is kept. Returns how many rules were matched."""
-    return len(dataset_versions_match(dataset_id=dataset_id))
-
-
-def dataset_versions_match_on_commit(dataset_id: int) -> None:
-    """Send dataset_versions_match_task once the upload's transaction commits. The
-    upload stands whether or not the message goes out (robust: a broker down is
-    logged); compare then matches the versions itself on its first page."""
-    transaction.on_commit(
-        lambda: dataset_versions_match_task.delay(dataset_id), robust=True
-    )
 
 
 def bulk_start_in_background(

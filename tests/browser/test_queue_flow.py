@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import Role
-from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Comment, QueueEntry
+from evalsite.evals.models import Comment, Result
+from evalsite.review.models import AuditEvent, QueueEntry
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import queue_create
 from evalsite.review.services.guidelines import guideline_save

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import Role
-from evalsite.review.models import Override
+from evalsite.evals.models import Override
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import queue_create
 from tests.browser.conftest import login

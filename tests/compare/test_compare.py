@@ -124,7 +124,7 @@ def test_api_states_the_tests_and_their_figures(client, viewer, runs):
 
 def test_compare_page_paginates_and_serves_the_partial(client, viewer, project, runs):
     a, b = runs
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     html = (
         login(client, viewer)
         .get(f"{url}?a={a.pk}&b={b.pk}&per_page=2")
@@ -150,7 +150,7 @@ def test_compare_page_filters_regressed_and_changed_verdict(
     client, viewer, project, runs
 ):
     a, b = runs
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     login(client, viewer)
     html = client.get(f"{url}?a={a.pk}&b={b.pk}&only=regressions").content
     rows = html.decode().split('id="compare-rows"')[1]
@@ -165,7 +165,7 @@ def test_compare_page_filters_regressed_and_changed_verdict(
 
 def test_compare_page_needs_two_to_four_distinct_runs(client, viewer, project, runs):
     a, b = runs
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     login(client, viewer)
     assert client.get(url).status_code == 200  # the empty form
     one = client.get(f"{url}?a={a.pk}")  # from a run page: A chosen, B to pick
@@ -198,12 +198,12 @@ def test_runs_of_another_project_are_not_found(client, outsider, project, runs):
         client.get(f"/api/runs/{own_run.pk}/compare/{own_run.pk}?also={a.pk}")
     ).status_code == 404
     page = client.get(
-        reverse("review:compare", args=[own.pk]) + f"?a={own_run.pk}&b={a.pk}"
+        reverse("compare:compare", args=[own.pk]) + f"?a={own_run.pk}&b={a.pk}"
     )
     assert page.status_code == 404
     assert (
         client.get(
-            reverse("review:compare", args=[project.pk]) + f"?a={a.pk}&b={b.pk}"
+            reverse("compare:compare", args=[project.pk]) + f"?a={a.pk}&b={b.pk}"
         ).status_code
         == 404
     )
@@ -218,14 +218,14 @@ def test_member_with_runs_in_two_projects_cannot_mix_them(client, owner, project
     foreign = make_run(other, kinds=["faithfulness"])
     login(client, owner)
     assert client.get(f"/api/runs/{a.pk}/compare/{foreign.pk}").status_code == 404
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     assert client.get(f"{url}?a={a.pk}&b={foreign.pk}").status_code == 404
 
 
 def test_login_required(client, project, runs):
     a, b = runs
     assert client.get(f"/api/runs/{a.pk}/compare/{b.pk}").status_code == 401
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     assert client.get(f"{url}?a={a.pk}&b={b.pk}").status_code == 302
 
 
@@ -293,7 +293,7 @@ def test_compare_page_picks_run_a_scorer_by_run_scorer_and_swaps_to_b_one(
     a, b = runs
     hall_a = a.run_scorers.get(kind="hallucination")
     hall_b = b.run_scorers.get(kind="hallucination")
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     html = (
         login(client, viewer)
         .get(

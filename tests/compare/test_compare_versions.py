@@ -105,7 +105,7 @@ def test_versions_page_reports_added_removed_and_lists_regressions(
     client, viewer, project, versions
 ):
     _, _, a, b = versions
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     html = login(client, viewer).get(f"{url}?a={a.pk}&b={b.pk}").content.decode()
     assert "metadata key “id”" in html
     assert ">1 only in A (removed)</a>" in html and ">1 only in B (added)</a>" in html
@@ -141,7 +141,7 @@ def test_removed_and_added_items_are_listed(client, viewer, project, versions):
     assert _api(client, a, b).json()["unmatched"] is None
     assert _api(client, a, b, "?unmatched=bogus").status_code == 422
 
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     html = client.get(f"{url}?a={a.pk}&b={b.pk}&unmatched=removed").content
     section = html.decode().split('id="compare-unmatched"')[1]
     assert "Colour of the sky?" in section and "Smallest prime?" not in section
@@ -218,7 +218,7 @@ def test_duplicate_keys_are_an_error_naming_them(client, owner, project):
     body = resp.json()
     assert "'k' (items 0, 1)" in body["detail"] and f"run A (#{a.pk})" in body["detail"]
     assert body["errors"][0]["field"] == "key"
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     page = client.get(f"{url}?a={a.pk}&b={b.pk}")
     assert page.status_code == 400
     assert "&#x27;k&#x27; (items 0, 1)" in page.content.decode()
@@ -231,7 +231,7 @@ def test_bad_match_rule_is_a_clear_error(client, owner, versions):
     login(client, owner)
     assert _api(client, a, b, "?match=fuzzy").status_code in (400, 422)
     assert _api(client, a, b, "?key=").status_code in (400, 422)
-    url = reverse("review:compare", args=[a.project_id])
+    url = reverse("compare:compare", args=[a.project_id])
     page = client.get(f"{url}?a={a.pk}&b={b.pk}&match=fuzzy")
     assert page.status_code == 400
 
@@ -242,7 +242,7 @@ def test_side_by_side_shows_both_outputs_with_a_word_diff(
     v1, v2, a, b = versions
     a_item = v1.items.get(index=1)
     b_item = v2.items.get(index=1)
-    url = reverse("review:compare_item", args=[project.pk])
+    url = reverse("compare:compare_item", args=[project.pk])
     query = f"?a={a.pk}&b={b.pk}&a_item={a_item.pk}&b_item={b_item.pk}"
     login(client, viewer)
     page = client.get(url + query)
@@ -269,7 +269,7 @@ def test_side_by_side_escapes_item_text(client, viewer, project):
     )
     d2 = DatasetFactory(project=project, rows=_rows([("x", "<b>q</b>", "<i>ok</i>")]))
     a, b = make_run(project, dataset=d1), make_run(project, dataset=d2)
-    url = reverse("review:compare_item", args=[project.pk])
+    url = reverse("compare:compare_item", args=[project.pk])
     html = (
         login(client, viewer)
         .get(
@@ -296,7 +296,7 @@ def test_four_runs_compare_each_with_the_baseline(client, viewer, project, versi
     assert data["against"] == c.pk and data["count"] == 4
     # D has no faithfulness scorer: nothing to pair
     assert data["candidates"][2]["pairs"] == []
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     html = client.get(
         f"{url}?a={a.pk}&b={b.pk}&c={c.pk}&d={d.pk}&against={c.pk}"
     ).content.decode()
@@ -316,7 +316,7 @@ def test_runs_list_and_run_page_link_to_compare(client, viewer, project, version
     detail = client.get(
         reverse("evals:run_detail", args=[project.pk, a.pk])
     ).content.decode()
-    assert reverse("review:compare", args=[project.pk]) + f"?a={a.pk}" in detail
+    assert reverse("compare:compare", args=[project.pk]) + f"?a={a.pk}" in detail
 
 
 def test_runs_list_sends_newest_first_and_the_oldest_becomes_run_a(
@@ -325,7 +325,7 @@ def test_runs_list_sends_newest_first_and_the_oldest_becomes_run_a(
     """The runs list's ?order=oldest&runs=<newest>&runs=<oldest> is resolved once
     into ?a=<oldest>&b=<newest>: the URL, the selects and the heading agree."""
     _, _, a, b = versions  # a is older
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     login(client, viewer)
     response = client.get(f"{url}?order=oldest&runs={b.pk}&runs={a.pk}&key=id")
     assert response.status_code == 302
@@ -342,7 +342,7 @@ def test_runs_list_baseline_the_user_designates_is_run_a(
     client, viewer, project, versions
 ):
     _, _, a, b = versions  # a is older, b designated
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     login(client, viewer)
     response = client.get(f"{url}?order=oldest&runs={b.pk}&runs={a.pk}&baseline={b.pk}")
     assert response["Location"] == f"{url}?a={b.pk}&b={a.pk}"
@@ -396,7 +396,7 @@ def test_baseline_survives_every_resubmit_and_swaps_on_request(
         for item in ds.items.all():
             item.metadata = {**item.metadata, "qid": item.metadata["id"]}
             item.save(update_fields=["metadata"])
-    url = reverse("review:compare", args=[project.pk])
+    url = reverse("compare:compare", args=[project.pk])
     login(client, viewer)
     first = client.get(f"{url}?order=oldest&runs={b.pk}&runs={a.pk}", follow=True)
     html = first.content.decode()

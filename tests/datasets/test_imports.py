@@ -18,7 +18,7 @@ from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
-from evalsite.review.services.imports import import_create
+from evalsite.imports.services import import_create
 from evalsite.review.services.overrides import override_create
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"
@@ -228,7 +228,7 @@ def test_unknown_tool_is_refused(project, owner):
 
 @pytest.mark.django_db
 def test_a_failure_after_the_dataset_rolls_everything_back(project, owner, monkeypatch):
-    from evalsite.review.services import imports
+    from evalsite.imports import services as imports
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")

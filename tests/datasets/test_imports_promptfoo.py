@@ -15,8 +15,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
+from evalsite.imports.services import import_create
 from evalsite.review.models import AuditEvent
-from evalsite.review.services.imports import import_create
 from evalsite.review.services.overrides import override_create
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"

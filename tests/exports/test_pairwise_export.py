@@ -16,9 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evalsite.accounts.models import Role
+from evalsite.exports.pairwise import COLUMNS
 from evalsite.review.models import PairwiseItem, Preference
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.pairwise_export import COLUMNS
 from evalsite.review.services import queue_create
 from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_create
 from tests.conftest import bearer, login
@@ -42,7 +42,7 @@ def runs(project):
 
 
 def _page_url(queue, fmt="csv"):
-    return reverse(f"review:pairwise_export_{fmt}", args=[queue.project_id, queue.pk])
+    return reverse(f"exports:pairwise_export_{fmt}", args=[queue.project_id, queue.pk])
 
 
 def _body(response) -> str:
@@ -268,7 +268,9 @@ def test_isolation_and_roles(client, runs, owner, viewer, outsider):
     other = ProjectFactory(name="Other")
     MembershipFactory(project=other, user=owner, role=Role.OWNER)
     other_queue = pairwise_queue(make_model_runs(other, n=2), owner)
-    url = reverse("review:pairwise_export_csv", args=[queue.project_id, other_queue.pk])
+    url = reverse(
+        "exports:pairwise_export_csv", args=[queue.project_id, other_queue.pk]
+    )
     assert login(client, owner).get(url).status_code == 404
     # A review queue's id is not a pairwise queue.
     run = make_run(queue.project, n_items=2)

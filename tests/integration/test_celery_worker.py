@@ -31,8 +31,8 @@ def test_a_new_dataset_version_is_matched_by_a_real_worker(
 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
+    from evalsite.datasets.models import DatasetMatch
     from evalsite.datasets.services import dataset_create
-    from evalsite.review.models import DatasetMatch
 
     def upload(keys: list[str]) -> SimpleUploadedFile:
         rows = [{"input": f"q {k}", "output": "a", "metadata": {"id": k}} for k in keys]

@@ -17,9 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals.models import Result, Run
+from evalsite.evals.models import Override, Result, Run
 from evalsite.evals.services.runs import run_finish_if_complete, run_retry_failed
-from evalsite.review.models import Override
 from evalsite.review.selectors import aggregates, run_aggregates
 from evalsite.review.selectors.aggregates import _bin_of
 from evalsite.review.services import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override
+from evalsite.evals.models import Override, Result
+from evalsite.review.models import AuditEvent
 from evalsite.review.services import override_create
 from tests.conftest import login
 from tests.review.builders import make_run

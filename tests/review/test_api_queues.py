@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import Role
-from evalsite.evals.models import Result
+from evalsite.evals.models import Comment, Result
 from evalsite.review import services
-from evalsite.review.models import Comment, ReviewQueue
+from evalsite.review.models import ReviewQueue
 from tests.conftest import bearer
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import judged_claims, make_run

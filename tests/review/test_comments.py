@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evalsite.review.models import AuditEvent, Comment
+from evalsite.evals.models import Comment
+from evalsite.review.models import AuditEvent
 from tests.conftest import login
 from tests.factories import CommentFactory
 from tests.review.builders import make_run

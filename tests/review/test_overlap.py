@@ -8,11 +8,10 @@ from django.urls import reverse
 
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
-from evalsite.evals.models import Result
+from evalsite.evals.models import Override, Result
 from evalsite.review.models import (
     AuditEvent,
     FinalRule,
-    Override,
     QueueEntry,
     Review,
     ReviewQueue,

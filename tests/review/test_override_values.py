@@ -10,8 +10,7 @@ import pytest
 from django.urls import reverse
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals.models import Result, RunScorer
-from evalsite.review.models import Override
+from evalsite.evals.models import Override, Result, RunScorer
 from evalsite.review.selectors import run_aggregates
 from evalsite.review.selectors.aggregates import _bin_of
 from evalsite.review.services import override_create, override_revert, run_rescore

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from evalsite.core.exceptions import ApplicationError, ConflictError
-from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override
+from evalsite.evals.models import Override, Result
+from evalsite.review.models import AuditEvent
 from evalsite.review.services import (
     override_create,
     override_revert,

@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override
+from evalsite.evals.models import Override, Result
+from evalsite.review.models import AuditEvent
 from evalsite.review.services import overrides
 from tests.review.builders import make_run
 

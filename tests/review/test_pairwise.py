@@ -647,7 +647,7 @@ def test_compare_page_links_to_a_pairwise_queue_of_its_runs(client, project, own
     run_b = make_run(project, dataset=model_b.dataset)
     login(client, owner)
     page = client.get(
-        reverse("review:compare", args=[project.pk]),
+        reverse("compare:compare", args=[project.pk]),
         {"a": run_a.pk, "b": run_b.pk, "match": "input"},
     ).content.decode()
     link = _url("pairwise_create", project.pk, run_a.pk)

@@ -8,10 +8,10 @@ import pytest
 from django.urls import reverse
 
 from evalsite.accounts.models import ReviewerPreferences
-from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override, QueueEntry
+from evalsite.evals.models import Override, Result
+from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff
+from evalsite.review.models import AuditEvent, QueueEntry
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff
 from evalsite.review.selectors.labels import override_change, path_label
 from evalsite.review.selectors.preferences import reviewer_preferences
 from evalsite.review.services import (

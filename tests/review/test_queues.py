@@ -5,8 +5,8 @@ from django.urls import reverse
 
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override, QueueEntry, ReviewQueue
+from evalsite.evals.models import Override, Result
+from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import queue_progress
 from evalsite.review.services import queue_create

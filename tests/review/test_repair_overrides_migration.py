@@ -9,8 +9,8 @@ import pytest
 from django.apps import apps as django_apps
 from django.core.cache import cache
 
-from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override, ReviewVersion
+from evalsite.evals.models import Override, Result, ReviewVersion
+from evalsite.review.models import AuditEvent
 from evalsite.review.selectors import run_aggregates
 from evalsite.review.services import override_create, run_rescore
 from tests.factories import OverrideFactory

@@ -45,17 +45,10 @@ from hypothesis.stateful import (
 
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals.models import Result, Run, RunScorer
+from evalsite.evals.models import Comment, Override, Result, Run, RunScorer
 from evalsite.evals.services.execution import result_claim, store_result
 from evalsite.evals.services.runs import run_finish_if_complete
-from evalsite.review.models import (
-    Comment,
-    FinalRule,
-    Override,
-    QueueEntry,
-    Review,
-    ReviewQueue,
-)
+from evalsite.review.models import FinalRule, QueueEntry, Review, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import Selection
 from evalsite.review.services import (

@@ -11,8 +11,8 @@ import pytest
 from django.urls import reverse
 
 from evalsite.accounts.models import Project
-from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Comment, Override, ReviewQueue
+from evalsite.evals.models import Comment, Override, Result
+from evalsite.review.models import AuditEvent, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from tests.conftest import login
 from tests.factories import UserFactory

@@ -21,7 +21,6 @@ The public entry points, all keyword-only:
 - ``items_match(datasets=[...], spec=MatchSpec(...)) -> ItemMatching``: reads the
   items' keys (one query per distinct dataset) and matches them in Python. Fine for
   a pairwise review queue or a few hundred thousand items.
-- ``runs_match(runs=[...], spec=...)``: the same for the runs' datasets.
 - ``match_keys(sides, spec=...)``: the pure matching on (item id, index, key) rows.
 - ``item_key_expression(spec, prefix="")``: the key as an ORM expression, for
   selectors that match in SQL (compare at 100k results) with exactly the rule above.
@@ -44,7 +43,6 @@ from evalsite.core.exceptions import ApplicationError
 
 if TYPE_CHECKING:
     from evalsite.datasets.models import Dataset
-    from evalsite.evals.models import Run
 
 MatchMode = Literal["key", "input"]
 MATCH_MODES: tuple[MatchMode, ...] = ("key", "input")
@@ -357,11 +355,6 @@ def items_match(*, datasets: Sequence[Dataset | int], spec: MatchSpec) -> ItemMa
         )
     rows = {pk: _key_rows(pk, spec) for pk in dict.fromkeys(ids)}
     return match_keys([rows[pk] for pk in ids], spec=spec)
-
-
-def runs_match(*, runs: Sequence[Run], spec: MatchSpec) -> ItemMatching:
-    """items_match on the runs' datasets, in the runs' order. The caller checks access."""
-    return items_match(datasets=[run.dataset_id for run in runs], spec=spec)
 
 
 @dataclass

@@ -16,10 +16,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from evalsite.datasets.models import Dataset
-from evalsite.lib.db import column_name
-from evalsite.review.models import DatasetMatch, DatasetMatchPair
-from evalsite.review.selectors.matching import (
+from evalsite.datasets.matching.selectors import (
     DEFAULT_KEY,
     DuplicateKey,
     MatchSpec,
@@ -27,11 +24,16 @@ from evalsite.review.selectors.matching import (
     pair_match_counts,
     pair_match_ctes,
 )
+from evalsite.datasets.models import Dataset, DatasetMatch, DatasetMatchPair
+from evalsite.lib.db import column_name
 
 # A stored matching this young is never dropped to make room (see _make_room).
 EVICT_AFTER = timedelta(minutes=5)
 # The rules matched ahead of time for a new version: what compare offers first.
 AHEAD_OF_TIME_SPECS = (MatchSpec(mode="key", key=DEFAULT_KEY), MatchSpec(mode="input"))
+
+# The task name predates the move from the review app; workers and queued messages know it.
+DATASET_VERSIONS_MATCH_TASK = "review.dataset_versions_match"
 
 
 def match_duplicates(match: DatasetMatch) -> list[DuplicateKey]:

@@ -7,7 +7,6 @@ from ninja import Router
 from evalsite.review.api import (
     aggregates,
     comments,
-    compare,
     explorer,
     guidelines,
     overrides,
@@ -22,7 +21,6 @@ for _module in (
     overrides,
     aggregates,
     rescore,
-    compare,
     explorer,
     comments,
     queues,

@@ -9,9 +9,9 @@ from ninja.pagination import paginate
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.evals.models import Comment
 from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import services
-from evalsite.review.models import Comment
 from evalsite.review.schemas import CommentIn, CommentOut
 from evalsite.review.selectors.blind import result_is_blind
 from evalsite.review.selectors.comments import comment_list

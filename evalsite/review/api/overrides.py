@@ -7,10 +7,9 @@ from typing import Any
 from ninja import Router, Status
 
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.models import JudgeCall, Result
+from evalsite.evals.models import JudgeCall, Override, Result
 from evalsite.evals.selectors import result_get_for_user
 from evalsite.review import selectors, services
-from evalsite.review.models import Override
 from evalsite.review.schemas import (
     OverrideCreatedOut,
     OverrideIn,

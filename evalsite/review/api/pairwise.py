@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.urls import reverse
 from ninja import Field, Router, Schema, Status
 from ninja.pagination import paginate
@@ -20,10 +20,9 @@ from pydantic import ConfigDict
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
-from evalsite.core.schemas import ErrorOut
+from evalsite.datasets.matching.selectors import KEY_MAX_LENGTH
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
-from evalsite.review.selectors.matching import KEY_MAX_LENGTH
 from evalsite.review.selectors.pairwise import (
     pair_at,
     pair_complete,
@@ -38,19 +37,12 @@ from evalsite.review.selectors.pairwise import (
     preferences_visible_to,
     rates_visible,
 )
-from evalsite.review.selectors.pairwise_export import (
-    MEDIA_TYPES,
-    PairwiseFormat,
-    pairwise_export_filename,
-    pairwise_export_stream,
-)
 from evalsite.review.services.pairwise import (
     REASON_MAX_LENGTH,
     SEED_MAX,
     pairwise_answer,
     pairwise_queue_create,
 )
-from evalsite.review.views.pairwise_export import export_response
 
 router = Router(tags=["review"])
 
@@ -440,67 +432,6 @@ def pairwise_preferences_api(
     for a left/right or per-reviewer analysis of your own."""
     queue = pairwise_get_for_user(user=request.user, pk=pairwise_id)
     return preferences_visible_to(queue=queue, user=request.user)
-
-
-_EXPORT_ERRORS = {401: ErrorOut, 404: ErrorOut}
-
-
-def _export_openapi(fmt: PairwiseFormat) -> dict[str, Any]:
-    return {
-        "responses": {
-            200: {
-                "description": "One row per answer you may see, streamed.",
-                "content": {
-                    MEDIA_TYPES[fmt].split(";")[0]: {"schema": {"type": "string"}}
-                },
-            }
-        }
-    }
-
-
-def _export(
-    request: AuthenticatedHttpRequest,
-    pairwise_id: int,
-    fmt: PairwiseFormat,
-    excel: bool,
-) -> StreamingHttpResponse:
-    queue = pairwise_get_for_user(user=request.user, pk=pairwise_id)
-    stream = pairwise_export_stream(
-        queue=queue, user=request.user, fmt=fmt, excel=excel
-    )
-    filename = pairwise_export_filename(queue=queue, fmt=fmt, excel=excel)
-    return export_response(stream, fmt=fmt, filename=filename)
-
-
-@router.get(
-    "/pairwise/{pairwise_id}/export.csv",
-    response=_EXPORT_ERRORS,
-    openapi_extra=_export_openapi("csv"),
-    summary="Export a pairwise queue's answers as CSV",
-)
-def pairwise_export_csv_api(
-    request: AuthenticatedHttpRequest, pairwise_id: int, excel: bool = False
-) -> StreamingHttpResponse:
-    """One row per answer, blind like GET /api/pairwise/{id}/preferences (answers on
-    a pair still taking answers are left out until you answer it): pair, both runs'
-    items, input, output A and B (the runs', not the sides), the side shown left,
-    reviewer, choice (a, b, tie) and the run it prefers, reason, seconds, times.
-    Text cells are neutralised against spreadsheet formulas; `excel=true` adds a
-    UTF-8 byte-order mark and names the file …-excel.csv."""
-    return _export(request, pairwise_id, "csv", excel)
-
-
-@router.get(
-    "/pairwise/{pairwise_id}/export.jsonl",
-    response=_EXPORT_ERRORS,
-    openapi_extra=_export_openapi("jsonl"),
-    summary="Export a pairwise queue's answers as JSON Lines",
-)
-def pairwise_export_jsonl_api(
-    request: AuthenticatedHttpRequest, pairwise_id: int
-) -> StreamingHttpResponse:
-    """The CSV's rows as JSON objects with JSON types (numbers, null), exact text."""
-    return _export(request, pairwise_id, "jsonl", False)
 
 
 @router.get("/pairwise/{pairwise_id}/agreement", response=PairwiseFiguresOut)

@@ -24,14 +24,6 @@ from evalsite.review.selectors.audit import (
     audit_list_for_run,
 )
 from evalsite.review.selectors.comments import comment_list
-from evalsite.review.selectors.compare import (
-    Comparison,
-    ScorerDelta,
-    compare_item,
-    compare_rows,
-    compare_unmatched,
-    runs_compare,
-)
 from evalsite.review.selectors.explorer import (
     COUNT_CAP,
     DEFAULT_SORT,
@@ -111,9 +103,5 @@ __all__ = [
     "review_row_of",
     "run_aggregates",
     "ScorerDelta",
-    "compare_item",
-    "compare_rows",
-    "compare_unmatched",
-    "runs_compare",
     "stratified_sample_size",
 ]

@@ -28,8 +28,7 @@ from django.db.models import (
     Sum,
 )
 
-from evalsite.evals.models import Result, Run, RunScorer
-from evalsite.review.models import ReviewVersion
+from evalsite.evals.models import Result, ReviewVersion, Run, RunScorer
 from scoring import KINDS
 
 HISTOGRAM_BINS = 10

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from evalsite.evals.models import Result
-from evalsite.review.models import Comment
+from evalsite.evals.models import Comment, Result
 
 
 def comment_list(*, result: Result) -> QuerySet[Comment]:

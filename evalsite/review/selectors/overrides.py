@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
+from evalsite.evals.models import Override
 from evalsite.evals.selectors import result_get_for_user
-from evalsite.review.models import Override
 
 
 def override_get_for_user(

@@ -15,14 +15,14 @@ from django.db.models import Count, Max, Q, QuerySet
 from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
-from evalsite.evals.models import Run
-from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
-from evalsite.review.selectors.matching import (
+from evalsite.datasets.matching.selectors import (
     DEFAULT_KEY,
     MatchMode,
     MatchSpec,
-    runs_match,
+    items_match,
 )
+from evalsite.evals.models import Run
+from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
 from scoring.agreement import (
     Agreement,
     agreement_alpha,
@@ -84,7 +84,7 @@ def pairwise_match(*, run_a: Run, run_b: Run, mode: str, key: str) -> PairMatch:
     spec = MatchSpec(
         mode=cast(MatchMode, mode), key=key if mode == "key" else DEFAULT_KEY
     )
-    matching = runs_match(runs=[run_a, run_b], spec=spec)
+    matching = items_match(datasets=[run_a.dataset_id, run_b.dataset_id], spec=spec)
     matching.raise_for_duplicates(labels=["run A", "run B"])
     return PairMatch(
         pairs=[(m[0], m[1]) for m in matching.matched],

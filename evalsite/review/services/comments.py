@@ -6,9 +6,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals.models import Result
+from evalsite.evals.models import Comment, Result
 from evalsite.lib.text import text_check_storable
-from evalsite.review.models import Comment
 from evalsite.review.services.audit import audit_record
 
 COMMENT_MAX_LENGTH = 10_000

@@ -18,15 +18,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from evalsite.core.exceptions import ApplicationError, ConflictError
-from evalsite.evals.models import Result, RunScorer
+from evalsite.evals.models import Override, Result, ReviewVersion, RunScorer
 from evalsite.lib.text import text_check_storable
-from evalsite.review.models import (
-    AuditEvent,
-    Override,
-    QueueEntry,
-    Review,
-    ReviewVersion,
-)
+from evalsite.review.models import AuditEvent, QueueEntry, Review
 from evalsite.review.selectors.aggregates import review_groups_advance, review_row
 from evalsite.review.selectors.labels import override_change
 from evalsite.review.services.audit import audit_record

@@ -16,12 +16,12 @@ from django.template.defaultfilters import pluralize
 
 from evalsite.accounts.models import MAX_OVERLAP
 from evalsite.core.exceptions import ApplicationError, ConflictError
+from evalsite.datasets.matching.selectors import normalise_input
 from evalsite.datasets.models import Item
 from evalsite.evals.models import Run
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
 from evalsite.review.selectors.guidelines import guideline_current
-from evalsite.review.selectors.matching import normalise_input
 from evalsite.review.selectors.pairwise import MATCH_VALUE_MAX, pairwise_match
 from evalsite.review.services.audit import audit_record
 from evalsite.review.services.queues import QUEUE_MAX

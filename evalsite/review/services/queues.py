@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from evalsite.accounts.models import MAX_OVERLAP, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
-from evalsite.evals.models import Result, Run
+from evalsite.evals.models import Override, Result, Run
 from evalsite.lib.text import text_check_storable
-from evalsite.review.models import FinalRule, Override, QueueEntry, ReviewQueue
+from evalsite.review.models import FinalRule, QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import results_filter
 from evalsite.review.selectors.queues import flip_fields, stratified_sample_size

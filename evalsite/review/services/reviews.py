@@ -28,15 +28,8 @@ from evalsite.core.exceptions import (
     ConflictError,
     PermissionDeniedError,
 )
-from evalsite.evals.models import Result, RunScorer
-from evalsite.review.models import (
-    FinalRule,
-    Guideline,
-    Override,
-    QueueEntry,
-    Review,
-    ReviewQueue,
-)
+from evalsite.evals.models import Override, Result, RunScorer
+from evalsite.review.models import FinalRule, Guideline, QueueEntry, Review, ReviewQueue
 from evalsite.review.selectors.reviews import (
     AnswerTarget,
     entry_answers,

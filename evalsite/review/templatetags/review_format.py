@@ -8,7 +8,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from evalsite.review.models import Override
+from evalsite.evals.models import Override
 from evalsite.review.selectors import labels
 
 register = template.Library()

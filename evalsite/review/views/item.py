@@ -15,12 +15,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.models import JudgeCall, Result
+from evalsite.evals.models import JudgeCall, Override, Result
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review import selectors
 from evalsite.review.forms import CommentForm
-from evalsite.review.models import Override
 from evalsite.review.selectors.blind import (
     BlindEntry,
     audit_mask_blind,

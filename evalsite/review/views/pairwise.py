@@ -17,16 +17,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evalsite.accounts.models import MAX_OVERLAP, Project
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.models import Run
-from evalsite.evals.selectors import run_get_for_user
-from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
-from evalsite.review.models import PairwiseItem, ReviewQueue
-from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
-from evalsite.review.selectors.matching import (
+from evalsite.datasets.matching.selectors import (
     DEFAULT_KEY,
     KEY_MAX_LENGTH,
     normalise_input,
 )
+from evalsite.evals.models import Run
+from evalsite.evals.selectors import run_get_for_user
+from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
+from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
+from evalsite.review.models import PairwiseItem, ReviewQueue
 from evalsite.review.selectors.pairwise import (
     WIN_RATE_METHOD,
     pair_at,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.review.selectors.matching import (
+from evalsite.datasets.matching.selectors import (
     DuplicateKeyError,
     MatchSpec,
     items_match,

@@ -9,9 +9,9 @@ import threading
 import pytest
 from django.db import connection
 
-from evalsite.review.models import DatasetMatch, DatasetMatchPair
-from evalsite.review.selectors.matching import MatchSpec
-from evalsite.review.services import dataset_matches
+from evalsite.datasets.matching import services as dataset_matches
+from evalsite.datasets.matching.selectors import MatchSpec
+from evalsite.datasets.models import DatasetMatch, DatasetMatchPair
 from tests.factories import DatasetFactory
 
 pytestmark = [
