@@ -287,8 +287,8 @@ def run() -> list[dict]:
     from django.urls import reverse
 
     from evalsite.evals.models import Result
-    from evalsite.review.selectors import run_aggregates
-    from evalsite.review.services import run_rescore
+    from evalsite.evals.results.aggregates import run_aggregates
+    from evalsite.evals.results.rescore import run_rescore
     from scoring import KINDS
 
     allow_testserver()

@@ -20,6 +20,7 @@ from django.utils import timezone
 from evalsite.accounts.models import Membership, Project, Role
 from evalsite.datasets.services import dataset_create_from_path
 from evalsite.evals.models import Result, Run, ScorerConfig
+from evalsite.evals.results.verdicts import override_create, result_accept
 from evalsite.evals.services import (
     judge_create_offline,
     result_score,
@@ -29,7 +30,7 @@ from evalsite.evals.services import (
 )
 from evalsite.review.models import FinalRule, QueueEntry
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import override_create, queue_create, result_accept
+from evalsite.review.services.queues import queue_create
 from evalsite.review.services.reviews import review_answer
 from scoring.offline_judge import start_server
 

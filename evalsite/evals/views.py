@@ -17,11 +17,10 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals import selectors, services
 from evalsite.evals.forms import JudgeForm, RunStartForm, ScorerForm
 from evalsite.evals.models import Run
+from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.services.scorers import SCORER_KINDS
 from evalsite.lib.htmx import partial, vary_on_htmx, wants_partial
 from scoring import KINDS
-
-RUN_SUMMARY_TEMPLATE = "review/_run_summary.html"
 
 
 def _form_errors(form: Any, exc: ApplicationError) -> None:
@@ -345,8 +344,7 @@ def _summary_context(run: Run) -> dict[str, Any]:
     """The judge-vs-human aggregates with their summary partial, and the errors grouped
     by message."""
     return {
-        "aggregates": selectors.run_aggregates_of(run_id=run.pk),
-        "summary_template": RUN_SUMMARY_TEMPLATE,
+        "aggregates": run_aggregates(run_id=run.pk),
         "error_groups": selectors.run_error_groups(run=run),
     }
 

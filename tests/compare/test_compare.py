@@ -232,7 +232,7 @@ def test_login_required(client, project, runs):
 def test_a_review_after_a_compare_shows_in_the_next_one(client, reviewer, runs):
     """Figures and pages are cached under the results' state: an override moves it."""
     from evalsite.evals.models import Result
-    from evalsite.review.services import override_create
+    from evalsite.evals.results.verdicts import override_create
 
     a, b = runs
     login(client, reviewer)

@@ -18,8 +18,8 @@ from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
+from evalsite.evals.results.verdicts import override_create
 from evalsite.imports.services import import_create
-from evalsite.review.services.overrides import override_create
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"
 

@@ -15,9 +15,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
+from evalsite.evals.results.verdicts import override_create
 from evalsite.imports.services import import_create
 from evalsite.review.models import AuditEvent
-from evalsite.review.services.overrides import override_create
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"
 DOC = json.loads((FIXTURES / "promptfoo_results.json").read_text())

@@ -22,7 +22,7 @@ from evalsite.evals.models import Comment, Result
 from evalsite.exports import services
 from evalsite.review.models import FinalRule, QueueEntry
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
+from evalsite.review.services.queues import queue_create
 from evalsite.review.services.reviews import review_adjudicate, review_answer
 from tests.conftest import bearer, login
 from tests.factories import (

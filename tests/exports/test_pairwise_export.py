@@ -19,8 +19,8 @@ from evalsite.accounts.models import Role
 from evalsite.exports.pairwise import COLUMNS
 from evalsite.review.models import PairwiseItem, Preference
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
 from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_create
+from evalsite.review.services.queues import queue_create
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from evalsite.evals.models import Override, Result
+from evalsite.evals.results.verdicts import override_create
 from evalsite.review.models import AuditEvent
-from evalsite.review.services import override_create
 from tests.conftest import login
 from tests.review.builders import make_run
 

@@ -6,7 +6,11 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Comment, Result
-from evalsite.review import services
+from evalsite.evals.results.verdicts import (
+    override_create,
+    result_accept,
+    result_set_human_pass,
+)
 from evalsite.review.models import ReviewQueue
 from tests.conftest import bearer
 from tests.factories import MembershipFactory, UserFactory
@@ -81,8 +85,8 @@ def test_results_list_filters(client, reviewer, run):
     assert ids(q="louvre") == [3, 3]
     assert ids(run_scorer_id=faith.pk, sort="-final") == [0, 3, 2, 1]
     results = list(run.results.filter(run_scorer=faith).order_by("item__index"))
-    services.result_accept(result=results[0], user=reviewer)
-    services.override_create(
+    result_accept(result=results[0], user=reviewer)
+    override_create(
         result=results[1],
         user=reviewer,
         kind="verdict",
@@ -225,7 +229,7 @@ def test_queue_create_api_stratified_and_blind(client, reviewer, run):
 
 def test_queue_create_api_disagreement(client, reviewer, run):
     result = run.results.filter(final_passed=True).first()
-    services.result_set_human_pass(result=result, user=reviewer, passed=False)
+    result_set_human_pass(result=result, user=reviewer, passed=False)
     data = client.post(
         f"/api/runs/{run.pk}/queues",
         {"source": "disagreement"},

@@ -4,10 +4,10 @@ import pytest
 from django.urls import reverse
 
 from evalsite.evals.models import Result
+from evalsite.evals.results.verdicts import override_create, result_accept
 from evalsite.review.forms import ExplorerFilterForm
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors import results_filter
-from evalsite.review.services import override_create, result_accept
+from evalsite.review.selectors.explorer import results_filter
 from tests.conftest import login
 from tests.review.builders import judged_claims, make_run
 

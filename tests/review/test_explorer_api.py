@@ -9,7 +9,7 @@ import pytest
 from evalsite.evals.models import Result
 from evalsite.review.models import AuditEvent, ReviewQueue, SavedFilter
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
+from evalsite.review.services.queues import queue_create
 from evalsite.review.services.saved_filters import saved_filter_create
 from tests.conftest import bearer
 from tests.factories import ProjectFactory

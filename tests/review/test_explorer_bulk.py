@@ -9,15 +9,16 @@ from django.http import Http404
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
+from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.results.verdicts import result_accept
 from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors import run_aggregates
 from evalsite.review.selectors.explorer import (
     Selection,
     results_selected,
     selection_batches,
 )
-from evalsite.review.services import bulk, queue_create, result_accept
+from evalsite.review.services import bulk
 from evalsite.review.services.bulk import (
     SKIP_IN_QUEUE,
     SKIP_NOT_SCORED,
@@ -27,6 +28,7 @@ from evalsite.review.services.bulk import (
     results_assign,
     results_enqueue,
 )
+from evalsite.review.services.queues import queue_create
 from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db

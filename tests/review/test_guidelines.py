@@ -19,8 +19,8 @@ from evalsite.review.selectors.guidelines import (
     guideline_history,
     guideline_html,
 )
-from evalsite.review.services import queue_create
 from evalsite.review.services.guidelines import GUIDELINE_MAX_LENGTH, guideline_save
+from evalsite.review.services.queues import queue_create
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run

@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 
 from evalsite.evals.models import Override, Result
+from evalsite.evals.results.verdicts import override_create, result_accept
 from evalsite.review.models import AuditEvent
-from evalsite.review.services import override_create, result_accept
 from tests.conftest import login
 from tests.factories import CommentFactory, JudgeCallFactory, OverrideFactory
 from tests.review.builders import make_run

@@ -9,6 +9,7 @@ from django.urls import reverse
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Override, Result
+from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.review.models import (
     AuditEvent,
     FinalRule,
@@ -17,14 +18,13 @@ from evalsite.review.models import (
     ReviewQueue,
 )
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.aggregates import run_aggregates
 from evalsite.review.selectors.reviews import (
     agreement_report,
     answer_target,
     guideline_in_force,
     queue_pass_agreement,
 )
-from evalsite.review.services import queue_create
+from evalsite.review.services.queues import queue_create
 from evalsite.review.services.reviews import (
     Answer,
     decide_final,

@@ -20,8 +20,8 @@ from evalsite.accounts.models import Role
 from evalsite.evals.models import Result
 from evalsite.review.models import AuditEvent, FinalRule, QueueEntry, Review
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
 from evalsite.review.services import reviews as review_services
+from evalsite.review.services.queues import queue_create
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import judged_claims, make_run
 

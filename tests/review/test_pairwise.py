@@ -18,8 +18,8 @@ from evalsite.review.selectors.pairwise import (
     pairwise_next_for,
     pairwise_quick_agreement,
 )
-from evalsite.review.services import queue_create
 from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_create
+from evalsite.review.services.queues import queue_create
 from scoring.pairwise import wilson_interval, win_rate_bootstrap, win_rates
 from tests.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory

@@ -17,7 +17,7 @@ from evalsite.datasets.services import dataset_create
 from evalsite.review.models import QueueEntry
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.queues import queue_entry_at
-from evalsite.review.services import queue_create
+from evalsite.review.services.queues import queue_create
 from evalsite.review.services.reviews import review_answer
 from tests.conftest import login
 from tests.datasets.conftest import AGENT_ROW, upload

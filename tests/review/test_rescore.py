@@ -7,8 +7,9 @@ from django.urls import reverse
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run, ScorerConfig
+from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.results.verdicts import override_create
 from evalsite.review.models import AuditEvent
-from evalsite.review.services import override_create, run_rescore
 from tests.conftest import login
 from tests.review.builders import make_run
 

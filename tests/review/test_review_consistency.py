@@ -14,7 +14,7 @@ from evalsite.evals.models import Result
 from evalsite.review.models import FinalRule, QueueEntry, Review
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.reviews import agreement_report
-from evalsite.review.services import queue_create
+from evalsite.review.services.queues import queue_create
 from evalsite.review.services.reviews import review_adjudicate, review_answer
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, UserFactory
@@ -76,7 +76,7 @@ def test_agreement_counts_an_adjudication_made_after_it_was_read(
 def test_agreement_follows_a_saved_rescore(project, owner, reviewer):
     """A rescore rewrites judge pass without touching a result's review version:
     'agrees with judge' must still move."""
-    from evalsite.review.services import run_rescore
+    from evalsite.evals.results.rescore import run_rescore
 
     run = make_run(project, n_items=4)
     queue = queue_create(run=run, user=owner, query=ResultQuery(sort="item"))

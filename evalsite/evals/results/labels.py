@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalsite.review.selectors.item import value_label
+from evalsite.evals.results.item import value_label
 from scoring import KINDS
 
 PASS = "pass"

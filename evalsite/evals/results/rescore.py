@@ -11,12 +11,12 @@ from django.db import transaction
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run, RunScorer
-from evalsite.evals.services import scorer_version_create_from_run
-from evalsite.review.selectors.aggregates import (
+from evalsite.evals.results.aggregates import (
     ScorerAggregate,
     aggregate_rows,
     run_aggregates,
 )
+from evalsite.evals.services import scorer_version_create_from_run
 from evalsite.review.services.audit import audit_record
 from scoring import (
     OptionsError,

@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Override, Result, ReviewVersion, RunScorer
+from evalsite.evals.results.aggregates import review_groups_advance, review_row
+from evalsite.evals.results.labels import override_change
 from evalsite.lib.text import text_check_storable
-from evalsite.review.models import AuditEvent, QueueEntry, Review
-from evalsite.review.selectors.aggregates import review_groups_advance, review_row
-from evalsite.review.selectors.labels import override_change
+from evalsite.review.models import AuditEvent
 from evalsite.review.services.audit import audit_record
 from scoring import (
     AnalysisError,
@@ -139,7 +139,7 @@ def _recompute_locked(result: Result, run_scorer: RunScorer) -> set[int]:
     fields = compute_final(
         kind=run_scorer.kind,
         analysis=result.analysis if result.status == Result.Status.OK else None,
-        options=_scoring_options(run_scorer),
+        options=scoring_options(run_scorer),
         overrides=overrides,
         judge_score=result.judge_score,
         judge_passed=result.judge_passed,
@@ -189,7 +189,7 @@ def _lock(
 
 
 @contextmanager
-def _reviewing(
+def result_reviewing(
     result: Result, *, expected_version: int | None = None
 ) -> Iterator[tuple[Result, RunScorer]]:
     """Lock a result for a review write (inside the caller's transaction); when the
@@ -201,7 +201,7 @@ def _reviewing(
     after = review_row(locked)
     if before == after:
         return  # nothing the aggregates count changed (e.g. a comment-only path)
-    version = _review_version_bump(run_scorer.pk)
+    version = review_version_bump(run_scorer.pk)
     options = run_scorer.options
     transaction.on_commit(
         lambda: review_groups_advance(
@@ -214,7 +214,7 @@ def _reviewing(
     )
 
 
-def _review_version_bump(run_scorer_id: int) -> int:
+def review_version_bump(run_scorer_id: int) -> int:
     """+1 on the run scorer's review version (created at 1), in one statement."""
     table = connection.ops.quote_name(ReviewVersion._meta.db_table)
     with connection.cursor() as cursor:
@@ -240,7 +240,7 @@ def _copy_back(target: Result, source: Result) -> None:
 
 def result_recompute(*, result: Result) -> Result:
     """Recompute a result's final fields from its analysis, overrides and run options."""
-    with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
+    with transaction.atomic(), result_reviewing(result) as (locked, run_scorer):
         _recompute_locked(locked, run_scorer)
         _save_result(locked)
     _copy_back(result, locked)
@@ -273,7 +273,7 @@ def _mark_reviewed(result: Result, user: User) -> None:
 _REVIEW_FIELDS = ("reviewed", "reviewed_by", "reviewed_at", "human_passed")
 
 
-def _where(result: Result) -> str:
+def result_where(result: Result) -> str:
     return f"item {result.item.index} · {result.run_scorer.name}"
 
 
@@ -316,8 +316,8 @@ def _clean_value(
             field_errors={"path": f"not allowed for kind '{kind}'"},
         )
     if kind == Override.Kind.SCORE:
-        scale = _scoring_options(run_scorer)["scale"]
-        return "", result.final_score, _score_value(value, scale=scale)
+        scale = scoring_options(run_scorer)["scale"]
+        return "", result.final_score, score_value(value, scale=scale)
     if kind == Override.Kind.PASS:
         # Booleans only: the HTML form turns its own "pass"/"fail" into one; "yes",
         # 1 or "true" sent to the API are refused rather than guessed at.
@@ -333,7 +333,7 @@ def _clean_value(
     )
 
 
-def _score_value(value: Any, *, scale: float) -> float:
+def score_value(value: Any, *, scale: float) -> float:
     """A score override as a float in [0, scale], else ApplicationError on "value".
 
     Only numbers: the HTML form parses its text itself. JSON can carry NaN, 1e999 (inf)
@@ -365,7 +365,7 @@ def _score_value(value: Any, *, scale: float) -> float:
     return number + 0.0
 
 
-def _scoring_options(run_scorer: RunScorer) -> dict[str, Any]:
+def scoring_options(run_scorer: RunScorer) -> dict[str, Any]:
     """The run scorer's stored options, validated with the kind's defaults.
 
     Options saved before their ranges were checked (a scale of 1e308, say) are refused
@@ -381,7 +381,7 @@ def _scoring_options(run_scorer: RunScorer) -> dict[str, Any]:
         ) from exc
 
 
-def _check_text(**fields: str | None) -> None:
+def check_text(**fields: str | None) -> None:
     """Refuse text the database cannot store (NUL, lone surrogates) with a field error,
     before anything is locked or written: notes and paths end up in rows and audit
     summaries."""
@@ -390,7 +390,7 @@ def _check_text(**fields: str | None) -> None:
             text_check_storable(text, field=name)
 
 
-def _override_create_locked(
+def override_create_locked(
     *,
     result: Result,
     run_scorer: RunScorer,
@@ -432,7 +432,7 @@ def _override_create_locked(
         actor=user,
         action="override.create",
         summary=(
-            f"{user.get_username()} set {change} on {_where(result)}"
+            f"{user.get_username()} set {change} on {result_where(result)}"
             + (f" ({note})" if note else "")
         ),
         before={**before, "value": old},
@@ -461,12 +461,15 @@ def override_create(
     ConflictError (409) when `expected_version` is given and stale. `override.result`
     is the updated result (also copied onto the passed instance).
     """
-    _check_text(path=path, note=note)
+    check_text(path=path, note=note)
     with (
         transaction.atomic(),
-        _reviewing(result, expected_version=expected_version) as (locked, run_scorer),
+        result_reviewing(result, expected_version=expected_version) as (
+            locked,
+            run_scorer,
+        ),
     ):
-        override = _override_create_locked(
+        override = override_create_locked(
             result=locked,
             run_scorer=run_scorer,
             user=user,
@@ -487,7 +490,7 @@ def override_revert(
     latest active change also restores the review state it replaced."""
     with (
         transaction.atomic(),
-        _reviewing(override.result, expected_version=expected_version) as (
+        result_reviewing(override.result, expected_version=expected_version) as (
             locked,
             run_scorer,
         ),
@@ -527,7 +530,6 @@ def override_revert(
             if latest_pass is not None:
                 locked.human_passed = latest_pass.new_value
         _save_result(locked, *_REVIEW_FIELDS)
-        _single_answers_follow(locked, undone=current)
         change = override_change(
             kind=run_scorer.kind,
             override_kind=current.kind,
@@ -539,7 +541,7 @@ def override_revert(
             project=locked.run.project,
             actor=user,
             action="override.revert",
-            summary=f"{user.get_username()} undid {change} on {_where(locked)}",
+            summary=f"{user.get_username()} undid {change} on {result_where(locked)}",
             before={**before, "value": current.new_value, "override_id": current.pk},
             after={**_snapshot(locked), "value": current.old_value},
             run=locked.run,
@@ -551,67 +553,16 @@ def override_revert(
     return locked
 
 
-def _single_answers_follow(locked: Result, *, undone: Override | None = None) -> None:
-    """After an undo on a locked result, keep the answers single-review queues
-    recorded for it true (the export's answer columns, the entries' counts and the
-    agreement figures read them):
-
-    - the result is no longer reviewed: every such answer is retracted;
-    - a pass/fail answer (a pass override) was undone: its author's answer is
-      retracted, or, when the review state that came back is that author's own
-      earlier answer, set back to it.
-
-    Overlap queues keep their answers: an undo there is not a retraction."""
-    answers = Review.objects.filter(
-        result=locked, kind=Review.Kind.ANSWER, queue__overlap=1
-    )
-    if locked.reviewed:
-        if undone is None or undone.user_id is None:
-            return
-        answers = answers.filter(reviewer_id=undone.user_id)
-        if locked.reviewed_by_id == undone.user_id and locked.human_passed is not None:
-            answers = answers.exclude(passed=locked.human_passed)
-            queue_ids = list(answers.values_list("queue_id", flat=True))
-            answers.update(passed=locked.human_passed, updated_at=timezone.now())
-            _recount_entries(locked, queue_ids)
-            return
-        if undone.kind != Override.Kind.PASS:
-            return
-        answers = answers.filter(passed=undone.new_value)
-    queue_ids = list(answers.values_list("queue_id", flat=True))
-    if queue_ids:
-        answers.delete()
-        _recount_entries(locked, queue_ids)
-
-
-def count_answers(entry: QueueEntry, answers: Sequence[Review]) -> None:
-    """An entry's answer counts (all, pass, fail) from its answers."""
-    entry.answers = len(answers)
-    entry.answers_pass = sum(r.passed is True for r in answers)
-    entry.answers_fail = sum(r.passed is False for r in answers)
-
-
-def _recount_entries(locked: Result, queue_ids: list[int]) -> None:
-    """The answer counts of the result's entries in these queues, from their answers."""
-    for entry in QueueEntry.objects.select_for_update().filter(
-        result=locked, queue_id__in=queue_ids
-    ):
-        left = Review.objects.filter(
-            queue_id=entry.queue_id, result=locked, kind=Review.Kind.ANSWER
-        )
-        count_answers(entry, list(left))
-        entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
-
-
 def result_review_retract(
     *, result: Result, user: User, expected_version: int | None = None
 ) -> Result:
     """Undo an answer that changed no verdict (an accept, or a pass/fail that agreed
-    with the final verdict): the result is unreviewed again and the queue answers it
-    recorded are retracted. Overrides are undone with `override_revert` instead."""
+    with the final verdict): the result is unreviewed again. Overrides are undone with
+    `override_revert` instead. Pages and endpoints call review's `review_retract`,
+    which also retracts the queue answers it recorded, in the same transaction."""
     with (
         transaction.atomic(),
-        _reviewing(result, expected_version=expected_version) as (locked, _),
+        result_reviewing(result, expected_version=expected_version) as (locked, _),
     ):
         if Override.objects.filter(result=locked, reverted_at__isnull=True).exists():
             raise ConflictError(
@@ -627,12 +578,11 @@ def result_review_retract(
         locked.reviewed_at = None
         locked.version += 1
         locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
-        _single_answers_follow(locked)
         audit_record(
             project=locked.run.project,
             actor=user,
             action="result.retract",
-            summary=f"{user.get_username()} undid the review of {_where(locked)}",
+            summary=f"{user.get_username()} undid the review of {result_where(locked)}",
             before=before,
             after={**_snapshot(locked), "human_passed": None},
             run=locked.run,
@@ -679,7 +629,7 @@ def result_accept(
     there are no overrides; active overrides are kept: undo them separately)."""
     with (
         transaction.atomic(),
-        _reviewing(result, expected_version=expected_version) as (locked, _),
+        result_reviewing(result, expected_version=expected_version) as (locked, _),
     ):
         _require_ok(locked)
         _record_human_verdict(
@@ -689,7 +639,7 @@ def result_accept(
             action="result.accept",
             summary=(
                 f"{user.get_username()} accepted "
-                f"{'pass' if locked.final_passed else 'fail'} on {_where(locked)}"
+                f"{'pass' if locked.final_passed else 'fail'} on {result_where(locked)}"
             ),
         )
     _copy_back(result, locked)
@@ -732,10 +682,13 @@ def result_set_human_pass(
 ) -> Result:
     """The reviewer's own pass/fail (blind answer, p/f keys): records human_passed and,
     when it differs from the current final pass, a pass override."""
-    _check_text(note=note)
+    check_text(note=note)
     with (
         transaction.atomic(),
-        _reviewing(result, expected_version=expected_version) as (locked, run_scorer),
+        result_reviewing(result, expected_version=expected_version) as (
+            locked,
+            run_scorer,
+        ),
     ):
         _require_ok(locked)
         human_pass_locked(
@@ -746,7 +699,7 @@ def result_set_human_pass(
             note=(note or "").strip(),
             agrees_summary=(
                 f"{user.get_username()} answered {'pass' if passed else 'fail'} "
-                f"(agrees) on {_where(locked)}" + (f" ({note})" if note else "")
+                f"(agrees) on {result_where(locked)}" + (f" ({note})" if note else "")
             ),
         )
     _copy_back(result, locked)
@@ -765,7 +718,7 @@ def human_pass_locked(
     """Record a human pass/fail on a locked result: a pass override when it differs
     from the final pass, else the answer alone, audited with `agrees_summary`."""
     if locked.final_passed != passed:
-        _override_create_locked(
+        override_create_locked(
             result=locked,
             run_scorer=run_scorer,
             user=user,

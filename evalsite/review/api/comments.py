@@ -10,8 +10,8 @@ from ninja.pagination import paginate
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.models import Comment
+from evalsite.evals.results.comments import comment_create
 from evalsite.evals.selectors import result_get_for_user
-from evalsite.review import services
 from evalsite.review.schemas import CommentIn, CommentOut
 from evalsite.review.selectors.blind import result_is_blind
 from evalsite.review.selectors.comments import comment_list
@@ -47,7 +47,5 @@ def comment_create_api(
     request: AuthenticatedHttpRequest, result_id: int, payload: CommentIn
 ) -> Status[dict[str, Any]]:
     result = result_get_for_user(user=request.user, pk=result_id, write=True)
-    comment = services.comment_create(
-        result=result, user=request.user, body=payload.body
-    )
+    comment = comment_create(result=result, user=request.user, body=payload.body)
     return Status(201, _comment_out(comment))

@@ -12,7 +12,6 @@ from ninja.errors import HttpError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
 from evalsite.evals.selectors import run_get_for_user
-from evalsite.review import services
 from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.schemas import QueueIn, QueueOut
 from evalsite.review.selectors.queues import (
@@ -20,6 +19,7 @@ from evalsite.review.selectors.queues import (
     queue_get_for_user,
     queue_progress,
 )
+from evalsite.review.services.queues import queue_create
 
 router = Router(tags=["review"])
 
@@ -66,7 +66,7 @@ def queue_create_api(
     source = ReviewQueue.Source(payload.source)
     if payload.stratified is not None:
         source = ReviewQueue.Source.STRATIFIED
-    queue = services.queue_create(
+    queue = queue_create(
         run=run,
         user=request.user,
         query=payload.filters,

@@ -13,6 +13,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.models import Result
+from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.review.api.queues import review_queue_get
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
@@ -22,7 +23,6 @@ from evalsite.review.schemas import (
     EntryReviewsOut,
     HumanAgreementOut,
 )
-from evalsite.review.selectors.aggregates import run_aggregates
 from evalsite.review.selectors.blind import blind_result_ids
 from evalsite.review.selectors.reviews import (
     adjudication_entries,

@@ -17,8 +17,8 @@ from django.db.models import Count, JSONField, Max, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import JSONObject
 
 from evalsite.evals.models import Result, RunScorer
+from evalsite.evals.results.labels import path_label, path_value_label
 from evalsite.review.models import Guideline, QueueEntry, Review, ReviewQueue
-from evalsite.review.selectors.labels import path_label, path_value_label
 from evalsite.review.selectors.queues import flip_fields
 from scoring.agreement import (
     Agreement,

@@ -33,6 +33,7 @@ from evalsite.accounts.models import REVIEW_ROLES
 from evalsite.accounts.selectors import membership_get, require_role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run
+from evalsite.evals.results.verdicts import review_version_bump
 from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import (
@@ -40,7 +41,6 @@ from evalsite.review.selectors.explorer import (
     results_filter,
     selection_batches,
 )
-from evalsite.review.services.overrides import _review_version_bump
 from evalsite.review.services.queues import QUEUE_MAX, queue_create
 
 BULK_BATCH = 500
@@ -186,7 +186,7 @@ def _accept_batch(
         for row in accepted
     )
     for run_scorer_id in sorted({row["run_scorer_id"] for row in accepted}):
-        _review_version_bump(run_scorer_id)
+        review_version_bump(run_scorer_id)
     outcome.done += len(accepted)
 
 

@@ -21,17 +21,16 @@ from django.utils import timezone
 from evalsite.accounts.models import MAX_OVERLAP, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Override, Result, Run
+from evalsite.evals.results.verdicts import (
+    override_create,
+)
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import FinalRule, QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import results_filter
 from evalsite.review.selectors.queues import flip_fields, stratified_sample_size
 from evalsite.review.services.audit import audit_record
-from evalsite.review.services.overrides import (
-    override_create,
-    override_revert,
-    result_review_retract,
-)
+from evalsite.review.services.reviews import review_override_revert, review_retract
 
 # A queue is a unit of human work; past this many results people build a narrower
 # one (or a stratified sample). It also bounds the per-result audit events written.
@@ -303,12 +302,12 @@ def result_undo_last(
         .first()
     )
     if override is not None:
-        return override_revert(
+        return review_override_revert(
             override=override, user=user, expected_version=expected_version
         )
     others = Override.objects.filter(result=result, reverted_at__isnull=True).exists()
     if result.reviewed and result.reviewed_by_id == user.pk and not others:
-        return result_review_retract(
+        return review_retract(
             result=result, user=user, expected_version=expected_version
         )
     raise ConflictError(

@@ -29,6 +29,19 @@ from evalsite.core.exceptions import (
     PermissionDeniedError,
 )
 from evalsite.evals.models import Override, Result, RunScorer
+from evalsite.evals.results.verdicts import (
+    _copy_back,
+    _judge_value,
+    check_text,
+    human_pass_locked,
+    override_create_locked,
+    override_revert,
+    result_review_retract,
+    result_reviewing,
+    result_where,
+    score_value,
+    scoring_options,
+)
 from evalsite.review.models import FinalRule, Guideline, QueueEntry, Review, ReviewQueue
 from evalsite.review.selectors.reviews import (
     AnswerTarget,
@@ -39,18 +52,6 @@ from evalsite.review.services.audit import (
     audit_event,
     audit_record,
     audit_record_many,
-)
-from evalsite.review.services.overrides import _check_text as check_text
-from evalsite.review.services.overrides import (
-    _copy_back,
-    _judge_value,
-    _override_create_locked,
-    _reviewing,
-    _score_value,
-    _scoring_options,
-    _where,
-    count_answers,
-    human_pass_locked,
 )
 from scoring import AnalysisError, apply_override, get_path
 
@@ -221,9 +222,7 @@ def _clean_answer(
     clean_score = None
     if score is not None:
         try:
-            clean_score = _score_value(
-                score, scale=_scoring_options(run_scorer)["scale"]
-            )
+            clean_score = score_value(score, scale=scoring_options(run_scorer)["scale"])
         except ApplicationError as exc:
             raise ApplicationError(
                 exc.message, field_errors={"score": exc.message}
@@ -309,7 +308,7 @@ def _apply_final(
     current = locked.final_analysis or locked.analysis or {}
     for path, value in sorted(answer.flips.items()):
         if _judge_value(current, path) != value:
-            _override_create_locked(
+            override_create_locked(
                 result=locked,
                 run_scorer=run_scorer,
                 user=user,
@@ -320,7 +319,7 @@ def _apply_final(
             )
             current = locked.final_analysis or {}
     if answer.score is not None and answer.score != locked.final_score:
-        _override_create_locked(
+        override_create_locked(
             result=locked,
             run_scorer=run_scorer,
             user=user,
@@ -336,7 +335,7 @@ def _apply_final(
         user,
         passed=passed,
         note=note,
-        agrees_summary=f"{note}: {'pass' if passed else 'fail'} on {_where(locked)}",
+        agrees_summary=f"{note}: {'pass' if passed else 'fail'} on {result_where(locked)}",
     )
 
 
@@ -379,7 +378,7 @@ def review_answer(
         )
     check_text(note=note)
     note = (note or "").strip()
-    with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
+    with transaction.atomic(), result_reviewing(result) as (locked, run_scorer):
         if locked.status != Result.Status.OK:
             raise ApplicationError(
                 f"Only scored results can be reviewed; this one is {locked.status}.",
@@ -432,7 +431,7 @@ def review_answer(
                 # until the entry is decided or adjudicated: the answers are blind
                 # till then.
                 summary=(
-                    f"{user.get_username()} answered on {_where(locked)} in queue "
+                    f"{user.get_username()} answered on {result_where(locked)} in queue "
                     f"“{queue.name}” ({entry.answers} of {queue.overlap})"
                 ),
                 after={"queue_id": queue.pk, "review_id": review.pk},
@@ -467,7 +466,7 @@ def review_answer(
                         actor=user,
                         action="review.decide",
                         summary=(
-                            f"final verdict on {_where(locked)} by {how} of "
+                            f"final verdict on {result_where(locked)} by {how} of "
                             f"{len(answers)} reviews: "
                             f"{_describe_answer(decision.answer)}"
                         ),
@@ -489,7 +488,7 @@ def review_answer(
                         summary=(
                             f"{len(answers)} reviewers disagree on "
                             f"{', '.join(decision.disagreements)} of "
-                            f"{_where(locked)}: sent to adjudication"
+                            f"{result_where(locked)}: sent to adjudication"
                         ),
                         before={"answers": _answers_json(answered)},
                         run=locked.run,
@@ -578,7 +577,7 @@ def review_adjudicate(
         )
     check_text(note=note)
     note = (note or "").strip()
-    with transaction.atomic(), _reviewing(result) as (locked, run_scorer):
+    with transaction.atomic(), result_reviewing(result) as (locked, run_scorer):
         entry = _lock_entry(queue, locked)
         if entry.state != QueueEntry.State.ADJUDICATE:
             raise ConflictError(
@@ -621,7 +620,7 @@ def review_adjudicate(
             actor=user,
             action="review.adjudicate",
             summary=(
-                f"{user.get_username()} adjudicated {_where(locked)}: "
+                f"{user.get_username()} adjudicated {result_where(locked)}: "
                 f"{_describe_answer(answer)}"
             ),
             before={"answers": _answers_json(answered)},
@@ -654,4 +653,86 @@ def review_record_single(
             seconds=seconds,
         )
         count_answers(entry, _only_answers(reviews))
+        entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
+
+
+# Undo through the verdict, with the single-review queue answers following it: every
+# page and endpoint undoes through these two, never through evals' own.
+
+
+def review_override_revert(
+    *, override: Override, user: User, expected_version: int | None = None
+) -> Result:
+    """evals' override_revert, and the single-review answers it undoes follow it, in
+    one transaction (the result stays locked until it commits)."""
+    with transaction.atomic():
+        locked = override_revert(
+            override=override, user=user, expected_version=expected_version
+        )
+        _single_answers_follow(locked, undone=override)
+    return locked
+
+
+def review_retract(
+    *, result: Result, user: User, expected_version: int | None = None
+) -> Result:
+    """evals' result_review_retract, and the single-review answers it recorded are
+    retracted with it, in one transaction."""
+    with transaction.atomic():
+        locked = result_review_retract(
+            result=result, user=user, expected_version=expected_version
+        )
+        _single_answers_follow(locked)
+    return locked
+
+
+def _single_answers_follow(locked: Result, *, undone: Override | None = None) -> None:
+    """After an undo on a locked result, keep the answers single-review queues
+    recorded for it true (the export's answer columns, the entries' counts and the
+    agreement figures read them):
+
+    - the result is no longer reviewed: every such answer is retracted;
+    - a pass/fail answer (a pass override) was undone: its author's answer is
+      retracted, or, when the review state that came back is that author's own
+      earlier answer, set back to it.
+
+    Overlap queues keep their answers: an undo there is not a retraction."""
+    answers = Review.objects.filter(
+        result=locked, kind=Review.Kind.ANSWER, queue__overlap=1
+    )
+    if locked.reviewed:
+        if undone is None or undone.user_id is None:
+            return
+        answers = answers.filter(reviewer_id=undone.user_id)
+        if locked.reviewed_by_id == undone.user_id and locked.human_passed is not None:
+            answers = answers.exclude(passed=locked.human_passed)
+            queue_ids = list(answers.values_list("queue_id", flat=True))
+            answers.update(passed=locked.human_passed, updated_at=timezone.now())
+            _recount_entries(locked, queue_ids)
+            return
+        if undone.kind != Override.Kind.PASS:
+            return
+        answers = answers.filter(passed=undone.new_value)
+    queue_ids = list(answers.values_list("queue_id", flat=True))
+    if queue_ids:
+        answers.delete()
+        _recount_entries(locked, queue_ids)
+
+
+def count_answers(entry: QueueEntry, answers: Sequence[Review]) -> None:
+    """An entry's answer counts (all, pass, fail) from its answers."""
+    entry.answers = len(answers)
+    entry.answers_pass = sum(r.passed is True for r in answers)
+    entry.answers_fail = sum(r.passed is False for r in answers)
+
+
+def _recount_entries(locked: Result, queue_ids: list[int]) -> None:
+    """The answer counts of the result's entries in these queues, from their answers."""
+    for entry in QueueEntry.objects.select_for_update().filter(
+        result=locked, queue_id__in=queue_ids
+    ):
+        left = Review.objects.filter(
+            queue_id=entry.queue_id, result=locked, kind=Review.Kind.ANSWER
+        )
+        count_answers(entry, list(left))
         entry.save(update_fields=["answers", "answers_pass", "answers_fail"])

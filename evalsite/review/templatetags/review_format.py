@@ -9,7 +9,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from evalsite.evals.models import Override
-from evalsite.review.selectors import labels
+from evalsite.evals.results import labels
 
 register = template.Library()
 

@@ -18,16 +18,16 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Result
+from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.results.item import analysis_view
+from evalsite.evals.results.verdicts import result_accept, result_set_human_pass
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
-from evalsite.review import services
 from evalsite.review.forms import CommentForm, QueueCreateForm
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.schemas import ResultQuery, ResultQueryError
-from evalsite.review.selectors.aggregates import run_aggregates
 from evalsite.review.selectors.blind import blind_entry_for
 from evalsite.review.selectors.comments import comment_list
-from evalsite.review.selectors.item import analysis_view
 from evalsite.review.selectors.queues import (
     assigned_results,
     assigned_runs_summary,
@@ -46,6 +46,8 @@ from evalsite.review.selectors.reviews import (
     overlap_counts,
     overlap_next_for,
 )
+from evalsite.review.services import queues
+from evalsite.review.services.queues import result_flip_field, result_undo_last
 from evalsite.review.services.reviews import review_record_single
 from evalsite.review.views.common import item_url, user_can_write
 from evalsite.review.views.flow import flow_context
@@ -79,7 +81,7 @@ def queue_create(
         )
     pass_share = form.cleaned_data.get("pass_share")
     try:
-        queue = services.queue_create(
+        queue = queues.queue_create(
             run=run,
             user=request.user,
             query=result_query,
@@ -364,9 +366,9 @@ def _apply_action(
     user = request.user
     version = _shown_version(request)
     if action == "accept":
-        services.result_accept(result=result, user=user, expected_version=version)
+        result_accept(result=result, user=user, expected_version=version)
     elif action in ("pass", "fail"):
-        services.result_set_human_pass(
+        result_set_human_pass(
             result=result,
             user=user,
             passed=action == "pass",
@@ -379,7 +381,7 @@ def _apply_action(
             raise ApplicationError(
                 "Say which verdict to flip (1–9).", field_errors={"n": "A number."}
             )
-        services.result_flip_field(
+        result_flip_field(
             result=result,
             user=user,
             number=int(raw),
@@ -387,7 +389,7 @@ def _apply_action(
             expected_version=version,
         )
     elif action == "undo":
-        services.result_undo_last(result=result, user=user, expected_version=version)
+        result_undo_last(result=result, user=user, expected_version=version)
 
 
 @require_GET

@@ -14,11 +14,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.evals.results.item import analysis_view
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
 from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.selectors.blind import blind_entry_for, blind_message
-from evalsite.review.selectors.item import analysis_view
 from evalsite.review.selectors.queues import flip_fields, queue_get_for_user
 from evalsite.review.selectors.reviews import (
     adjudication_entries,

@@ -6,8 +6,12 @@ import pytest
 from django.template.loader import render_to_string
 
 from evalsite.evals.models import Result
-from evalsite.review.selectors import aggregate_rows, cohen_kappa, run_aggregates
-from evalsite.review.services import override_create, result_accept
+from evalsite.evals.results.aggregates import (
+    aggregate_rows,
+    cohen_kappa,
+    run_aggregates,
+)
+from evalsite.evals.results.verdicts import override_create, result_accept
 from tests.review.builders import judged_claims, make_run
 
 
@@ -182,7 +186,7 @@ def test_lower_is_better_pass_and_unreviewed_run(project):
 def test_summary_template_shows_three_columns_matrix_and_histogram(reviewed_run):
     aggs = run_aggregates(run_id=reviewed_run.pk)
     html = render_to_string(
-        "review/_run_summary.html", {"run": reviewed_run, "aggregates": aggs}
+        "evals/results/_run_summary.html", {"run": reviewed_run, "aggregates": aggs}
     )
     assert f'id="agg-{aggs[0].run_scorer_id}"' in html
     assert (

@@ -18,16 +18,16 @@ from django.utils import timezone
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Override, Result, Run
-from evalsite.evals.services.runs import run_finish_if_complete, run_retry_failed
-from evalsite.review.selectors import aggregates, run_aggregates
-from evalsite.review.selectors.aggregates import _bin_of
-from evalsite.review.services import (
+from evalsite.evals.results import aggregates
+from evalsite.evals.results.aggregates import _bin_of, run_aggregates
+from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.results.verdicts import (
     override_create,
     override_revert,
     result_accept,
     result_set_human_pass,
-    run_rescore,
 )
+from evalsite.evals.services.runs import run_finish_if_complete, run_retry_failed
 from tests.review.builders import make_run
 
 

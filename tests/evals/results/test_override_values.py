@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Override, Result, RunScorer
-from evalsite.review.selectors import run_aggregates
-from evalsite.review.selectors.aggregates import _bin_of
-from evalsite.review.services import override_create, override_revert, run_rescore
+from evalsite.evals.results.aggregates import _bin_of, run_aggregates
+from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.results.verdicts import override_create, override_revert
 from tests.conftest import login
 from tests.factories import ProjectFactory
 from tests.review.builders import make_run

@@ -6,14 +6,14 @@ import pytest
 
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Override, Result
-from evalsite.review.models import AuditEvent
-from evalsite.review.services import (
+from evalsite.evals.results.verdicts import (
     override_create,
     override_revert,
     result_accept,
     result_recompute,
     result_set_human_pass,
 )
+from evalsite.review.models import AuditEvent
 from scoring import KINDS, LLM_KINDS, apply_override, compute_score, get_path, passes
 from tests.review.builders import ANALYSES, make_run
 

@@ -14,8 +14,8 @@ from django.db import connection
 from django.test import Client
 
 from evalsite.evals.models import Override, Result
+from evalsite.evals.results import verdicts as overrides
 from evalsite.review.models import AuditEvent
-from evalsite.review.services import overrides
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)

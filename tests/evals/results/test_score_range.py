@@ -9,8 +9,9 @@ import pytest
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
-from evalsite.review.selectors import run_aggregates
-from evalsite.review.services import override_create, run_rescore
+from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.results.verdicts import override_create
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db
