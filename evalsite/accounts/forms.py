@@ -8,7 +8,6 @@ from evalsite.accounts.services import (
     INVITATION_DAYS_MAX,
     PASSWORD_MAX_LENGTH,
 )
-from evalsite.core.exceptions import ApplicationError
 
 
 class ProjectForm(forms.Form):
@@ -72,14 +71,6 @@ class AccessLogForm(forms.Form):
     """The access log's page number (a fragment's GET parameters)."""
 
     page = forms.IntegerField(required=False, min_value=1, max_value=10**6)
-
-
-def form_add_application_error(form: forms.Form, exc: ApplicationError) -> None:
-    """Show a service's error on the form: each field error on its field (when the
-    form has it), and the message above the form."""
-    for field, message in exc.field_errors.items():
-        form.add_error(field if field in form.fields else None, message)
-    form.add_error(None, exc.message)
 
 
 class ApiTokenForm(forms.Form):

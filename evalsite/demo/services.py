@@ -29,9 +29,9 @@ from evalsite.evals.services import (
     scorer_create,
 )
 from evalsite.review.models import FinalRule, QueueEntry
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services.queues import queue_create
-from evalsite.review.services.reviews import review_answer
+from evalsite.review.team.services import review_answer
 from scoring.offline_judge import start_server
 
 DEMO_DATA = (

@@ -25,7 +25,7 @@ from evalsite.exports.pairwise import (
     pairwise_export_stream,
 )
 from evalsite.exports.schemas import ExportQuery
-from evalsite.review.selectors.pairwise import pairwise_get_for_user
+from evalsite.review.pairwise.selectors import pairwise_get_for_user
 
 router = Router(tags=["export"])
 

@@ -37,7 +37,7 @@ from django.utils.text import slugify
 from evalsite.lib.csvsafe import safe_cell
 from evalsite.lib.streams import csv_stream, jsonl_stream
 from evalsite.review.models import Preference, ReviewQueue
-from evalsite.review.selectors.pairwise import preferences_visible_to
+from evalsite.review.pairwise.selectors import preferences_visible_to
 
 PairwiseFormat = Literal["csv", "jsonl"]
 

@@ -23,8 +23,8 @@ from evalsite.exports.pairwise import (
     pairwise_export_filename,
     pairwise_export_stream,
 )
+from evalsite.review.pairwise.selectors import pairwise_get_for_user
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.pairwise import pairwise_get_for_user
 
 _TRUE = {"1", "true", "on", "yes"}
 

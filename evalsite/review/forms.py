@@ -10,9 +10,9 @@ from django.forms.utils import ErrorDict
 from evalsite.evals.models import Result, RunScorer
 from evalsite.evals.results.comments import COMMENT_MAX_LENGTH
 from evalsite.evals.results.rescore import RESCORABLE_OPTIONS
+from evalsite.review.explorer.selectors import DEFAULT_SORT, Q_MAX_LENGTH, SORT_LABELS
+from evalsite.review.guidelines.services import GUIDELINE_MAX_LENGTH
 from evalsite.review.schemas import ResultQuery, ResultQueryError
-from evalsite.review.selectors.explorer import DEFAULT_SORT, Q_MAX_LENGTH, SORT_LABELS
-from evalsite.review.services.guidelines import GUIDELINE_MAX_LENGTH
 from scoring import KINDS
 
 

@@ -21,7 +21,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.core.pagination import MAX_OFFSET
 from evalsite.core.schemas import ObjectId
 from evalsite.evals.models import RunScorer
-from evalsite.review.selectors.explorer import DEFAULT_SORT, Q_MAX_LENGTH, SORTS
+from evalsite.review.explorer.selectors import DEFAULT_SORT, Q_MAX_LENGTH, SORTS
 
 
 class OverrideIn(Schema):

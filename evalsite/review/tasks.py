@@ -11,14 +11,14 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from evalsite.evals.models import Run
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.explorer import Selection
-from evalsite.review.services.audit import audit_record
-from evalsite.review.services.bulk import (
+from evalsite.review.explorer.bulk import (
     bulk_runs_in_background,
     results_accept,
     results_assign,
 )
+from evalsite.review.explorer.selectors import Selection
+from evalsite.review.schemas import ResultQuery
+from evalsite.review.services.audit import audit_record
 
 
 @shared_task(name="review.bulk_action", acks_late=True)

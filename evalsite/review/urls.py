@@ -2,19 +2,19 @@ from __future__ import annotations
 
 from django.urls import path
 
+from evalsite.review.explorer import views as explorer
+from evalsite.review.guidelines import views as guidelines
+from evalsite.review.pairwise import views as pairwise
+from evalsite.review.queues import views as queues
+from evalsite.review.team import views as reviews
 from evalsite.review.views import (
     audit,
     comments,
-    explorer,
     flow,
-    guidelines,
     item,
     overrides,
-    pairwise,
     preferences,
-    queues,
     rescore,
-    reviews,
 )
 
 app_name = "review"

@@ -11,11 +11,11 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Comment, Result
+from evalsite.review.guidelines.services import guideline_save
 from evalsite.review.models import AuditEvent, QueueEntry
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services.guidelines import guideline_save
 from evalsite.review.services.preferences import reviewer_preferences_set
-from evalsite.review.services.queues import queue_create
 from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run

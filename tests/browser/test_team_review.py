@@ -10,8 +10,8 @@ import pytest
 
 from evalsite.accounts.models import ReviewerPreferences, Role
 from evalsite.review.models import FinalRule, QueueEntry, Review
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services.queues import queue_create
 from scoring.agreement import krippendorff_alpha
 from tests.browser.conftest import TIMEOUT_MS, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory

@@ -21,9 +21,9 @@ from evalsite.accounts.models import Role
 from evalsite.evals.models import Comment, Result
 from evalsite.exports import services
 from evalsite.review.models import FinalRule, QueueEntry
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services.queues import queue_create
-from evalsite.review.services.reviews import review_adjudicate, review_answer
+from evalsite.review.team.services import review_adjudicate, review_answer
 from tests.conftest import bearer, login
 from tests.factories import (
     CommentFactory,

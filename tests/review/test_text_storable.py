@@ -220,7 +220,7 @@ def test_services_refuse_unstorable_text(project, reviewer, result, run, bad):
     from evalsite.core.exceptions import ApplicationError
     from evalsite.evals.results.comments import comment_create
     from evalsite.evals.results.verdicts import override_create, result_set_human_pass
-    from evalsite.review.services.queues import queue_create
+    from evalsite.review.queues.services import queue_create
 
     calls = [
         (lambda: project_create(user=reviewer, name=bad), "name"),

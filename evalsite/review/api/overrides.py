@@ -20,7 +20,7 @@ from evalsite.review.schemas import (
     ResultOut,
 )
 from evalsite.review.selectors.blind import blind_entry_for, result_out_mask
-from evalsite.review.services.reviews import review_override_revert
+from evalsite.review.team.services import review_override_revert
 
 router = Router(tags=["review"])
 

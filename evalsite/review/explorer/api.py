@@ -14,7 +14,25 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.core.schemas import ErrorOut
 from evalsite.evals.selectors import run_get_for_user
+from evalsite.review.explorer.bulk import (
+    BulkOutcome,
+    assignee_get,
+    results_accept,
+    results_assign,
+    results_enqueue,
+)
+from evalsite.review.explorer.saved_filters import (
+    saved_filter_create,
+    saved_filter_delete,
+)
+from evalsite.review.explorer.saved_filters_selectors import (
+    saved_filter_get_for_user,
+    saved_filter_list,
+    saved_filter_query,
+)
+from evalsite.review.explorer.selectors import Selection, results_filter, results_page
 from evalsite.review.models import SavedFilter
+from evalsite.review.queues.selectors import queue_get_for_user
 from evalsite.review.schemas import (
     BulkAssignIn,
     BulkOut,
@@ -26,24 +44,6 @@ from evalsite.review.schemas import (
     SelectionIn,
 )
 from evalsite.review.selectors.blind import blind_run_split
-from evalsite.review.selectors.explorer import Selection, results_filter, results_page
-from evalsite.review.selectors.queues import queue_get_for_user
-from evalsite.review.selectors.saved_filters import (
-    saved_filter_get_for_user,
-    saved_filter_list,
-    saved_filter_query,
-)
-from evalsite.review.services.bulk import (
-    BulkOutcome,
-    assignee_get,
-    results_accept,
-    results_assign,
-    results_enqueue,
-)
-from evalsite.review.services.saved_filters import (
-    saved_filter_create,
-    saved_filter_delete,
-)
 from evalsite.review.tasks import bulk_start_in_background
 
 router = Router(tags=["review"])

@@ -17,17 +17,24 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Result, Run
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
-from evalsite.review.forms import (
-    PAGE_SIZES,
-    UNASSIGN,
-    BulkActionForm,
-    ExplorerFilterForm,
-    QueueCreateForm,
-    SavedFilterForm,
+from evalsite.review.explorer.bulk import (
+    assignee_get,
+    results_accept,
+    results_assign,
+    results_enqueue,
 )
-from evalsite.review.schemas import ResultQuery, ResultQueryError
-from evalsite.review.selectors.blind import blind_run_split
-from evalsite.review.selectors.explorer import (
+from evalsite.review.explorer.saved_filters import (
+    saved_filter_create as saved_filter_create_service,
+)
+from evalsite.review.explorer.saved_filters import (
+    saved_filter_delete as saved_filter_delete_service,
+)
+from evalsite.review.explorer.saved_filters_selectors import (
+    saved_filter_for_run,
+    saved_filter_get_for_user,
+    saved_filter_list,
+)
+from evalsite.review.explorer.selectors import (
     DEFAULT_SORT,
     SORT_LABELS,
     PagedResults,
@@ -37,24 +44,17 @@ from evalsite.review.selectors.explorer import (
     results_filter,
     results_selected,
 )
-from evalsite.review.selectors.queues import queue_get_for_user
-from evalsite.review.selectors.saved_filters import (
-    saved_filter_for_run,
-    saved_filter_get_for_user,
-    saved_filter_list,
+from evalsite.review.forms import (
+    PAGE_SIZES,
+    UNASSIGN,
+    BulkActionForm,
+    ExplorerFilterForm,
+    QueueCreateForm,
+    SavedFilterForm,
 )
-from evalsite.review.services.bulk import (
-    assignee_get,
-    results_accept,
-    results_assign,
-    results_enqueue,
-)
-from evalsite.review.services.saved_filters import (
-    saved_filter_create as saved_filter_create_service,
-)
-from evalsite.review.services.saved_filters import (
-    saved_filter_delete as saved_filter_delete_service,
-)
+from evalsite.review.queues.selectors import queue_get_for_user
+from evalsite.review.schemas import ResultQuery, ResultQueryError
+from evalsite.review.selectors.blind import blind_run_split
 from evalsite.review.tasks import bulk_start_in_background
 from evalsite.review.views.common import item_url, user_can_write
 
@@ -150,7 +150,7 @@ def explorer(
     form = ExplorerFilterForm(request.GET, run_scorers=list(run.run_scorers.all()))
     context = _explorer_context(request, run, form)
     context["sort_labels"] = SORT_LABELS
-    template = partial(request, "review/explorer.html", "explorer")
+    template = partial(request, "review/explorer/explorer.html", "explorer")
     return render(request, template, context, status=200 if form.is_valid() else 400)
 
 
@@ -322,7 +322,7 @@ def saved_filter_create(
             )
     context = _explorer_context(request, run, filter_form)
     context.update(sort_labels=SORT_LABELS, saved_filter_form=form, saving=True)
-    return render(request, "review/explorer.html", context, status=400)
+    return render(request, "review/explorer/explorer.html", context, status=400)
 
 
 @require_GET

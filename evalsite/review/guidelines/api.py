@@ -9,16 +9,16 @@ from ninja import Router
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
-from evalsite.review.models import Guideline
-from evalsite.review.schemas import GuidelineIn, GuidelineOut, GuidelinesOut
-from evalsite.review.selectors.guidelines import (
+from evalsite.review.guidelines.selectors import (
     GuidelineScope,
     guideline_current,
     guideline_history,
     guideline_html,
     guideline_scope_for_user,
 )
-from evalsite.review.services.guidelines import guideline_save
+from evalsite.review.guidelines.services import guideline_save
+from evalsite.review.models import Guideline
+from evalsite.review.schemas import GuidelineIn, GuidelineOut, GuidelinesOut
 
 router = Router(tags=["review"])
 

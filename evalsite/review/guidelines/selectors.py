@@ -13,7 +13,7 @@ from evalsite.accounts.models import Project
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.lib.markdown import markdown_to_html
 from evalsite.review.models import Guideline, ReviewQueue
-from evalsite.review.selectors.queues import queue_get_for_user
+from evalsite.review.queues.selectors import queue_get_for_user
 
 HISTORY_LIMIT = 50
 # A version's text never changes, so its HTML is cached by id with no invalidation;

@@ -16,7 +16,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.lib.markdown import markdown_to_html
 from evalsite.review.forms import GuidelineForm
-from evalsite.review.selectors.guidelines import (
+from evalsite.review.guidelines.selectors import (
     GuidelineScope,
     guideline_current,
     guideline_history,
@@ -24,7 +24,7 @@ from evalsite.review.selectors.guidelines import (
     guideline_latest,
     guideline_scope_for_user,
 )
-from evalsite.review.services.guidelines import guideline_save
+from evalsite.review.guidelines.services import guideline_save
 
 
 def _page_url(scope: GuidelineScope) -> str:
@@ -84,17 +84,20 @@ def _guidelines(
         edit=request.method == "POST",
     )
     if request.method == "GET":
-        return render(request, "review/guidelines.html", _context(scope))
+        return render(request, "review/guidelines/guidelines.html", _context(scope))
     form = GuidelineForm(request.POST)
     if not form.is_valid():
         if wants_partial(request) and "preview" in request.POST:
             return render(
                 request,
-                "review/guidelines.html#guideline-preview",
+                "review/guidelines/guidelines.html#guideline-preview",
                 {"preview": None, "form": form},
             )
         return render(
-            request, "review/guidelines.html", _context(scope, form=form), status=400
+            request,
+            "review/guidelines/guidelines.html",
+            _context(scope, form=form),
+            status=400,
         )
     body = form.cleaned_data["body"] or ""
     if "preview" in request.POST:
@@ -102,12 +105,12 @@ def _guidelines(
         if wants_partial(request):
             return render(
                 request,
-                "review/guidelines.html#guideline-preview",
+                "review/guidelines/guidelines.html#guideline-preview",
                 {"preview": preview, "form": form},
             )
         return render(
             request,
-            "review/guidelines.html",
+            "review/guidelines/guidelines.html",
             _context(scope, form=form, preview=preview),
         )
     try:
@@ -122,7 +125,7 @@ def _guidelines(
         form.add_error(None, exc.message)
         return render(
             request,
-            "review/guidelines.html",
+            "review/guidelines/guidelines.html",
             _context(scope, form=form),
             status=exc.status_code,
         )

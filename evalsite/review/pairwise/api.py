@@ -23,7 +23,7 @@ from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.datasets.matching.selectors import KEY_MAX_LENGTH
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
-from evalsite.review.selectors.pairwise import (
+from evalsite.review.pairwise.selectors import (
     pair_at,
     pair_complete,
     pair_preferences,
@@ -37,7 +37,7 @@ from evalsite.review.selectors.pairwise import (
     preferences_visible_to,
     rates_visible,
 )
-from evalsite.review.services.pairwise import (
+from evalsite.review.pairwise.services import (
     REASON_MAX_LENGTH,
     SEED_MAX,
     pairwise_answer,

@@ -4,7 +4,6 @@ and each reviewer's preference on a pair, audited in the same transaction.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -20,14 +19,14 @@ from evalsite.datasets.matching.selectors import normalise_input
 from evalsite.datasets.models import Item
 from evalsite.evals.models import Run
 from evalsite.lib.text import text_check_storable
+from evalsite.review.guidelines.selectors import guideline_current
 from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
-from evalsite.review.selectors.guidelines import guideline_current
-from evalsite.review.selectors.pairwise import MATCH_VALUE_MAX, pairwise_match
+from evalsite.review.pairwise.selectors import MATCH_VALUE_MAX, pairwise_match
+from evalsite.review.queues.services import QUEUE_MAX
 from evalsite.review.services.audit import audit_record
-from evalsite.review.services.queues import QUEUE_MAX
+from evalsite.review.timing import clean_seconds
 
 REASON_MAX_LENGTH = 5000
-MAX_SECONDS = 3600.0
 SEED_MAX = 2**31 - 1
 # Matched items read per query while looking for pairs whose outputs differ.
 PAIR_CHUNK = 2000
@@ -222,18 +221,6 @@ def _clean_choice(
     return str(choice), shown
 
 
-def _clean_seconds(seconds: Any) -> float | None:
-    if seconds is None or seconds == "" or isinstance(seconds, bool):
-        return None
-    try:
-        value = float(seconds)
-    except (TypeError, ValueError):
-        return None
-    if not math.isfinite(value) or value < 0:
-        return None
-    return min(value, MAX_SECONDS)
-
-
 def _recount(pair: PairwiseItem) -> None:
     counts = Preference.objects.filter(pair=pair).aggregate(
         n=Count("id"),
@@ -318,7 +305,7 @@ def pairwise_answer(
         "a_left": pair.a_left,
         "reason": reason,
         "guideline": guideline,
-        "seconds": _clean_seconds(seconds),
+        "seconds": clean_seconds(seconds),
     }
     if existing is None:
         preference = Preference.objects.create(pair=pair, reviewer=user, **values)

@@ -27,7 +27,7 @@ from evalsite.evals.selectors import run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.models import PairwiseItem, ReviewQueue
-from evalsite.review.selectors.pairwise import (
+from evalsite.review.pairwise.selectors import (
     WIN_RATE_METHOD,
     pair_at,
     pair_complete,
@@ -41,15 +41,15 @@ from evalsite.review.selectors.pairwise import (
     preferences_visible,
     rates_visible,
 )
-from evalsite.review.selectors.preferences import reviewer_preferences
-from evalsite.review.services.pairwise import (
+from evalsite.review.pairwise.services import (
     REASON_MAX_LENGTH,
     SEED_MAX,
     pairwise_answer,
     pairwise_queue_create,
 )
+from evalsite.review.selectors.preferences import reviewer_preferences
 from evalsite.review.views.common import user_can_write
-from evalsite.review.views.flow import QueueFlow
+from evalsite.review.views.flow import QueueFlow, position_refused, queue_position
 
 
 class PairwiseCreateForm(forms.Form):
@@ -142,7 +142,7 @@ def pairwise_create(
         form = PairwiseCreateForm(initial=initial, run=run, project=project)
     return render(
         request,
-        "review/pairwise_create.html",
+        "review/pairwise/pairwise_create.html",
         {
             "project": project,
             "run": run,
@@ -241,19 +241,15 @@ def pairwise_detail(
     queue = pairwise_get_for_user(
         user=request.user, pk=pairwise_id, project_id=project_id
     )
-    raw = request.GET.get("pos")
-    if raw is None:
-        position = pairwise_next_for(queue=queue, user=request.user) or 1
-    elif raw.isdigit() and 1 <= int(raw) <= max(queue.size, 1):
-        position = int(raw)
-    else:
-        return HttpResponse(
-            f"pos must be a number between 1 and {queue.size}.",
-            status=400,
-            content_type="text/plain",
-        )
+    position = queue_position(
+        request,
+        size=queue.size,
+        default=lambda: pairwise_next_for(queue=queue, user=request.user),
+    )
+    if position is None:
+        return position_refused(queue.size)
     context = _card_context(request, queue, position)
-    template = partial(request, "review/pairwise.html", "queue-card")
+    template = partial(request, "review/pairwise/pairwise.html", "queue-card")
     return render(request, template, context)
 
 
@@ -296,7 +292,7 @@ def pairwise_answer_view(
     # htmx swaps no 4xx body by default; the card carries the error (as the review
     # queue's card does), so it comes back with a 200.
     context = _card_context(request, queue, position, error=error)
-    return render(request, "review/pairwise.html#queue-card", context)
+    return render(request, "review/pairwise/pairwise.html#queue-card", context)
 
 
 @require_GET
@@ -311,7 +307,9 @@ def pairwise_run_agreement(
         {"queue": q, "figures": pairwise_figures(queue=q)}
         for q in pairwise_list_for_run(run=run)[:20]
     ]
-    template = partial(request, "review/pairwise_agreement.html", "pairwise-agreement")
+    template = partial(
+        request, "review/pairwise/pairwise_agreement.html", "pairwise-agreement"
+    )
     return render(
         request,
         template,

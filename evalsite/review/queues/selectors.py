@@ -12,8 +12,8 @@ from django.http import Http404
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.evals.models import Result
 from evalsite.evals.results.item import value_label
+from evalsite.review.explorer.selectors import User
 from evalsite.review.models import QueueEntry, ReviewQueue
-from evalsite.review.selectors.explorer import User
 from scoring import KINDS, AnalysisError, get_path
 
 

@@ -25,12 +25,12 @@ from evalsite.evals.results.verdicts import (
     override_create,
 )
 from evalsite.lib.text import text_check_storable
+from evalsite.review.explorer.selectors import results_filter
 from evalsite.review.models import FinalRule, QueueEntry, ReviewQueue
+from evalsite.review.queues.selectors import flip_fields, stratified_sample_size
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.explorer import results_filter
-from evalsite.review.selectors.queues import flip_fields, stratified_sample_size
 from evalsite.review.services.audit import audit_record
-from evalsite.review.services.reviews import review_override_revert, review_retract
+from evalsite.review.team.services import review_override_revert, review_retract
 
 # A queue is a unit of human work; past this many results people build a narrower
 # one (or a stratified sample). It also bounds the per-result audit events written.

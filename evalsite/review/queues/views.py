@@ -25,10 +25,8 @@ from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.review.forms import CommentForm, QueueCreateForm
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
-from evalsite.review.schemas import ResultQuery, ResultQueryError
-from evalsite.review.selectors.blind import blind_entry_for
-from evalsite.review.selectors.comments import comment_list
-from evalsite.review.selectors.queues import (
+from evalsite.review.queues import services as queues
+from evalsite.review.queues.selectors import (
     assigned_results,
     assigned_runs_summary,
     flip_fields,
@@ -39,18 +37,20 @@ from evalsite.review.selectors.queues import (
     queue_next_unreviewed,
     queue_progress,
 )
-from evalsite.review.selectors.reviews import (
+from evalsite.review.queues.services import result_flip_field, result_undo_last
+from evalsite.review.schemas import ResultQuery, ResultQueryError
+from evalsite.review.selectors.blind import blind_entry_for
+from evalsite.review.selectors.comments import comment_list
+from evalsite.review.team.selectors import (
     answers_visible,
     describe_flips,
     entry_answers,
     overlap_counts,
     overlap_next_for,
 )
-from evalsite.review.services import queues
-from evalsite.review.services.queues import result_flip_field, result_undo_last
-from evalsite.review.services.reviews import review_record_single
+from evalsite.review.team.services import review_record_single
 from evalsite.review.views.common import item_url, user_can_write
-from evalsite.review.views.flow import flow_context
+from evalsite.review.views.flow import flow_context, position_refused, queue_position
 from scoring import KINDS
 
 ASSIGNED_PAGE_SIZE = 50
@@ -224,21 +224,17 @@ def queue_detail(
         return HttpResponseRedirect(
             reverse("review:pairwise", args=[project_id, queue.pk])
         )
-    raw = request.GET.get("pos")
-    if raw is None and queue.overlap > 1:
-        position = overlap_next_for(queue=queue, user=request.user) or 1
-    elif raw is None:
-        position = queue_next_unreviewed(queue=queue) or 1
-    elif raw.isdigit() and 1 <= int(raw) <= max(queue.size, 1):
-        position = int(raw)
-    else:
-        return HttpResponse(
-            f"pos must be a number between 1 and {queue.size}.",
-            status=400,
-            content_type="text/plain",
-        )
+
+    def default() -> int | None:
+        if queue.overlap > 1:
+            return overlap_next_for(queue=queue, user=request.user)
+        return queue_next_unreviewed(queue=queue)
+
+    position = queue_position(request, size=queue.size, default=default)
+    if position is None:
+        return position_refused(queue.size)
     context = _queue_card_context(request, queue, position)
-    template = partial(request, "review/queue.html", "queue-card")
+    template = partial(request, "review/queues/queue.html", "queue-card")
     return render(request, template, context)
 
 
@@ -304,7 +300,7 @@ def queue_card_response(
     )
     # htmx does not swap 4xx bodies by default; the card carries the error message
     # inside it, so it is sent with a 200 and the reviewer sees why nothing changed.
-    return render(request, "review/queue.html#queue-card", context)
+    return render(request, "review/queues/queue.html#queue-card", context)
 
 
 def overlap_context(
@@ -412,5 +408,5 @@ def assigned(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse
         "rows": rows,
         "can_write": user_can_write(project),
     }
-    template = partial(request, "review/assigned.html", "assigned-results")
+    template = partial(request, "review/queues/assigned.html", "assigned-results")
     return render(request, template, context)

@@ -15,8 +15,8 @@ from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.models import Result
 from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
-from evalsite.review.api.queues import review_queue_get
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
+from evalsite.review.queues.api import review_queue_get
 from evalsite.review.schemas import (
     AdjudicationEntryOut,
     AnswerIn,
@@ -24,7 +24,7 @@ from evalsite.review.schemas import (
     HumanAgreementOut,
 )
 from evalsite.review.selectors.blind import blind_result_ids
-from evalsite.review.selectors.reviews import (
+from evalsite.review.team.selectors import (
     adjudication_entries,
     agreement_report,
     answer_target,
@@ -32,7 +32,7 @@ from evalsite.review.selectors.reviews import (
     entry_answers,
     queue_pass_agreement,
 )
-from evalsite.review.services.reviews import review_adjudicate, review_answer
+from evalsite.review.team.services import review_adjudicate, review_answer
 
 router = Router(tags=["review"])
 

@@ -19,7 +19,7 @@ from django.db.models.functions import JSONObject
 from evalsite.evals.models import Result, RunScorer
 from evalsite.evals.results.labels import path_label, path_value_label
 from evalsite.review.models import Guideline, QueueEntry, Review, ReviewQueue
-from evalsite.review.selectors.queues import flip_fields
+from evalsite.review.queues.selectors import flip_fields
 from scoring.agreement import (
     Agreement,
     agreement_alpha,

@@ -11,7 +11,6 @@ the final verdict exactly as before (verdict overrides → compute_score).
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -43,21 +42,18 @@ from evalsite.evals.results.verdicts import (
     scoring_options,
 )
 from evalsite.review.models import FinalRule, Guideline, QueueEntry, Review, ReviewQueue
-from evalsite.review.selectors.reviews import (
-    AnswerTarget,
-    entry_answers,
-    guideline_in_force,
-)
 from evalsite.review.services.audit import (
     audit_event,
     audit_record,
     audit_record_many,
 )
+from evalsite.review.team.selectors import (
+    AnswerTarget,
+    entry_answers,
+    guideline_in_force,
+)
+from evalsite.review.timing import clean_seconds
 from scoring import AnalysisError, apply_override, get_path
-
-# Time on an item is measured by the browser; anything longer is a reviewer who left
-# the tab open, not time spent, so it is capped rather than trusted.
-MAX_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
@@ -165,7 +161,7 @@ def _put_review(
         "score": answer.score,
         "note": note,
         "guideline": guideline,
-        "seconds": _clean_seconds(seconds),
+        "seconds": clean_seconds(seconds),
     }
     mine = next(
         (r for r in reviews if r.reviewer_id == user.pk and r.kind == kind), None
@@ -233,18 +229,6 @@ def _clean_answer(
             field_errors={"passed": "required"},
         )
     return Answer(passed=passed, flips=clean, score=clean_score)
-
-
-def _clean_seconds(seconds: Any) -> float | None:
-    if seconds is None or isinstance(seconds, bool):
-        return None
-    try:
-        value = float(seconds)
-    except (TypeError, ValueError):
-        return None
-    if not math.isfinite(value) or value < 0:
-        return None
-    return min(value, MAX_SECONDS)
 
 
 def _answer_of(review: Review) -> Answer:

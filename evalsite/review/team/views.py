@@ -18,17 +18,17 @@ from evalsite.evals.results.item import analysis_view
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
 from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.queues.selectors import flip_fields, queue_get_for_user
+from evalsite.review.queues.views import queue_card_response
 from evalsite.review.selectors.blind import blind_entry_for, blind_message
-from evalsite.review.selectors.queues import flip_fields, queue_get_for_user
-from evalsite.review.selectors.reviews import (
+from evalsite.review.team.selectors import (
     adjudication_entries,
     agreement_report,
     answer_target,
     entry_answers,
     queue_pass_agreement,
 )
-from evalsite.review.services.reviews import review_adjudicate, review_answer
-from evalsite.review.views.queues import queue_card_response
+from evalsite.review.team.services import review_adjudicate, review_answer
 from scoring import KINDS
 
 
@@ -125,7 +125,7 @@ def adjudication_list(
     entries = list(adjudication_entries(project_id=project.pk)[:500])
     return render(
         request,
-        "review/adjudication.html",
+        "review/team/adjudication.html",
         {
             "project": project,
             "entries": entries,
@@ -223,7 +223,7 @@ def adjudicate(
                 )
             return redirect_htmx(request, url)
     context = _adjudicate_context(queue, entry, request.user, error)
-    template = partial(request, "review/adjudicate.html", "adjudicate-card")
+    template = partial(request, "review/team/adjudicate.html", "adjudicate-card")
     return render(request, template, context)
 
 
@@ -249,6 +249,6 @@ def agreement(
     ]
     return render(
         request,
-        "review/agreement.html",
+        "review/team/agreement.html",
         {"project": run.project, "run": run, "scorers": scorers, "queues": queues},
     )

@@ -20,7 +20,7 @@ from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review.forms import OverrideForm
 from evalsite.review.selectors.audit import audit_list_for_result
 from evalsite.review.selectors.blind import audit_mask_blind
-from evalsite.review.services.reviews import review_override_revert
+from evalsite.review.team.services import review_override_revert
 from evalsite.review.views.item import result_panel
 
 

@@ -5,9 +5,9 @@ from django.urls import reverse
 
 from evalsite.evals.models import Result
 from evalsite.evals.results.verdicts import override_create, result_accept
+from evalsite.review.explorer.selectors import results_filter
 from evalsite.review.forms import ExplorerFilterForm
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.explorer import results_filter
 from tests.conftest import login
 from tests.review.builders import judged_claims, make_run
 
@@ -248,7 +248,7 @@ def test_results_filter_is_shared_by_form_and_api_shapes(reviewer, run):
 
 
 def test_explorer_count_stops_at_the_cap(client, reviewer, project, monkeypatch):
-    from evalsite.review.selectors import explorer
+    from evalsite.review.explorer import selectors as explorer
 
     monkeypatch.setattr(explorer, "COUNT_CAP", 30)
     big = make_run(project, n_items=20, kinds=("faithfulness", "hallucination"))

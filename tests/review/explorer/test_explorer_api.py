@@ -7,10 +7,10 @@ import json
 import pytest
 
 from evalsite.evals.models import Result
+from evalsite.review.explorer.saved_filters import saved_filter_create
 from evalsite.review.models import AuditEvent, ReviewQueue, SavedFilter
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services.queues import queue_create
-from evalsite.review.services.saved_filters import saved_filter_create
 from tests.conftest import bearer
 from tests.factories import ProjectFactory
 from tests.review.builders import judged_claims, make_run

@@ -11,15 +11,8 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
 from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.results.verdicts import result_accept
-from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.explorer import (
-    Selection,
-    results_selected,
-    selection_batches,
-)
-from evalsite.review.services import bulk
-from evalsite.review.services.bulk import (
+from evalsite.review.explorer import bulk
+from evalsite.review.explorer.bulk import (
     SKIP_IN_QUEUE,
     SKIP_NOT_SCORED,
     SKIP_REVIEWED,
@@ -28,7 +21,14 @@ from evalsite.review.services.bulk import (
     results_assign,
     results_enqueue,
 )
-from evalsite.review.services.queues import queue_create
+from evalsite.review.explorer.selectors import (
+    Selection,
+    results_selected,
+    selection_batches,
+)
+from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
+from evalsite.review.queues.services import queue_create
+from evalsite.review.schemas import ResultQuery
 from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db
@@ -80,7 +80,7 @@ def test_results_selected_sorts_and_drops_repeats(run):
 def test_results_selected_refuses_empty_and_too_many(run, monkeypatch):
     with pytest.raises(ApplicationError, match="at least one"):
         results_selected(run=run, ids=[])
-    monkeypatch.setattr("evalsite.review.selectors.explorer.SELECTION_MAX_IDS", 2)
+    monkeypatch.setattr("evalsite.review.explorer.selectors.SELECTION_MAX_IDS", 2)
     with pytest.raises(ApplicationError, match="At most 2"):
         results_selected(run=run, ids=_ids(run)[:3])
 

@@ -10,8 +10,8 @@ import pytest
 from django.urls import reverse
 
 from evalsite.evals.models import Result
+from evalsite.review.explorer import bulk
 from evalsite.review.models import AuditEvent
-from evalsite.review.services import bulk
 from tests.conftest import bearer, login
 from tests.review.builders import judged_claims, make_run
 

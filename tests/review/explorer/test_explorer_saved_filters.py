@@ -9,17 +9,17 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.review.models import SavedFilter
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.saved_filters import (
+from evalsite.review.explorer.saved_filters import (
+    saved_filter_create,
+    saved_filter_delete,
+)
+from evalsite.review.explorer.saved_filters_selectors import (
     saved_filter_for_run,
     saved_filter_get_for_user,
     saved_filter_list,
 )
-from evalsite.review.services.saved_filters import (
-    saved_filter_create,
-    saved_filter_delete,
-)
+from evalsite.review.models import SavedFilter
+from evalsite.review.schemas import ResultQuery
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run
 
@@ -91,7 +91,7 @@ def test_saved_filter_names_are_unique_per_user_and_project_only(
 
 
 def test_saved_filter_create_caps_filters_per_user(project, reviewer, monkeypatch):
-    monkeypatch.setattr("evalsite.review.services.saved_filters.SAVED_FILTERS_MAX", 2)
+    monkeypatch.setattr("evalsite.review.explorer.saved_filters.SAVED_FILTERS_MAX", 2)
     _save(project, reviewer, name="a")
     _save(project, reviewer, name="b")
     with pytest.raises(ApplicationError, match="delete one"):

@@ -10,10 +10,10 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from evalsite.evals.models import Result
+from evalsite.review.explorer.saved_filters import saved_filter_create
 from evalsite.review.models import AuditEvent, ReviewQueue, SavedFilter
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.services.queues import queue_create
-from evalsite.review.services.saved_filters import saved_filter_create
 from tests.conftest import login
 from tests.review.builders import judged_claims, make_run
 

@@ -12,15 +12,15 @@ from django.urls import reverse
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.lib.markdown import ALLOWED_TAGS, markdown_to_html
-from evalsite.review.models import AuditEvent, Guideline
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.guidelines import (
+from evalsite.review.guidelines.selectors import (
     guideline_current,
     guideline_history,
     guideline_html,
 )
-from evalsite.review.services.guidelines import GUIDELINE_MAX_LENGTH, guideline_save
-from evalsite.review.services.queues import queue_create
+from evalsite.review.guidelines.services import GUIDELINE_MAX_LENGTH, guideline_save
+from evalsite.review.models import AuditEvent, Guideline
+from evalsite.review.queues.services import queue_create
+from evalsite.review.schemas import ResultQuery
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run

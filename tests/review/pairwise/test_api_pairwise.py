@@ -9,7 +9,7 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.review.models import AuditEvent, PairwiseItem, Preference, ReviewQueue
-from evalsite.review.services.pairwise import pairwise_answer
+from evalsite.review.pairwise.services import pairwise_answer
 from tests.conftest import bearer
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.pairwise_builders import make_model_runs, pairwise_queue

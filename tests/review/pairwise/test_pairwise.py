@@ -12,14 +12,14 @@ from django.urls import reverse
 from evalsite.accounts.models import ReviewerPreferences, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.review.models import AuditEvent, PairwiseItem, Preference, ReviewQueue
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.pairwise import (
+from evalsite.review.pairwise.selectors import (
     pairwise_figures,
     pairwise_next_for,
     pairwise_quick_agreement,
 )
-from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_create
-from evalsite.review.services.queues import queue_create
+from evalsite.review.pairwise.services import pairwise_answer, pairwise_queue_create
+from evalsite.review.queues.services import queue_create
+from evalsite.review.schemas import ResultQuery
 from scoring.pairwise import wilson_interval, win_rate_bootstrap, win_rates
 from tests.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
@@ -144,8 +144,8 @@ def test_create_by_metadata_key_counts_what_did_not_pair(project, owner):
 
 
 def test_a_queue_keeps_at_most_queue_max_pairs_and_says_so(project, owner, monkeypatch):
-    monkeypatch.setattr("evalsite.review.services.pairwise.QUEUE_MAX", 3)
-    monkeypatch.setattr("evalsite.review.services.pairwise.PAIR_CHUNK", 2)
+    monkeypatch.setattr("evalsite.review.pairwise.services.QUEUE_MAX", 3)
+    monkeypatch.setattr("evalsite.review.pairwise.services.PAIR_CHUNK", 2)
     runs = make_model_runs(project, n=10, same_output=(0,))
     queue = pairwise_queue(runs, owner)
     assert queue.size == 3 and queue.truncated is True

@@ -15,10 +15,10 @@ from django.urls import reverse
 
 from evalsite.datasets.services import dataset_create
 from evalsite.review.models import QueueEntry
+from evalsite.review.queues.selectors import queue_entry_at
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.queues import queue_entry_at
-from evalsite.review.services.queues import queue_create
-from evalsite.review.services.reviews import review_answer
+from evalsite.review.team.services import review_answer
 from tests.conftest import login
 from tests.datasets.conftest import AGENT_ROW, upload
 from tests.review.builders import make_run

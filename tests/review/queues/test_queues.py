@@ -7,9 +7,9 @@ from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Override, Result
 from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
+from evalsite.review.queues.selectors import queue_progress
+from evalsite.review.queues.services import SOURCE_FAILING, queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.queues import queue_progress
-from evalsite.review.services.queues import SOURCE_FAILING, queue_create
 from tests.conftest import login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import judged_claims, make_run
@@ -415,7 +415,7 @@ def test_assigned_page_htmx_partial_and_permissions(client, project, viewer, out
     ],
 )
 def test_flip_fields_per_kind(kind, expected):
-    from evalsite.review.selectors.queues import flip_fields
+    from evalsite.review.queues.selectors import flip_fields
     from tests.review.builders import ANALYSES
 
     fields = flip_fields(kind=kind, analysis=ANALYSES[kind])
@@ -424,7 +424,7 @@ def test_flip_fields_per_kind(kind, expected):
 
 
 def test_flip_fields_stop_at_nine():
-    from evalsite.review.selectors.queues import flip_fields
+    from evalsite.review.queues.selectors import flip_fields
 
     analysis = judged_claims(*["yes"] * 12)
     assert len(flip_fields(kind="faithfulness", analysis=analysis)) == 9

@@ -17,15 +17,15 @@ from evalsite.review.models import (
     Review,
     ReviewQueue,
 )
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.reviews import (
+from evalsite.review.team.selectors import (
     agreement_report,
     answer_target,
     guideline_in_force,
     queue_pass_agreement,
 )
-from evalsite.review.services.queues import queue_create
-from evalsite.review.services.reviews import (
+from evalsite.review.team.services import (
     Answer,
     decide_final,
     review_adjudicate,
@@ -621,8 +621,8 @@ def test_an_answer_read_before_another_decided_the_entry_is_refused(
 def test_the_guidelines_an_answer_records_are_guideline_current(
     run, reviewer, project, project_body, queue_body, expected
 ):
+    from evalsite.review.guidelines.selectors import guideline_current
     from evalsite.review.models import Guideline
-    from evalsite.review.selectors.guidelines import guideline_current
 
     queue = _queue(run, reviewer, overlap=2)
     if project_body is not None:

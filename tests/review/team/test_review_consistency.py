@@ -12,10 +12,10 @@ import pytest
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Result
 from evalsite.review.models import FinalRule, QueueEntry, Review
+from evalsite.review.queues.services import queue_create
 from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.reviews import agreement_report
-from evalsite.review.services.queues import queue_create
-from evalsite.review.services.reviews import review_adjudicate, review_answer
+from evalsite.review.team.selectors import agreement_report
+from evalsite.review.team.services import review_adjudicate, review_answer
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run, queue_card_key
