@@ -28,9 +28,9 @@ from evalsite.evals.services import (
     run_start,
     scorer_create,
 )
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import FinalRule, QueueEntry
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.team.services import review_answer
 from scoring.offline_judge import start_server
 

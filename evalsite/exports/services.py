@@ -91,8 +91,8 @@ from evalsite.exports.selectors import (
 )
 from evalsite.lib.csvsafe import safe_cell
 from evalsite.lib.streams import csv_stream, jsonl_stream
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import results_filter, results_selected
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.blind import blind_run_split
 
 Format = Literal["csv", "jsonl", "parquet"]

@@ -23,8 +23,8 @@ from evalsite.exports.pairwise import (
     pairwise_export_filename,
     pairwise_export_stream,
 )
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.pairwise.selectors import pairwise_get_for_user
-from evalsite.review.schemas import ResultQuery
 
 _TRUE = {"1", "true", "on", "yes"}
 

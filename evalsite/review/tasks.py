@@ -16,8 +16,8 @@ from evalsite.review.explorer.bulk import (
     results_accept,
     results_assign,
 )
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import Selection
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.services.audit import audit_record
 
 

@@ -11,10 +11,10 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Comment, Result
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.guidelines.services import guideline_save
 from evalsite.review.models import AuditEvent, QueueEntry
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.services.preferences import reviewer_preferences_set
 from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory

@@ -20,9 +20,9 @@ from django.urls import reverse
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Comment, Result
 from evalsite.exports import services
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import FinalRule, QueueEntry
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.team.services import review_adjudicate, review_answer
 from tests.conftest import bearer, login
 from tests.factories import (

@@ -17,10 +17,10 @@ from django.urls import reverse
 
 from evalsite.accounts.models import Role
 from evalsite.exports.pairwise import COLUMNS
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import PairwiseItem, Preference
 from evalsite.review.pairwise.services import pairwise_answer, pairwise_queue_create
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run

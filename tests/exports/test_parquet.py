@@ -14,9 +14,9 @@ from django.urls import reverse
 
 from evalsite.evals.models import Result
 from evalsite.exports import services
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import QueueEntry
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.team.services import review_answer
 from tests.conftest import bearer, login
 from tests.exports.builders import QA_DATASET, make_run_with_score

@@ -10,10 +10,10 @@ from evalsite.evals.results.verdicts import (
     result_accept,
     result_set_human_pass,
 )
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import QueueEntry
 from evalsite.review.queues.selectors import queue_estimate
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from tests.conftest import login
 from tests.review.builders import judged_claims, make_run
 

@@ -52,10 +52,10 @@ from evalsite.evals.results.verdicts import override_create
 from evalsite.evals.services.execution import result_claim, store_result
 from evalsite.evals.services.runs import run_finish_if_complete
 from evalsite.review.explorer.bulk import results_accept
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import Selection
 from evalsite.review.models import FinalRule, QueueEntry, Review, ReviewQueue
 from evalsite.review.queues.services import queue_create, result_undo_last
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.team.services import review_adjudicate, review_answer
 from scoring import (
     JudgeResult,

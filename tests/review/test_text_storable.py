@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from evalsite.accounts.models import Project
 from evalsite.evals.models import Comment, Override, Result
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import AuditEvent, ReviewQueue
-from evalsite.review.schemas import ResultQuery
 from tests.conftest import login
 from tests.factories import UserFactory
 from tests.review.builders import make_run

@@ -30,10 +30,7 @@ from evalsite.review.explorer.saved_filters_selectors import (
     saved_filter_list,
     saved_filter_query,
 )
-from evalsite.review.explorer.selectors import Selection, results_filter, results_page
-from evalsite.review.models import SavedFilter
-from evalsite.review.queues.selectors import queue_get_for_user
-from evalsite.review.schemas import (
+from evalsite.review.explorer.schemas import (
     BulkAssignIn,
     BulkOut,
     BulkQueueIn,
@@ -43,6 +40,9 @@ from evalsite.review.schemas import (
     SavedFilterOut,
     SelectionIn,
 )
+from evalsite.review.explorer.selectors import Selection, results_filter, results_page
+from evalsite.review.models import SavedFilter
+from evalsite.review.queues.selectors import queue_get_for_user
 from evalsite.review.selectors.blind import blind_run_split
 from evalsite.review.tasks import bulk_start_in_background
 

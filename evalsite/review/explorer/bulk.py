@@ -34,6 +34,7 @@ from evalsite.accounts.selectors import membership_get, require_role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run
 from evalsite.evals.results.verdicts import review_version_bump
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import (
     Selection,
     results_filter,
@@ -41,7 +42,6 @@ from evalsite.review.explorer.selectors import (
 )
 from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
 from evalsite.review.queues.services import QUEUE_MAX, queue_create
-from evalsite.review.schemas import ResultQuery
 
 BULK_BATCH = 500
 # An all-matching accept or assign over more results than this runs in a Celery task

@@ -11,8 +11,8 @@ from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import RunScorer
 from evalsite.lib.text import text_check_storable
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import SavedFilter
-from evalsite.review.schemas import ResultQuery
 
 NAME_MAX_LENGTH = 100
 QUERY_MAX_LENGTH = 2000

@@ -9,9 +9,9 @@ from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.evals.models import Run, RunScorer
+from evalsite.review.explorer.schemas import ResultQuery, ResultQueryError
 from evalsite.review.explorer.selectors import User
 from evalsite.review.models import SavedFilter
-from evalsite.review.schemas import ResultQuery, ResultQueryError
 
 
 def saved_filter_get_for_user(

@@ -25,7 +25,7 @@ from evalsite.review.models import ReviewQueue
 
 if TYPE_CHECKING:
     # schemas builds ResultQuery on this module's SORTS; only the type comes back.
-    from evalsite.review.schemas import ResultQuery
+    from evalsite.review.explorer.schemas import ResultQuery
 
 User = AuthUser | AnonymousUser
 

@@ -23,6 +23,13 @@ from evalsite.review.explorer.bulk import (
     results_assign,
     results_enqueue,
 )
+from evalsite.review.explorer.forms import (
+    PAGE_SIZES,
+    UNASSIGN,
+    BulkActionForm,
+    ExplorerFilterForm,
+    SavedFilterForm,
+)
 from evalsite.review.explorer.saved_filters import (
     saved_filter_create as saved_filter_create_service,
 )
@@ -34,6 +41,7 @@ from evalsite.review.explorer.saved_filters_selectors import (
     saved_filter_get_for_user,
     saved_filter_list,
 )
+from evalsite.review.explorer.schemas import ResultQuery, ResultQueryError
 from evalsite.review.explorer.selectors import (
     DEFAULT_SORT,
     SORT_LABELS,
@@ -44,16 +52,8 @@ from evalsite.review.explorer.selectors import (
     results_filter,
     results_selected,
 )
-from evalsite.review.forms import (
-    PAGE_SIZES,
-    UNASSIGN,
-    BulkActionForm,
-    ExplorerFilterForm,
-    QueueCreateForm,
-    SavedFilterForm,
-)
+from evalsite.review.queues.forms import QueueCreateForm
 from evalsite.review.queues.selectors import queue_get_for_user
-from evalsite.review.schemas import ResultQuery, ResultQueryError
 from evalsite.review.selectors.blind import blind_run_split
 from evalsite.review.tasks import bulk_start_in_background
 from evalsite.review.views.common import item_url, user_can_write

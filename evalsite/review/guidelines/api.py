@@ -9,6 +9,7 @@ from ninja import Router
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
+from evalsite.review.guidelines.schemas import GuidelineIn, GuidelineOut, GuidelinesOut
 from evalsite.review.guidelines.selectors import (
     GuidelineScope,
     guideline_current,
@@ -18,7 +19,6 @@ from evalsite.review.guidelines.selectors import (
 )
 from evalsite.review.guidelines.services import guideline_save
 from evalsite.review.models import Guideline
-from evalsite.review.schemas import GuidelineIn, GuidelineOut, GuidelinesOut
 
 router = Router(tags=["review"])
 

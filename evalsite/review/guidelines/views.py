@@ -15,7 +15,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.lib.markdown import markdown_to_html
-from evalsite.review.forms import GuidelineForm
+from evalsite.review.guidelines.forms import GuidelineForm
 from evalsite.review.guidelines.selectors import (
     GuidelineScope,
     guideline_current,

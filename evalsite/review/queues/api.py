@@ -13,13 +13,13 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.queues.schemas import QueueIn, QueueOut
 from evalsite.review.queues.selectors import (
     queue_estimate,
     queue_get_for_user,
     queue_progress,
 )
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import QueueIn, QueueOut
 
 router = Router(tags=["review"])
 

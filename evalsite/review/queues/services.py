@@ -25,10 +25,10 @@ from evalsite.evals.results.verdicts import (
     override_create,
 )
 from evalsite.lib.text import text_check_storable
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import results_filter
 from evalsite.review.models import FinalRule, QueueEntry, ReviewQueue
 from evalsite.review.queues.selectors import flip_fields, stratified_sample_size
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.services.audit import audit_record
 from evalsite.review.team.services import review_override_revert, review_retract
 

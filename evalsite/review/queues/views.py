@@ -23,9 +23,11 @@ from evalsite.evals.results.item import analysis_view
 from evalsite.evals.results.verdicts import result_accept, result_set_human_pass
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
-from evalsite.review.forms import CommentForm, QueueCreateForm
+from evalsite.review.explorer.schemas import ResultQuery, ResultQueryError
+from evalsite.review.forms import CommentForm
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.queues import services as queues
+from evalsite.review.queues.forms import QueueCreateForm
 from evalsite.review.queues.selectors import (
     assigned_results,
     assigned_runs_summary,
@@ -38,7 +40,6 @@ from evalsite.review.queues.selectors import (
     queue_progress,
 )
 from evalsite.review.queues.services import result_flip_field, result_undo_last
-from evalsite.review.schemas import ResultQuery, ResultQueryError
 from evalsite.review.selectors.blind import blind_entry_for
 from evalsite.review.selectors.comments import comment_list
 from evalsite.review.team.selectors import (

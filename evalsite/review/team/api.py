@@ -17,13 +17,13 @@ from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.queues.api import review_queue_get
-from evalsite.review.schemas import (
+from evalsite.review.selectors.blind import blind_result_ids
+from evalsite.review.team.schemas import (
     AdjudicationEntryOut,
     AnswerIn,
     EntryReviewsOut,
     HumanAgreementOut,
 )
-from evalsite.review.selectors.blind import blind_result_ids
 from evalsite.review.team.selectors import (
     adjudication_entries,
     agreement_report,

@@ -5,9 +5,9 @@ from django.urls import reverse
 
 from evalsite.evals.models import Result
 from evalsite.evals.results.verdicts import override_create, result_accept
+from evalsite.review.explorer.forms import ExplorerFilterForm
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import results_filter
-from evalsite.review.forms import ExplorerFilterForm
-from evalsite.review.schemas import ResultQuery
 from tests.conftest import login
 from tests.review.builders import judged_claims, make_run
 
@@ -297,7 +297,7 @@ def test_result_query_reads_explorer_and_api_spellings_alike(run):
 
 
 def test_result_query_names_the_parameter_as_sent(run):
-    from evalsite.review.schemas import ResultQueryError
+    from evalsite.review.explorer.schemas import ResultQueryError
 
     for params, name in [
         ({"final": "maybe"}, "final"),

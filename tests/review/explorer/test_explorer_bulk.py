@@ -21,6 +21,7 @@ from evalsite.review.explorer.bulk import (
     results_assign,
     results_enqueue,
 )
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import (
     Selection,
     results_selected,
@@ -28,7 +29,6 @@ from evalsite.review.explorer.selectors import (
 )
 from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db

@@ -18,8 +18,8 @@ from evalsite.review.explorer.saved_filters_selectors import (
     saved_filter_get_for_user,
     saved_filter_list,
 )
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import SavedFilter
-from evalsite.review.schemas import ResultQuery
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run
 

@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from evalsite.evals.models import Result
 from evalsite.review.explorer.saved_filters import saved_filter_create
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import AuditEvent, ReviewQueue, SavedFilter
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from tests.conftest import login
 from tests.review.builders import judged_claims, make_run
 

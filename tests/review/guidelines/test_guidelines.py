@@ -12,6 +12,7 @@ from django.urls import reverse
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.lib.markdown import ALLOWED_TAGS, markdown_to_html
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.guidelines.selectors import (
     guideline_current,
     guideline_history,
@@ -20,7 +21,6 @@ from evalsite.review.guidelines.selectors import (
 from evalsite.review.guidelines.services import GUIDELINE_MAX_LENGTH, guideline_save
 from evalsite.review.models import AuditEvent, Guideline
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from evalsite.accounts.models import ReviewerPreferences, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import AuditEvent, PairwiseItem, Preference, ReviewQueue
 from evalsite.review.pairwise.selectors import (
     pairwise_figures,
@@ -19,7 +20,6 @@ from evalsite.review.pairwise.selectors import (
 )
 from evalsite.review.pairwise.services import pairwise_answer, pairwise_queue_create
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from scoring.pairwise import wilson_interval, win_rate_bootstrap, win_rates
 from tests.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory

@@ -14,10 +14,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evalsite.datasets.services import dataset_create
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import QueueEntry
 from evalsite.review.queues.selectors import queue_entry_at
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.team.services import review_answer
 from tests.conftest import login
 from tests.datasets.conftest import AGENT_ROW, upload

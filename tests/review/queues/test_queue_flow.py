@@ -12,10 +12,10 @@ from evalsite.evals.models import Override, Result
 from evalsite.evals.results.labels import override_change, path_label
 from evalsite.evals.results.verdicts import override_create, override_revert
 from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.guidelines.services import guideline_save
 from evalsite.review.models import AuditEvent, QueueEntry
 from evalsite.review.queues.services import queue_create, result_flip_field
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.preferences import reviewer_preferences
 from evalsite.review.services.preferences import reviewer_preferences_set
 from evalsite.review.views.flow import REFERENCE_KINDS

@@ -6,10 +6,10 @@ from django.urls import reverse
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Override, Result
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
 from evalsite.review.queues.selectors import queue_progress
 from evalsite.review.queues.services import SOURCE_FAILING, queue_create
-from evalsite.review.schemas import ResultQuery
 from tests.conftest import login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import judged_claims, make_run

@@ -10,6 +10,7 @@ from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Override, Result
 from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import (
     AuditEvent,
     FinalRule,
@@ -18,7 +19,6 @@ from evalsite.review.models import (
     ReviewQueue,
 )
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.team.selectors import (
     agreement_report,
     answer_target,

@@ -18,9 +18,9 @@ from django.test import Client
 
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Result
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import AuditEvent, FinalRule, QueueEntry, Review
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.team import services as review_services
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import judged_claims, make_run

@@ -11,9 +11,9 @@ import pytest
 
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Result
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import FinalRule, QueueEntry, Review
 from evalsite.review.queues.services import queue_create
-from evalsite.review.schemas import ResultQuery
 from evalsite.review.team.selectors import agreement_report
 from evalsite.review.team.services import review_adjudicate, review_answer
 from tests.conftest import bearer, login
