@@ -13,7 +13,6 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from evalsite.accounts.models import Project
 from evalsite.datasets.imports.base import ImportSummary
@@ -23,21 +22,17 @@ from evalsite.datasets.imports.services import (
     import_dataset_create,
     import_spill,
 )
-from evalsite.datasets.models import Dataset, Item
+from evalsite.datasets.models import Dataset
 from evalsite.datasets.parsing import Problem
 from evalsite.datasets.services import DatasetUploadError, UploadFile
-from evalsite.evals.models import Result, Run, RunScorer
+from evalsite.evals.models import Run
+from evalsite.evals.services.imported_runs import ImportedScorer, imported_run_create
 from evalsite.lib.text import text_check_storable
 from evalsite.review.services.audit import audit_record
 from scoring import (
     ScoringError,
-    compute_score,
-    overridable_count,
-    passes,
     validate_options,
 )
-
-BATCH_SIZE = 2000
 
 
 @dataclass
@@ -167,94 +162,27 @@ def _run_create(
     options: dict[str, dict[str, Any]],
     name: str,
 ) -> Run:
-    """A finished run holding one group's grades, in the caller's transaction.
-
-    Not evals.services.run_start: that one owns a durable transaction and queues the
-    judging; here the judging happened in the other tool, and its grades are stored
-    as judge results (final = judge's) for reviews to override. Each result's score
-    and pass are ours from its analysis under its scorer's options, which reproduce
-    the tool's (factuality: the test's category scores; imported: the tool's own pass
-    and score), so an override recomputes them the same way.
-    """
-    now = timezone.now()
-    run = Run.objects.create(
-        project=project,
-        dataset=dataset,
-        name=name,
-        status=Run.Status.DONE,
-        created_by=user if user is not None and user.is_authenticated else None,
-        started_at=now,
-        finished_at=now,
-    )
-    scorers: dict[str, RunScorer] = {}
-    for position, (scorer, (kind, _options)) in enumerate(group.scorers.items()):
-        scorers[scorer] = RunScorer.objects.create(
-            run=run,
-            scorer=None,
+    """A finished run holding one group's grades (evals.services.imported_runs), in
+    the caller's transaction."""
+    scorers = [
+        ImportedScorer(
             name=scorer,
             kind=kind,
             options=options[scorer],
-            judge=None,
             # The run page shows this as the judge: the grader the other tool used.
             judge_snapshot={
                 "model": (spill.grader if kind == "factuality" else "")
                 or f"{spill.tool} grader",
                 "imported_from": spill.tool,
             },
-            position=position,
         )
-    total = errors = 0
-    batch: list[tuple[int, str, dict[str, Any] | None, str, str]] = []
-    for grade in group.grades():
-        batch.append(grade)
-        if len(batch) >= BATCH_SIZE:
-            errors += _insert_results(run, scorers, dataset, batch, options)
-            total += len(batch)
-            batch = []
-    if batch:
-        errors += _insert_results(run, scorers, dataset, batch, options)
-        total += len(batch)
-    run.total = total
-    run.status = Run.Status.DONE_WITH_ERRORS if errors else Run.Status.DONE
-    run.save(update_fields=["total", "status"])
-    return run
-
-
-def _insert_results(
-    run: Run,
-    scorers: dict[str, RunScorer],
-    dataset: Dataset,
-    batch: list[tuple[int, str, dict[str, Any] | None, str, str]],
-    options: dict[str, dict[str, Any]],
-) -> int:
-    """Insert one batch of results; returns how many are errors."""
-    indexes = [entry[0] for entry in batch]
-    item_ids = dict(
-        Item.objects.filter(
-            dataset=dataset, index__gte=min(indexes), index__lte=max(indexes)
-        ).values_list("index", "pk")
+        for scorer, (kind, _options) in group.scorers.items()
+    ]
+    return imported_run_create(
+        project=project,
+        user=user,
+        dataset=dataset,
+        name=name,
+        scorers=scorers,
+        grades=group.grades(),
     )
-    results = []
-    errors = 0
-    for index, scorer, analysis, reason, error in batch:
-        run_scorer = scorers[scorer]
-        result = Result(
-            run=run, item_id=item_ids[index], run_scorer=run_scorer, attempts=1
-        )
-        if analysis is None:
-            result.status = Result.Status.ERROR
-            result.error = error or "The tool recorded no grade."
-            errors += 1
-        else:
-            kind, scorer_options = run_scorer.kind, options[scorer]
-            score = compute_score(kind, analysis, scorer_options)
-            passed = passes(kind, score, scorer_options, analysis=analysis)
-            result.status = Result.Status.OK
-            result.analysis = result.final_analysis = analysis
-            result.overridable_count = overridable_count(kind, analysis)
-            result.judge_score = result.final_score = score
-            result.judge_passed = result.final_passed = passed
-            result.reason = reason
-        results.append(result)
-    Result.objects.bulk_create(results)
-    return errors

@@ -228,12 +228,12 @@ def test_unknown_tool_is_refused(project, owner):
 
 @pytest.mark.django_db
 def test_a_failure_after_the_dataset_rolls_everything_back(project, owner, monkeypatch):
-    from evalsite.imports import services as imports
+    from evalsite.evals.services import imported_runs
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(imports, "_insert_results", boom)
+    monkeypatch.setattr(imported_runs, "_results_insert", boom)
     with pytest.raises(RuntimeError):
         import_create(
             project=project, user=owner, file=fixture("promptfoo_results.json")
