@@ -26,13 +26,14 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F, Max
+from django.db.models import Max
 from django.utils import timezone
 
 from evalsite.accounts.models import REVIEW_ROLES
 from evalsite.accounts.selectors import membership_get, require_role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run
+from evalsite.evals.results import batch as result_writes
 from evalsite.evals.results.verdicts import review_version_bump
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import (
@@ -160,13 +161,8 @@ def _accept_batch(
     if not accepted:
         return
     now = timezone.now()
-    Result.objects.filter(pk__in=[row["pk"] for row in accepted]).update(
-        reviewed=True,
-        reviewed_by=user,
-        reviewed_at=now,
-        human_passed=F("final_passed"),
-        version=F("version") + 1,
-        updated_at=now,
+    result_writes.results_mark_accepted(
+        result_ids=[row["pk"] for row in accepted], user=user, now=now
     )
     name = user.get_username()
     AuditEvent.objects.bulk_create(
@@ -264,9 +260,8 @@ def _assign_batch(
         outcome.skipped[reason] += len(rows) - len(changed)
     if not changed:
         return
-    # Bumps the version like the round-robin does, so a stale form cannot undo it.
-    Result.objects.filter(pk__in=[pk for pk, _, _ in changed]).update(
-        assignee=assignee, updated_at=timezone.now(), version=F("version") + 1
+    result_writes.results_assign(
+        result_ids=[pk for pk, _, _ in changed], assignee=assignee, now=timezone.now()
     )
     new_name = assignee.get_username() if assignee is not None else None
     summary = f"assigned to {new_name}" if new_name else "unassigned"

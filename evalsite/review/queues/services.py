@@ -14,13 +14,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from evalsite.accounts.models import MAX_OVERLAP, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Override, Result, Run
+from evalsite.evals.results.batch import results_assign
 from evalsite.evals.results.verdicts import (
     override_create,
 )
@@ -229,10 +229,9 @@ def _assign_round_robin(*, queue: ReviewQueue, user: User) -> dict[str, int]:
         share = entries[offset :: len(reviewers)]
         if not share:
             continue
-        # Row-level versions guard concurrent review edits; assignment is one UPDATE
-        # per reviewer, and it bumps the version so a stale form cannot undo it.
-        Result.objects.filter(pk__in=[rid for rid, _, _ in share]).update(
-            assignee=reviewer, updated_at=now, version=F("version") + 1
+        # One UPDATE per reviewer; it bumps the rows' versions.
+        results_assign(
+            result_ids=[rid for rid, _, _ in share], assignee=reviewer, now=now
         )
         for rid, before_id, before_name in share:
             if before_id == reviewer.pk:
