@@ -1,11 +1,12 @@
-"""Reads of overrides."""
+"""Reads of overrides and comments."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import QuerySet
 from django.http import Http404
 
-from evalsite.evals.models import Override
+from evalsite.evals.models import Comment, Override, Result
 from evalsite.evals.selectors import result_get_for_user
 
 
@@ -35,3 +36,7 @@ def override_get_for_user(
         project_id=project_id,
     )
     return override
+
+
+def comment_list(*, result: Result) -> QuerySet[Comment]:
+    return Comment.objects.filter(result=result).select_related("user")

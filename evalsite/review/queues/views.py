@@ -20,6 +20,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Result
 from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.results.item import analysis_view
+from evalsite.evals.results.selectors import comment_list
 from evalsite.evals.results.verdicts import result_accept, result_set_human_pass
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
@@ -41,7 +42,6 @@ from evalsite.review.queues.selectors import (
 )
 from evalsite.review.queues.services import result_flip_field, result_undo_last
 from evalsite.review.selectors.blind import blind_entry_for
-from evalsite.review.selectors.comments import comment_list
 from evalsite.review.team.selectors import (
     answers_visible,
     describe_flips,

@@ -12,12 +12,12 @@ from django.views.decorators.http import require_http_methods
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.results.comments import comment_create
+from evalsite.evals.results.selectors import comment_list
 from evalsite.evals.selectors import result_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review.forms import CommentForm
 from evalsite.review.selectors.audit import audit_list_for_result
 from evalsite.review.selectors.blind import audit_mask_blind
-from evalsite.review.selectors.comments import comment_list
 from evalsite.review.views.common import item_url, user_can_write
 
 

@@ -1,4 +1,4 @@
-"""Stored matchings of two datasets (review.services.dataset_matches): matched once,
+"""Stored matchings of two datasets (datasets.matching.services): matched once,
 read by every later compare, matched ahead of time when a new version is uploaded."""
 
 from __future__ import annotations
