@@ -415,7 +415,7 @@ class ReviewVersion(models.Model):
 
     Every review service bumps it in the same transaction as its change, so the
     review side of the run aggregates can be cached per version and carried from one
-    version to the next by the change alone (see results.aggregates.review_groups_advance).
+    version to the next by the change alone (see results.aggregate_updates.review_groups_advance).
     """
 
     run_scorer = models.OneToOneField(

@@ -196,7 +196,7 @@ def _edges(scale: float) -> list[float]:
     return [scale * i / HISTOGRAM_BINS for i in range(HISTOGRAM_BINS + 1)]
 
 
-def _bin_of(score: float, scale: float) -> int:
+def bin_of(score: float, scale: float) -> int:
     """Python twin of `ScoreBin` (scores outside [0, scale] go to the end bins).
 
     Compared before flooring: a score stored before overrides and options were
@@ -241,7 +241,7 @@ class ScoreBin(Func):
 def _scorer_stub(rs: RunScorer) -> ScorerAggregate:
     spec = KINDS.get(rs.kind)
     options = rs.options or {}
-    scale = _scale(options)
+    scale = score_scale(options)
     threshold = options.get(
         "threshold", spec.defaults.get("threshold") if spec else 0.5
     )
@@ -262,7 +262,7 @@ def _scorer_stub(rs: RunScorer) -> ScorerAggregate:
 
 # What a reviewed or overridden ok result is counted under (the review side of the
 # aggregates); the judge side is counted by status, judge pass and judge bin alone.
-_GROUP_FIELDS = ("reviewed", "overridden", "judge_passed", "final_passed")
+GROUP_FIELDS = ("reviewed", "overridden", "judge_passed", "final_passed")
 
 
 _JUDGE_GROUP_FIELDS = ("status", "judge_passed")
@@ -285,11 +285,11 @@ def _options_digest(options: Any) -> str:
     ).hexdigest()[:16]
 
 
-def _scale(options: Any) -> float:
+def score_scale(options: Any) -> float:
     return float((options or {}).get("scale") or 1.0)
 
 
-def _cache_get(key: str) -> Any:
+def cache_get(key: str) -> Any:
     """A cached value, or None; an unreachable cache only costs a recount."""
     try:
         return cache.get(key)
@@ -298,7 +298,7 @@ def _cache_get(key: str) -> Any:
         return None
 
 
-def _cache_set(key: str, value: Any) -> None:
+def cache_set(key: str, value: Any) -> None:
     try:
         cache.set(key, value, AGGREGATES_CACHE_TTL)
     except Exception:  # noqa: BLE001 - the next read recounts
@@ -343,7 +343,7 @@ def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
     run = rs.run
     key = _judge_groups_key(rs.pk, rs.options, run.status, run.finished_at)
     if key is not None:
-        cached: JudgeGroups | None = _cache_get(key)
+        cached: JudgeGroups | None = cache_get(key)
         if cached is not None:
             return cached
     results = Result.objects.filter(run_scorer_id=rs.pk)
@@ -369,13 +369,13 @@ def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
     # Stored only if nothing moved while we counted (a rescore or retry committing
     # between the key read and the count changes the key).
     if key is not None and not pending and _judge_groups_key_now(rs.pk) == key:
-        _cache_set(key, out)
+        cache_set(key, out)
     return out
 
 
 # A review row: what the review side counts of one reviewed or overridden ok result.
 _REVIEW_ROW_FIELDS = (
-    *_GROUP_FIELDS,
+    *GROUP_FIELDS,
     "judge_score",
     "final_score",
     "active_override_count",
@@ -384,7 +384,7 @@ _REVIEW_ROW_FIELDS = (
 )
 
 
-_REVIEW_GROUP_KEY = (*_GROUP_FIELDS, "judge_bin", "final_bin")
+REVIEW_GROUP_KEY = (*GROUP_FIELDS, "judge_bin", "final_bin")
 
 
 def review_row(result: Result) -> dict[str, Any] | None:
@@ -402,7 +402,7 @@ def review_row_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
     return {f: row[f] for f in _REVIEW_ROW_FIELDS}
 
 
-def _review_groups_key(run_scorer_id: int, options: Any, version: int) -> str:
+def review_groups_key(run_scorer_id: int, options: Any, version: int) -> str:
     """The review side is a pure function of the review writes (counted by the
     version) and the options (a rescore rewrites the scores), so both name it."""
     return (
@@ -426,7 +426,7 @@ def _review_version_now(run_scorer_id: int) -> int:
     return version or 0
 
 
-def _shift_group(
+def shift_group(
     groups: dict[tuple[Any, ...], dict[str, Any]],
     row: Mapping[str, Any],
     scale: float,
@@ -434,9 +434,9 @@ def _shift_group(
 ) -> None:
     """Add (sign 1) or take away (sign -1) one review row in SQL-shaped groups."""
     judge_score, final_score = row["judge_score"], row["final_score"]
-    fields = {f: row[f] for f in _GROUP_FIELDS}
-    fields["judge_bin"] = None if judge_score is None else _bin_of(judge_score, scale)
-    fields["final_bin"] = None if final_score is None else _bin_of(final_score, scale)
+    fields = {f: row[f] for f in GROUP_FIELDS}
+    fields["judge_bin"] = None if judge_score is None else bin_of(judge_score, scale)
+    fields["final_bin"] = None if final_score is None else bin_of(final_score, scale)
     key = tuple(fields.values())
     g = groups.setdefault(
         key,
@@ -459,40 +459,14 @@ def _shift_group(
     g["verdicts"] = (g["verdicts"] or 0) + sign * row["overridable_count"]
 
 
-def review_groups_advance(
-    *,
-    run_scorer_id: int,
-    options: Any,
-    version: int,
-    before: Mapping[str, Any] | None,
-    after: Mapping[str, Any] | None,
-) -> None:
-    """After a review write committed as `version`, derive that version's review groups
-    from the previous version's (when cached) by its one change: an override then
-    costs no recount of the reviewed results. Call it only after the commit."""
-    previous = _cache_get(_review_groups_key(run_scorer_id, options, version - 1))
-    if previous is None:
-        return
-    scale = _scale(options)
-    groups = {tuple(g[f] for f in _REVIEW_GROUP_KEY): dict(g) for g in previous}
-    if before is not None:
-        _shift_group(groups, before, scale, -1)
-    if after is not None:
-        _shift_group(groups, after, scale, 1)
-    _cache_set(
-        _review_groups_key(run_scorer_id, options, version),
-        [g for g in groups.values() if g["n"] > 0],
-    )
-
-
 def _review_groups(rs: RunScorer, scale: float) -> list[dict[str, Any]]:
     """Reviewed or overridden ok results of `rs` (only those count), grouped by
     everything the aggregates distinguish, with their override, flip and
     overridable-value counts: from the cache for the current review version, else
     counted (the partial index review_result_touched_idx holds just these rows)."""
     version = _review_version(rs)
-    key = _review_groups_key(rs.pk, rs.options, version)
-    cached: list[dict[str, Any]] | None = _cache_get(key)
+    key = review_groups_key(rs.pk, rs.options, version)
+    cached: list[dict[str, Any]] | None = cache_get(key)
     if cached is not None:
         return cached
     groups = list(
@@ -502,7 +476,7 @@ def _review_groups(rs: RunScorer, scale: float) -> list[dict[str, Any]]:
             judge_bin=ScoreBin("judge_score", scale),
             final_bin=ScoreBin("final_score", scale),
         )
-        .values(*_GROUP_FIELDS, "judge_bin", "final_bin")
+        .values(*GROUP_FIELDS, "judge_bin", "final_bin")
         .annotate(
             n=Count("run_scorer"),
             judge_sum=Sum("judge_score"),
@@ -517,7 +491,7 @@ def _review_groups(rs: RunScorer, scale: float) -> list[dict[str, Any]]:
     )
     # Stored only if no review write committed while we counted.
     if _review_version_now(rs.pk) == version:
-        _cache_set(key, groups)
+        cache_set(key, groups)
     return groups
 
 
@@ -532,7 +506,7 @@ def _fold_groups(
     A result without an active override has final = judge (score, pass, bin), so the
     final numbers are the judge's with the overridden results' judge values swapped
     for their final ones. Judge groups: status, judge_passed, judge_bin, n, judge_sum, judge_count. Review
-    groups: the _GROUP_FIELDS, judge_bin / final_bin, n, judge_sum / final_sum,
+    groups: the GROUP_FIELDS, judge_bin / final_bin, n, judge_sum / final_sum,
     judge_count / final_count, and (from SQL) active /
     flips / verdicts, the override, verdict flip and overridable-value counts. Means
     and pass rates are over ok results; human numbers over reviewed ok ones.
@@ -654,7 +628,7 @@ def _add_to_judge_group(
     """Count one row into its judge-side group, like the SQL GROUP BY (n / judge_sum / judge_count)."""
     judge_score = row["judge_score"]
     fields = {f: row[f] for f in _JUDGE_GROUP_FIELDS}
-    fields["judge_bin"] = None if judge_score is None else _bin_of(judge_score, scale)
+    fields["judge_bin"] = None if judge_score is None else bin_of(judge_score, scale)
     g = groups.setdefault(
         tuple(fields.values()), {**fields, "n": 0, "judge_sum": 0.0, "judge_count": 0}
     )
@@ -694,7 +668,7 @@ def aggregate_rows(
         _add_to_judge_group(judge_groups, row, agg.scale)
         counted = review_row_of(row)
         if counted is not None:
-            _shift_group(review_groups, counted, agg.scale, 1)
+            shift_group(review_groups, counted, agg.scale, 1)
         if row["status"] == Result.Status.ERROR:
             msg = row.get("error") or "(no message)"
             errors[msg] = errors.get(msg, 0) + 1

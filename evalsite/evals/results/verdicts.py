@@ -19,7 +19,8 @@ from django.utils import timezone
 
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Override, Result, ReviewVersion, RunScorer
-from evalsite.evals.results.aggregates import review_groups_advance, review_row
+from evalsite.evals.results.aggregate_updates import review_groups_advance
+from evalsite.evals.results.aggregates import review_row
 from evalsite.evals.results.labels import override_change
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import AuditEvent

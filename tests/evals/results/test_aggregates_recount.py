@@ -19,7 +19,7 @@ from django.utils import timezone
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Override, Result, Run
 from evalsite.evals.results import aggregates
-from evalsite.evals.results.aggregates import _bin_of, run_aggregates
+from evalsite.evals.results.aggregates import bin_of, run_aggregates
 from evalsite.evals.results.rescore import run_rescore
 from evalsite.evals.results.verdicts import (
     override_create,
@@ -73,8 +73,8 @@ def _recount(run_scorer_id: int, scale: float = 1.0) -> dict[str, Any]:
     judge_hist, final_hist = [0] * 10, [0] * 10
     for r in ok:
         if r.judge_score is not None and r.final_score is not None:
-            judge_hist[_bin_of(r.judge_score, scale)] += 1
-            final_hist[_bin_of(r.final_score, scale)] += 1
+            judge_hist[bin_of(r.judge_score, scale)] += 1
+            final_hist[bin_of(r.final_score, scale)] += 1
     return {
         "total": len(rows),
         "ok": len(ok),

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Override, Result, RunScorer
-from evalsite.evals.results.aggregates import _bin_of, run_aggregates
+from evalsite.evals.results.aggregates import bin_of, run_aggregates
 from evalsite.evals.results.rescore import run_rescore
 from evalsite.evals.results.verdicts import override_create, override_revert
 from tests.conftest import login
@@ -384,8 +384,8 @@ def test_aggregates_survive_a_stored_huge_score(run, result):
     Result.objects.filter(pk=result.pk).update(
         final_score=1e308, overridden=True, score_overridden=True
     )
-    assert _bin_of(1e308, 1.0) == 9 and _bin_of(-1e308, 1.0) == 0
-    assert _bin_of(float("nan"), 1.0) == 9
+    assert bin_of(1e308, 1.0) == 9 and bin_of(-1e308, 1.0) == 0
+    assert bin_of(float("nan"), 1.0) == 9
     (agg,) = run_aggregates(run_id=run.pk, run_scorer_id=result.run_scorer_id)
     assert agg.overridden == 1
 
