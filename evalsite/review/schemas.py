@@ -241,3 +241,7 @@ class CommentOut(Schema):
     user: str | None
     body: str
     created_at: datetime
+
+    @staticmethod
+    def resolve_user(obj: Any) -> str | None:
+        return obj.user.get_username() if obj.user is not None else None

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from django.db.models import QuerySet
 from ninja import Router, Status
 from ninja.pagination import paginate
 
@@ -19,33 +18,23 @@ from evalsite.review.selectors.blind import result_is_blind
 router = Router(tags=["review"])
 
 
-def _comment_out(comment: Comment) -> dict[str, Any]:
-    return {
-        "id": comment.pk,
-        "result_id": comment.result_id,
-        "user": comment.user.get_username() if comment.user else None,
-        "body": comment.body,
-        "created_at": comment.created_at,
-    }
-
-
 @router.get("/results/{result_id}/comments", response=list[CommentOut])
 @paginate(LimitOffsetPagination)
 def comment_list_api(
     request: AuthenticatedHttpRequest, result_id: int
-) -> list[dict[str, Any]]:
+) -> QuerySet[Comment]:
     result = result_get_for_user(user=request.user, pk=result_id)
     comments = comment_list(result=result)
     if result_is_blind(user=request.user, result=result):
         # Blind review: others' comments may carry their verdict; yours stay.
         comments = comments.filter(user_id=request.user.pk)
-    return [_comment_out(c) for c in comments]
+    return comments
 
 
 @router.post("/results/{result_id}/comments", response={201: CommentOut})
 def comment_create_api(
     request: AuthenticatedHttpRequest, result_id: int, payload: CommentIn
-) -> Status[dict[str, Any]]:
+) -> Status[Comment]:
     result = result_get_for_user(user=request.user, pk=result_id, write=True)
     comment = comment_create(result=result, user=request.user, body=payload.body)
-    return Status(201, _comment_out(comment))
+    return Status(201, comment)
