@@ -193,7 +193,7 @@ def _build() -> tuple[Any, Any, Any, Any]:
 def _match_at_upload(run_b: Any) -> None:
     """What the upload of version 2 does after its commit (tasks.
     dataset_versions_match): match it with version 1 by the rules compare offers."""
-    from evalsite.review.services.dataset_matches import dataset_versions_match
+    from evalsite.datasets.matching.services import dataset_versions_match
 
     dataset_versions_match(dataset_id=run_b.dataset_id)
 
@@ -204,7 +204,8 @@ def run() -> list[dict]:
     from django.test import Client
     from django.urls import reverse
 
-    from evalsite.review.models import DatasetMatch, ReviewVersion
+    from evalsite.datasets.models import DatasetMatch
+    from evalsite.evals.models import ReviewVersion
 
     allow_testserver()
     started = time.perf_counter()

@@ -66,8 +66,7 @@ def _build() -> tuple[Any, Any]:
     from django.db import transaction
 
     from evalsite.accounts.models import Role
-    from evalsite.evals.models import Result, Run
-    from evalsite.review.models import Override
+    from evalsite.evals.models import Override, Result, Run
 
     user, project = bench_member("bench-export", Role.VIEWER)
     run = reusable_run(
@@ -130,8 +129,8 @@ def _add_review_data(run: Any, project: Any, user: Any, scorers: list[Any]) -> N
 
     from django.contrib.auth import get_user_model
 
-    from evalsite.evals.models import JudgeCall, JudgeConnection
-    from evalsite.review.models import Comment, QueueEntry, Review, ReviewQueue
+    from evalsite.evals.models import Comment, JudgeCall, JudgeConnection
+    from evalsite.review.models import QueueEntry, Review, ReviewQueue
 
     judge, _ = JudgeConnection.objects.get_or_create(
         project=project,

@@ -206,8 +206,7 @@ def _reset_reviews(run: Any, user: Any) -> None:
     from django.utils import timezone
 
     from evalsite.accounts.models import AuditEvent
-    from evalsite.evals.models import Result
-    from evalsite.review.models import Override, ReviewVersion
+    from evalsite.evals.models import Override, Result, ReviewVersion
 
     now = timezone.now()
     with transaction.atomic():
@@ -288,8 +287,8 @@ def run() -> list[dict]:
     from django.urls import reverse
 
     from evalsite.evals.models import Result
-    from evalsite.review.selectors import run_aggregates
-    from evalsite.review.services import run_rescore
+    from evalsite.evals.results.aggregates import run_aggregates
+    from evalsite.evals.results.rescore import run_rescore
     from scoring import KINDS
 
     allow_testserver()

@@ -146,7 +146,7 @@ def run() -> list[dict]:
 
     from evalsite.evals.models import Result
     from evalsite.review.models import QueueEntry
-    from evalsite.review.selectors.reviews import agreement_report
+    from evalsite.review.team.selectors import agreement_report
     from scoring import KINDS
 
     allow_testserver()

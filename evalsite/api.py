@@ -137,17 +137,25 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 
 def _mount_routers() -> None:
+    # One router per app, each mounted by import.
     from evalsite.accounts.api import router as accounts_router
+    from evalsite.compare.api import router as compare_router
     from evalsite.datasets.api import router as datasets_router
     from evalsite.evals.api import router as evals_router
+    from evalsite.exports.api import router as exports_router
+    from evalsite.imports.api import router as imports_router
     from evalsite.review.api import router as review_router
 
-    api.add_router("", accounts_router)
-    api.add_router("", datasets_router)
-    api.add_router("", evals_router)
-    api.add_router("", review_router)
-    api.add_router("", "evalsite.exports.api.router")
-    api.add_router("", "evalsite.review.api.imports.router")
+    for router in (
+        accounts_router,
+        datasets_router,
+        evals_router,
+        review_router,
+        compare_router,
+        exports_router,
+        imports_router,
+    ):
+        api.add_router("", router)
 
 
 _mount_routers()

@@ -13,7 +13,8 @@ urlpatterns = [
     path("", include("evalsite.datasets.urls")),
     path("", include("evalsite.evals.urls")),
     path("", include("evalsite.review.urls")),
-    path("", include("evalsite.review.import_urls")),
+    path("", include("evalsite.compare.urls")),
+    path("", include("evalsite.imports.urls")),
     path("", include("evalsite.exports.urls")),
     path("", include("evalsite.accounts.urls")),
 ]

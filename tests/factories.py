@@ -26,20 +26,16 @@ from evalsite.accounts.models import (
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.crypto import secret_encrypt
 from evalsite.evals.models import (
+    Comment,
     JudgeCall,
     JudgeConnection,
+    Override,
     Result,
     Run,
     RunScorer,
     ScorerConfig,
 )
-from evalsite.review.models import (
-    Comment,
-    Override,
-    QueueEntry,
-    ReviewQueue,
-    SavedFilter,
-)
+from evalsite.review.models import QueueEntry, ReviewQueue, SavedFilter
 from scoring import KINDS, validate_options
 
 

@@ -9,7 +9,6 @@ from evalsite.accounts.services import (
     INVITATION_DAYS_MAX,
     PASSWORD_MAX_LENGTH,
 )
-from evalsite.core.exceptions import ApplicationError
 
 
 class ProjectForm(forms.Form):
@@ -96,14 +95,6 @@ class AuditLogForm(forms.Form):
             since=data.get("since"),
             until=data.get("until"),
         )
-
-
-def form_add_application_error(form: forms.Form, exc: ApplicationError) -> None:
-    """Show a service's error on the form: each field error on its field (when the
-    form has it), and the message above the form."""
-    for field, message in exc.field_errors.items():
-        form.add_error(field if field in form.fields else None, message)
-    form.add_error(None, exc.message)
 
 
 class ApiTokenForm(forms.Form):

@@ -28,7 +28,6 @@ from evalsite.accounts.forms import (
     MemberRoleForm,
     ProjectForm,
     ProjectSettingsForm,
-    form_add_application_error,
 )
 from evalsite.accounts.models import (
     ApiToken,
@@ -60,6 +59,7 @@ from evalsite.accounts.services import (
 )
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest, HtmxHttpRequest
+from evalsite.lib.forms import form_add_application_error
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
 
 

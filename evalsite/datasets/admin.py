@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from evalsite.datasets.models import Dataset, Item
+from evalsite.datasets.models import Dataset, DatasetMatch, Item
 
 
 @admin.register(Dataset)
@@ -38,5 +38,36 @@ class ItemAdmin(admin.ModelAdmin[Item]):
 
     def has_delete_permission(
         self, request: HttpRequest, obj: Item | None = None
+    ) -> bool:
+        return False
+
+
+@admin.register(DatasetMatch)
+class DatasetMatchAdmin(admin.ModelAdmin[DatasetMatch]):
+    list_display = ["dataset_a", "dataset_b", "rule", "matched", "created_at"]
+    raw_id_fields = ["dataset_a", "dataset_b"]
+    # Computed from the datasets' items: deleting one is safe (compare matches
+    # again), adding or editing one would make compare join the wrong items. Its
+    # pairs (DatasetMatchPair) have a composite primary key, which the admin refuses.
+    readonly_fields = [
+        "dataset_a",
+        "dataset_b",
+        "rule",
+        "items_a",
+        "items_b",
+        "matched",
+        "only_in_a",
+        "only_in_b",
+        "no_key_a",
+        "no_key_b",
+        "duplicates",
+        "created_at",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: DatasetMatch | None = None
     ) -> bool:
         return False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -18,6 +17,7 @@ from evalsite.accounts.models import Project
 from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.agentdata import AGENT_FIELDS
+from evalsite.datasets.matching.services import DATASET_VERSIONS_MATCH_TASK
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.parsing.limits import Limits, ParseError, Problem
 from evalsite.datasets.parsing.mapping import Mapping, ParsedRow
@@ -29,6 +29,7 @@ from evalsite.datasets.parsing.rows import (
     preview_rows,
 )
 from evalsite.lib.db import insert_rows
+from evalsite.lib.tasks import task_send_on_commit
 from evalsite.lib.text import text_check_storable, unstorable_char
 
 BATCH_SIZE = 2000
@@ -221,16 +222,12 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
     )
 
 
-# Called with a new dataset version's id (version 2 and up) inside the upload's
-# transaction; installed by an app above this one (review matches the new version's
-# items with the previous version's, for compare).
-_version_listeners: list[Callable[[int], None]] = []
-
-
-def on_dataset_version(listener: Callable[[int], None]) -> None:
-    """Register `listener(dataset_id)` for new versions (one listener; the last one
-    wins). It runs inside the upload's transaction and should act on commit."""
-    _version_listeners[:] = [listener]
+def _versions_match_on_commit(dataset_id: int) -> None:
+    """Match a new version's items with the previous version's in the background,
+    once the upload commits, so that the first compare of runs on the two finds the
+    matching stored. The upload stands whether or not the message goes out (robust:
+    a broker down is logged); compare then matches the versions itself."""
+    task_send_on_commit(DATASET_VERSIONS_MATCH_TASK, dataset_id, robust=True)
 
 
 def dataset_create(
@@ -364,8 +361,7 @@ def dataset_create(
             },
         )
         if dataset.version > 1:
-            for listener in _version_listeners:
-                listener(dataset.pk)
+            _versions_match_on_commit(dataset.pk)
     return dataset
 
 

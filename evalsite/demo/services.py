@@ -19,11 +19,12 @@ from evalsite.accounts.models import Membership, Project, Role
 from evalsite.datasets.services import dataset_create_from_path
 from evalsite.evals.engine.dispatch import run_dispatch_here
 from evalsite.evals.models import Result, Run, ScorerConfig
+from evalsite.evals.results.verdicts import override_create, result_accept
 from evalsite.evals.services import judge_create_offline, run_start, scorer_create
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import FinalRule, QueueEntry
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import override_create, queue_create, result_accept
-from evalsite.review.services.reviews import review_answer
+from evalsite.review.queues.services import queue_create
+from evalsite.review.team.services import review_answer
 from scoring.offline_judge import start_server
 
 DEMO_DATA = (

@@ -7,10 +7,13 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from evalsite.evals.models import (
+    Comment,
     JudgeCacheEntry,
     JudgeCall,
     JudgeConnection,
+    Override,
     Result,
+    ReviewVersion,
     Run,
     RunScorer,
     ScorerConfig,
@@ -113,3 +116,30 @@ class JudgeCallAdmin(admin.ModelAdmin[JudgeCall]):
 
 admin.site.register(RunScorer)
 admin.site.register(JudgeCacheEntry)
+
+
+@admin.register(Override)
+class OverrideAdmin(admin.ModelAdmin[Override]):
+    list_display = [
+        "result",
+        "kind",
+        "path",
+        "new_value",
+        "user",
+        "created_at",
+        "reverted_at",
+    ]
+    raw_id_fields = ["result"]
+
+
+@admin.register(Comment)
+class CommentAdmin(admin.ModelAdmin[Comment]):
+    list_display = ["result", "user", "created_at"]
+    raw_id_fields = ["result"]
+
+
+@admin.register(ReviewVersion)
+class ReviewVersionAdmin(admin.ModelAdmin[ReviewVersion]):
+    list_display = ["run_scorer", "version"]
+    # Bumped by the review services only: a hand edit would desync the cached counts.
+    readonly_fields = ["run_scorer", "version"]

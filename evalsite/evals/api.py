@@ -16,6 +16,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals import selectors, services
 from evalsite.evals.models import JudgeConnection, Run, ScorerConfig
+from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.schemas import (
     JudgeIn,
     JudgeOut,
@@ -237,17 +238,7 @@ def _run_out(run: Run, progress: Any = None) -> dict[str, Any]:
 
 
 def _aggregates(run: Run) -> list[dict[str, Any]]:
-    out = []
-    for agg in selectors.run_aggregates_of(run_id=run.pk):
-        if hasattr(agg, "as_dict"):
-            out.append(agg.as_dict())
-        elif dataclasses.is_dataclass(agg) and not isinstance(agg, type):
-            out.append(dataclasses.asdict(agg))
-        elif hasattr(agg, "model_dump"):
-            out.append(agg.model_dump())
-        else:
-            out.append(dict(agg))
-    return out
+    return [agg.as_dict() for agg in run_aggregates(run_id=run.pk)]
 
 
 @router.get("/projects/{project_id}/runs", response=list[RunOut])

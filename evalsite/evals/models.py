@@ -338,3 +338,96 @@ class JudgeCacheEntry(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+# The verdict: people's changes to results, and what they add to them.
+
+
+class Override(models.Model):
+    class Kind(models.TextChoices):
+        VERDICT = "verdict", "Verdict"
+        SCORE = "score", "Score"
+        PASS = "pass", "Pass/fail"
+
+    result = models.ForeignKey(
+        Result, on_delete=models.CASCADE, related_name="overrides"
+    )
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    path = models.CharField(
+        max_length=200, blank=True, help_text='e.g. "verdicts.2.verdict"'
+    )
+    old_value = models.JSONField(null=True)
+    new_value = models.JSONField(null=True)
+    note = models.TextField(blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    reverted_at = models.DateTimeField(null=True, blank=True)
+    reverted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    # Maintained by the review services: True for the active verdict override that
+    # decides a path's final value when that value differs from the judge's (so a
+    # flip and a flip back count 0, two flips of one verdict count 1).
+    counts_as_flip = models.BooleanField(default=False)
+    # The result's review state (reviewed, human_passed, reviewed_by_id, reviewed_at)
+    # just before this override, so undoing the latest change restores it exactly.
+    prior_review = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "review_override"  # created by the review app, kept on the move
+        ordering = ["result_id", "created_at", "id"]
+        indexes = [models.Index(fields=["result", "reverted_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.path} → {self.new_value!r}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.reverted_at is None
+
+
+class Comment(models.Model):
+    result = models.ForeignKey(
+        Result, on_delete=models.CASCADE, related_name="comments"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "review_comment"  # created by the review app, kept on the move
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.body[:40]
+
+
+class ReviewVersion(models.Model):
+    """How many review writes a run scorer's results have had.
+
+    Every review service bumps it in the same transaction as its change, so the
+    review side of the run aggregates can be cached per version and carried from one
+    version to the next by the change alone (see results.aggregate_updates.review_groups_advance).
+    """
+
+    run_scorer = models.OneToOneField(
+        RunScorer,
+        primary_key=True,
+        on_delete=models.CASCADE,
+        related_name="review_version",
+    )
+    version = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        db_table = "review_reviewversion"  # created by the review app, kept on the move
+
+    def __str__(self) -> str:
+        return f"{self.run_scorer_id}@{self.version}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -337,23 +336,6 @@ def project_overview_part(*, project: Project, user: User) -> dict[str, Any]:
             :10
         ],
     }
-
-
-# A run's per-scorer aggregates (judge vs human) are review's to compute; the run page
-# and the run API show them. Review registers its function from its AppConfig.ready, so
-# evals, below review, never imports it.
-RunAggregates = Callable[..., Sequence[Any]]
-_run_aggregates: list[RunAggregates] = []
-
-
-def on_run_aggregates(provider: RunAggregates) -> None:
-    """Register `provider(run_id=...) -> aggregates` (one provider; the last one wins)."""
-    _run_aggregates[:] = [provider]
-
-
-def run_aggregates_of(*, run_id: int) -> Sequence[Any]:
-    """The run's aggregates from the registered provider ([] when none is installed)."""
-    return _run_aggregates[0](run_id=run_id) if _run_aggregates else []
 
 
 @dataclass(frozen=True)

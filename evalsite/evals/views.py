@@ -17,22 +17,11 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals import selectors, services
 from evalsite.evals.forms import JudgeForm, RunStartForm, ScorerForm
 from evalsite.evals.models import Run
+from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.services.scorers import SCORER_KINDS
+from evalsite.lib.forms import form_add_application_error
 from evalsite.lib.htmx import partial, vary_on_htmx, wants_partial
 from scoring import KINDS
-
-RUN_SUMMARY_TEMPLATE = "review/_run_summary.html"
-
-
-def _form_errors(form: Any, exc: ApplicationError) -> None:
-    placed = False
-    for field, message in exc.field_errors.items():
-        if field in form.fields:
-            form.add_error(field, message)
-            placed = True
-    if not placed:
-        form.add_error(None, exc.message)
-
 
 # --------------------------------------------------------------------------- judges
 
@@ -73,7 +62,7 @@ def judge_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResp
         try:
             judge = services.judge_create(project=project, user=request.user, **fields)
         except ApplicationError as exc:
-            _form_errors(form, exc)
+            form_add_application_error(form, exc)
         else:
             messages.success(request, f"Judge connection “{judge.name}” created.")
             return redirect("evals:judges", project_id=project.pk)
@@ -106,7 +95,7 @@ def judge_edit(
             try:
                 services.judge_update(judge=judge, user=request.user, **fields)
             except ApplicationError as exc:
-                _form_errors(form, exc)
+                form_add_application_error(form, exc)
             else:
                 messages.success(request, f"Judge connection “{judge.name}” saved.")
                 return redirect("evals:judges", project_id=project_id)
@@ -316,7 +305,7 @@ def run_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpRespon
                     name=form.cleaned_data.get("name") or "",
                 )
             except ApplicationError as exc:
-                _form_errors(form, exc)
+                form_add_application_error(form, exc)
             else:
                 messages.success(
                     request, f"{run} started: {run.total} results to judge."
@@ -345,8 +334,7 @@ def _summary_context(run: Run) -> dict[str, Any]:
     """The judge-vs-human aggregates with their summary partial, and the errors grouped
     by message."""
     return {
-        "aggregates": selectors.run_aggregates_of(run_id=run.pk),
-        "summary_template": RUN_SUMMARY_TEMPLATE,
+        "aggregates": run_aggregates(run_id=run.pk),
         "error_groups": selectors.run_error_groups(run=run),
     }
 

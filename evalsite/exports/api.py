@@ -22,7 +22,13 @@ from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.audit import audit_csv_stream
 from evalsite.exports.http import export_response
+from evalsite.exports.pairwise import (
+    PairwiseFormat,
+    pairwise_export_filename,
+    pairwise_export_stream,
+)
 from evalsite.exports.schemas import ExportQuery
+from evalsite.review.pairwise.selectors import pairwise_get_for_user
 
 router = Router(tags=["export"])
 
@@ -167,3 +173,67 @@ def audit_export_csv(
         name=project.name,
     )
     return export_response(audit_csv_stream(events), fmt="csv", filename=filename)
+
+
+# A pairwise queue's answers (linked from the pairwise page).
+_EXPORT_ERRORS = {401: ErrorOut, 404: ErrorOut}
+
+
+def _export_openapi(fmt: PairwiseFormat) -> dict[str, Any]:
+    return {
+        "responses": {
+            200: {
+                "description": "One row per answer you may see, streamed.",
+                "content": {
+                    services.MEDIA_TYPES[fmt].split(";")[0]: {
+                        "schema": {"type": "string"}
+                    }
+                },
+            }
+        }
+    }
+
+
+def _export(
+    request: AuthenticatedHttpRequest,
+    pairwise_id: int,
+    fmt: PairwiseFormat,
+    excel: bool,
+) -> StreamingHttpResponse:
+    queue = pairwise_get_for_user(user=request.user, pk=pairwise_id)
+    stream = pairwise_export_stream(
+        queue=queue, user=request.user, fmt=fmt, excel=excel
+    )
+    filename = pairwise_export_filename(queue=queue, fmt=fmt, excel=excel)
+    return export_response(stream, fmt=fmt, filename=filename)
+
+
+@router.get(
+    "/pairwise/{pairwise_id}/export.csv",
+    response=_EXPORT_ERRORS,
+    openapi_extra=_export_openapi("csv"),
+    summary="Export a pairwise queue's answers as CSV",
+)
+def pairwise_export_csv_api(
+    request: AuthenticatedHttpRequest, pairwise_id: int, excel: bool = False
+) -> StreamingHttpResponse:
+    """One row per answer, blind like GET /api/pairwise/{id}/preferences (answers on
+    a pair still taking answers are left out until you answer it): pair, both runs'
+    items, input, output A and B (the runs', not the sides), the side shown left,
+    reviewer, choice (a, b, tie) and the run it prefers, reason, seconds, times.
+    Text cells are neutralised against spreadsheet formulas; `excel=true` adds a
+    UTF-8 byte-order mark and names the file …-excel.csv."""
+    return _export(request, pairwise_id, "csv", excel)
+
+
+@router.get(
+    "/pairwise/{pairwise_id}/export.jsonl",
+    response=_EXPORT_ERRORS,
+    openapi_extra=_export_openapi("jsonl"),
+    summary="Export a pairwise queue's answers as JSON Lines",
+)
+def pairwise_export_jsonl_api(
+    request: AuthenticatedHttpRequest, pairwise_id: int
+) -> StreamingHttpResponse:
+    """The CSV's rows as JSON objects with JSON types (numbers, null), exact text."""
+    return _export(request, pairwise_id, "jsonl", False)

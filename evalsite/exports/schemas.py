@@ -3,8 +3,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from evalsite.core.schemas import ObjectId
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.explorer import SELECTION_MAX_IDS
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.explorer.selectors import SELECTION_MAX_IDS
 
 
 class ExportQuery(ResultQuery):

@@ -14,8 +14,8 @@ from django.db.models import Count, Exists, Q, Sum
 from django.db.models.expressions import RawSQL
 
 from evalsite.datasets.models import Dataset, Item
-from evalsite.evals.models import JudgeCall, Run
-from evalsite.review.models import Comment, Override, QueueEntry, Review
+from evalsite.evals.models import Comment, JudgeCall, Override, Run
+from evalsite.review.models import QueueEntry, Review
 
 
 def dataset_metadata_keys(*, dataset: Dataset) -> list[str]:

@@ -91,10 +91,9 @@ from evalsite.exports.selectors import (
 )
 from evalsite.lib.csvsafe import safe_cell
 from evalsite.lib.streams import csv_stream, jsonl_stream
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors import results_filter
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.explorer.selectors import results_filter, results_selected
 from evalsite.review.selectors.blind import blind_run_split
-from evalsite.review.selectors.explorer import results_selected
 
 Format = Literal["csv", "jsonl", "parquet"]
 DatasetFormat = Literal["csv", "jsonl"]

@@ -36,4 +36,14 @@ urlpatterns = [
         views.dataset_jsonl,
         name="dataset_jsonl",
     ),
+    path(
+        "projects/<int:project_id>/pairwise/<int:pairwise_id>/export.csv",
+        views.pairwise_export_csv,
+        name="pairwise_export_csv",
+    ),
+    path(
+        "projects/<int:project_id>/pairwise/<int:pairwise_id>/export.jsonl",
+        views.pairwise_export_jsonl,
+        name="pairwise_export_jsonl",
+    ),
 ]

@@ -3,7 +3,8 @@
 Any member may export (viewers too); outsiders get 404. `?excel=1` adds a UTF-8 BOM to
 CSV (and names the file …-excel.csv); `ids` (repeated) exports only those results of the
 run (the explorer's bulk export); every other query parameter is the results explorer's
-filter. Runs export as CSV, JSONL or Parquet; datasets as CSV or JSONL.
+filter. Runs export as CSV, JSONL or Parquet; datasets and pairwise queues' answers as CSV
+or JSONL.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.audit import audit_csv_stream
 from evalsite.exports.http import export_response
-from evalsite.review.schemas import ResultQuery
+from evalsite.exports.pairwise import (
+    PairwiseFormat,
+    pairwise_export_filename,
+    pairwise_export_stream,
+)
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.pairwise.selectors import pairwise_get_for_user
 
 _TRUE = {"1", "true", "on", "yes"}
 
@@ -144,3 +151,36 @@ def audit_csv(request: AuthenticatedHttpRequest, project_id: int) -> HttpRespons
         name=project.name,
     )
     return export_response(audit_csv_stream(events), fmt="csv", filename=filename)
+
+
+def _pairwise_export(
+    request: AuthenticatedHttpRequest,
+    project_id: int,
+    pairwise_id: int,
+    fmt: PairwiseFormat,
+) -> HttpResponseBase:
+    """A pairwise queue's answers, linked from its page; the rows and their blindness
+    are exports.pairwise's."""
+    queue = pairwise_get_for_user(
+        user=request.user, pk=pairwise_id, project_id=project_id
+    )
+    excel = fmt == "csv" and _excel(request)
+    stream = pairwise_export_stream(
+        queue=queue, user=request.user, fmt=fmt, excel=excel
+    )
+    filename = pairwise_export_filename(queue=queue, fmt=fmt, excel=excel)
+    return export_response(stream, fmt=fmt, filename=filename)
+
+
+@require_GET
+def pairwise_export_csv(
+    request: AuthenticatedHttpRequest, project_id: int, pairwise_id: int
+) -> HttpResponseBase:
+    return _pairwise_export(request, project_id, pairwise_id, "csv")
+
+
+@require_GET
+def pairwise_export_jsonl(
+    request: AuthenticatedHttpRequest, project_id: int, pairwise_id: int
+) -> HttpResponseBase:
+    return _pairwise_export(request, project_id, pairwise_id, "jsonl")

@@ -1,41 +1,16 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest
 
 from evalsite.review.models import (
-    Comment,
-    DatasetMatch,
     Guideline,
-    Override,
     PairwiseItem,
     Preference,
     QueueEntry,
     Review,
     ReviewQueue,
-    ReviewVersion,
     SavedFilter,
 )
-
-
-@admin.register(Override)
-class OverrideAdmin(admin.ModelAdmin[Override]):
-    list_display = [
-        "result",
-        "kind",
-        "path",
-        "new_value",
-        "user",
-        "created_at",
-        "reverted_at",
-    ]
-    raw_id_fields = ["result"]
-
-
-@admin.register(Comment)
-class CommentAdmin(admin.ModelAdmin[Comment]):
-    list_display = ["result", "user", "created_at"]
-    raw_id_fields = ["result"]
 
 
 @admin.register(ReviewQueue)
@@ -57,13 +32,6 @@ class QueueEntryAdmin(admin.ModelAdmin[QueueEntry]):
     list_display = ["queue", "position", "result", "state", "answers"]
     list_filter = ["state"]
     raw_id_fields = ["queue", "result"]
-
-
-@admin.register(ReviewVersion)
-class ReviewVersionAdmin(admin.ModelAdmin[ReviewVersion]):
-    list_display = ["run_scorer", "version"]
-    # Bumped by the review services only: a hand edit would desync the cached counts.
-    readonly_fields = ["run_scorer", "version"]
 
 
 @admin.register(Review)
@@ -135,34 +103,3 @@ class PreferenceAdmin(admin.ModelAdmin[Preference]):
         "guideline",
         "seconds",
     ]
-
-
-@admin.register(DatasetMatch)
-class DatasetMatchAdmin(admin.ModelAdmin[DatasetMatch]):
-    list_display = ["dataset_a", "dataset_b", "rule", "matched", "created_at"]
-    raw_id_fields = ["dataset_a", "dataset_b"]
-    # Computed from the datasets' items: deleting one is safe (compare matches
-    # again), adding or editing one would make compare join the wrong items. Its
-    # pairs (DatasetMatchPair) have a composite primary key, which the admin refuses.
-    readonly_fields = [
-        "dataset_a",
-        "dataset_b",
-        "rule",
-        "items_a",
-        "items_b",
-        "matched",
-        "only_in_a",
-        "only_in_b",
-        "no_key_a",
-        "no_key_b",
-        "duplicates",
-        "created_at",
-    ]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(
-        self, request: HttpRequest, obj: DatasetMatch | None = None
-    ) -> bool:
-        return False

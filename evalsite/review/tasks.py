@@ -1,6 +1,5 @@
 """Review work too large for a web request: bulk accept / assign over every result
-matching a filter (see services.bulk and views.explorer), and matching a new dataset
-version with the previous one for compare (services.dataset_matches)."""
+matching a filter (see services.bulk and views.explorer)."""
 
 from __future__ import annotations
 
@@ -13,17 +12,15 @@ from django.contrib.auth.models import User
 from evalsite.accounts.services.audit import audit_event
 from evalsite.evals.models import Run
 from evalsite.lib.tasks import task_send_on_commit
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.explorer import Selection
-from evalsite.review.services.bulk import (
+from evalsite.review.explorer.bulk import (
     bulk_runs_in_background,
     results_accept,
     results_assign,
 )
-from evalsite.review.services.dataset_matches import dataset_versions_match
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.explorer.selectors import Selection
 
 BULK_ACTION_APPLY_TASK = "review.bulk_action_apply"
-DATASET_VERSIONS_MATCH_TASK = "review.dataset_versions_match"
 
 
 @shared_task(name=BULK_ACTION_APPLY_TASK, acks_late=True)
@@ -67,21 +64,6 @@ def review_bulk_action(
 review_bulk_action_drain = shared_task(name="review.bulk_action", acks_late=True)(
     review_bulk_action.run
 )
-
-
-@shared_task(name=DATASET_VERSIONS_MATCH_TASK, acks_late=True)
-def dataset_versions_match_task(dataset_id: int) -> int:
-    """Match a new dataset version with its previous version, so that the first
-    compare of runs on the two finds the matching stored. Safe to run again: a
-    stored matching is kept. Returns how many rules were matched."""
-    return len(dataset_versions_match(dataset_id=dataset_id))
-
-
-def dataset_versions_match_on_commit(dataset_id: int) -> None:
-    """Send dataset_versions_match_task once the upload's transaction commits. The
-    upload stands whether or not the message goes out (robust: a broker down is
-    logged); compare then matches the versions itself on its first page."""
-    task_send_on_commit(DATASET_VERSIONS_MATCH_TASK, dataset_id, robust=True)
 
 
 def bulk_start_in_background(

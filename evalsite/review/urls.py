@@ -2,27 +2,25 @@ from __future__ import annotations
 
 from django.urls import path
 
+from evalsite.review.explorer import views as explorer
+from evalsite.review.guidelines import views as guidelines
+from evalsite.review.pairwise import views as pairwise
+from evalsite.review.queues import views as queues
+from evalsite.review.team import views as reviews
 from evalsite.review.views import (
     audit,
     comments,
-    compare,
-    explorer,
     flow,
-    guidelines,
     item,
     overrides,
-    pairwise,
-    pairwise_export,
     preferences,
-    queues,
     rescore,
-    reviews,
 )
 
 app_name = "review"
 P = "projects/<int:project_id>/"
 urlpatterns = [
-    # Item page, overrides, what-if rescore, compare.
+    # Item page, overrides, what-if rescore.
     path(f"{P}results/<int:result_id>/", item.item, name="item"),
     path(
         f"{P}results/<int:result_id>/overrides/",
@@ -42,8 +40,6 @@ urlpatterns = [
     ),
     path(f"{P}runs/<int:run_id>/items/<int:item_id>/", item.run_item, name="run_item"),
     path(f"{P}runs/<int:run_id>/rescore/", rescore.rescore, name="rescore"),
-    path(f"{P}compare/", compare.compare, name="compare"),
-    path(f"{P}compare/item/", compare.compare_item, name="compare_item"),
     # Results explorer, review queues, assigned work, comments, audit log.
     path(f"{P}runs/<int:run_id>/results/", explorer.explorer, name="explorer"),
     path(
@@ -115,15 +111,5 @@ urlpatterns = [
         f"{P}pairwise/<int:pairwise_id>/<int:position>/answer/",
         pairwise.pairwise_answer_view,
         name="pairwise_answer",
-    ),
-    path(
-        f"{P}pairwise/<int:pairwise_id>/export.csv",
-        pairwise_export.pairwise_export_csv,
-        name="pairwise_export_csv",
-    ),
-    path(
-        f"{P}pairwise/<int:pairwise_id>/export.jsonl",
-        pairwise_export.pairwise_export_jsonl,
-        name="pairwise_export_jsonl",
     ),
 ]

@@ -10,8 +10,7 @@ import pytest
 
 from evalsite.accounts.models import Membership, Role
 from evalsite.accounts.services import invitation_create
-from evalsite.evals.models import ScorerConfig
-from evalsite.review.models import Comment
+from evalsite.evals.models import Comment, ScorerConfig
 from tests.browser.conftest import login
 from tests.exports.builders import build_world
 from tests.security.routes import fill, pages

@@ -9,7 +9,7 @@ import pytest
 
 from evalsite.accounts.models import ReviewerPreferences, Role
 from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
-from evalsite.review.services.pairwise import pairwise_answer, pairwise_queue_create
+from evalsite.review.pairwise.services import pairwise_answer, pairwise_queue_create
 from tests.browser.conftest import TIMEOUT_MS, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.pairwise_builders import make_model_runs

@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import AuditEvent, Role
-from evalsite.evals.models import Result
-from evalsite.review.models import Comment, QueueEntry
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
-from evalsite.review.services.guidelines import guideline_save
+from evalsite.evals.models import Comment, Result
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.guidelines.services import guideline_save
+from evalsite.review.models import QueueEntry
+from evalsite.review.queues.services import queue_create
 from evalsite.review.services.preferences import reviewer_preferences_set
 from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory

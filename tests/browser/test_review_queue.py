@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import Role
-from evalsite.review.models import Override
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
+from evalsite.evals.models import Override
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.queues.services import queue_create
 from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import make_run

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from evalsite.accounts.models import ReviewerPreferences, Role
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import FinalRule, QueueEntry, Review
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
+from evalsite.review.queues.services import queue_create
 from scoring.agreement import krippendorff_alpha
 from tests.browser.conftest import TIMEOUT_MS, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory

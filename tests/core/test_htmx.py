@@ -47,7 +47,7 @@ def _urls(run: Run, queue: ReviewQueue) -> dict[str, str]:
     result = Result.objects.filter(run=run).order_by("pk").first()
     assert result is not None
     return {
-        "compare": reverse("review:compare", args=[p]),
+        "compare": reverse("compare:compare", args=[p]),
         "item": reverse("review:item", args=[p, result.pk]),
         "explorer": reverse("review:explorer", args=[p, run.pk]),
         "run_audit": reverse("review:run_audit", args=[p, run.pk]),

@@ -18,8 +18,8 @@ from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.readers.services import import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
-from evalsite.review.services.imports import import_create
-from evalsite.review.services.overrides import override_create
+from evalsite.evals.results.verdicts import override_create
+from evalsite.imports.services import import_create
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"
 
@@ -228,12 +228,12 @@ def test_unknown_tool_is_refused(project, owner):
 
 @pytest.mark.django_db
 def test_a_failure_after_the_dataset_rolls_everything_back(project, owner, monkeypatch):
-    from evalsite.review.services import imports
+    from evalsite.evals.services import imported_runs
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(imports, "_insert_results", boom)
+    monkeypatch.setattr(imported_runs, "_results_insert", boom)
     with pytest.raises(RuntimeError):
         import_create(
             project=project, user=owner, file=fixture("promptfoo_results.json")

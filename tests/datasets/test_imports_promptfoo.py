@@ -13,11 +13,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalsite.accounts.models import AuditEvent
-from evalsite.datasets.imports.services import import_preview
+from evalsite.datasets.readers.services import import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
-from evalsite.review.services.imports import import_create
-from evalsite.review.services.overrides import override_create
+from evalsite.evals.results.verdicts import override_create
+from evalsite.imports.services import import_create
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"
 DOC = json.loads((FIXTURES / "promptfoo_results.json").read_text())

@@ -9,7 +9,7 @@ from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.readers.services import import_detect, import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
-from evalsite.review.services.imports import import_create
+from evalsite.imports.services import import_create
 from tests.datasets.test_imports import fixture, upload
 
 

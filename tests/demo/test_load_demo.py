@@ -13,8 +13,8 @@ from evalsite.demo.services import (
     DEMO_AGENT_RUN_NAME,
     DEMO_DATASET_NAME,
 )
-from evalsite.evals.models import Result, Run
-from evalsite.review.models import Override, ReviewQueue
+from evalsite.evals.models import Override, Result, Run
+from evalsite.review.models import ReviewQueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,7 @@ from evalsite.accounts.services import api_token_create
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import services
 from evalsite.evals.models import Result, RunScorer, ScorerConfig
-from evalsite.review.services import run_rescore
+from evalsite.evals.results.rescore import run_rescore
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db

@@ -18,12 +18,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evalsite.accounts.models import Role
-from evalsite.evals.models import Result
+from evalsite.evals.models import Comment, Result
 from evalsite.exports import services
-from evalsite.review.models import Comment, FinalRule, QueueEntry
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
-from evalsite.review.services.reviews import review_adjudicate, review_answer
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.models import FinalRule, QueueEntry
+from evalsite.review.queues.services import queue_create
+from evalsite.review.team.services import review_adjudicate, review_answer
 from tests.conftest import bearer, login
 from tests.factories import (
     CommentFactory,

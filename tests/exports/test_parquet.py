@@ -14,10 +14,10 @@ from django.urls import reverse
 
 from evalsite.evals.models import Result
 from evalsite.exports import services
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import QueueEntry
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.services import queue_create
-from evalsite.review.services.reviews import review_answer
+from evalsite.review.queues.services import queue_create
+from evalsite.review.team.services import review_answer
 from tests.conftest import bearer, login
 from tests.exports.builders import QA_DATASET, make_run_with_score
 from tests.factories import (

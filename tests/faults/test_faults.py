@@ -29,7 +29,7 @@ from django.db.models import Count
 
 from evalsite.evals import services
 from evalsite.evals.models import JudgeCall, Result, Run
-from evalsite.review.selectors import run_aggregates
+from evalsite.evals.results.aggregates import run_aggregates
 from scoring.offline_judge import start_server
 from tests.evals.conftest import support_rows
 from tests.factories import (

@@ -25,14 +25,14 @@ def test_task_runs_in_a_real_worker_and_writes_to_the_database(start_worker, set
 def test_a_new_dataset_version_is_matched_by_a_real_worker(
     start_worker, project, owner
 ):
-    """The upload of version 2 sends review.dataset_versions_match on commit; the
+    """The upload of version 2 sends datasets.versions_match on commit; the
     worker stores the matching with version 1 that compare then reads."""
     import json
 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
+    from evalsite.datasets.models import DatasetMatch
     from evalsite.datasets.services import dataset_create
-    from evalsite.review.models import DatasetMatch
 
     def upload(keys: list[str]) -> SimpleUploadedFile:
         rows = [{"input": f"q {k}", "output": "a", "metadata": {"id": k}} for k in keys]

@@ -8,7 +8,7 @@ from typing import Any
 from evalsite.accounts.models import Project
 from evalsite.evals.models import Run
 from evalsite.review.models import ReviewQueue
-from evalsite.review.services.pairwise import pairwise_queue_create
+from evalsite.review.pairwise.services import pairwise_queue_create
 from tests.factories import DatasetFactory, RunFactory
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import AuditEvent
-from evalsite.evals.models import Result
-from evalsite.review.models import Override
-from evalsite.review.services import override_create
+from evalsite.evals.models import Override, Result
+from evalsite.evals.results.verdicts import override_create
 from tests.conftest import login
 from tests.review.builders import make_run
 

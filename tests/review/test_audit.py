@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evalsite.review import services
-from evalsite.review.services import comment_create
+from evalsite.evals.results.comments import comment_create
+from evalsite.evals.results.verdicts import override_create, result_accept
 from tests.conftest import login
 from tests.factories import AuditEventFactory
 from tests.review.builders import make_run
@@ -26,7 +26,7 @@ def _url(run, **params):
 
 def test_run_audit_lists_who_when_action_before_after(client, reviewer, viewer, run):
     result = run.results.order_by("id").first()
-    services.override_create(
+    override_create(
         result=result,
         user=reviewer,
         kind="verdict",
@@ -48,7 +48,7 @@ def test_run_audit_lists_who_when_action_before_after(client, reviewer, viewer, 
 def test_run_audit_filters_by_action_and_htmx_partial(client, reviewer, run):
     result = run.results.order_by("id").first()
     comment_create(result=result, user=reviewer, body="a")
-    services.result_accept(result=result, user=reviewer)
+    result_accept(result=result, user=reviewer)
     login(client, reviewer)
     response = client.get(
         _url(run, action="comment.create"), headers={"HX-Request": "true"}

@@ -5,11 +5,15 @@ from django.urls import reverse
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
-from evalsite.review import services
+from evalsite.evals.results.verdicts import (
+    override_create,
+    result_accept,
+    result_set_human_pass,
+)
+from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import QueueEntry
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors import queue_estimate
-from evalsite.review.services import queue_create
+from evalsite.review.queues.selectors import queue_estimate
+from evalsite.review.queues.services import queue_create
 from tests.conftest import login
 from tests.review.builders import judged_claims, make_run
 
@@ -39,19 +43,15 @@ def _entry_results(queue):
 
 def test_disagreement_queue_holds_results_where_human_differs_from_judge(run, reviewer):
     results = list(run.results.order_by("item__index"))
-    services.result_set_human_pass(
-        result=results[0], user=reviewer, passed=True
-    )  # fail → pass
-    services.override_create(
+    result_set_human_pass(result=results[0], user=reviewer, passed=True)  # fail → pass
+    override_create(
         result=results[5],
         user=reviewer,
         kind="verdict",
         path="verdicts.0.verdict",
         value="no",
     )
-    services.result_accept(
-        result=results[6], user=reviewer
-    )  # agrees: not a disagreement
+    result_accept(result=results[6], user=reviewer)  # agrees: not a disagreement
     queue = queue_create(
         run=run, user=reviewer, query=ResultQuery(), source="disagreement"
     )
@@ -61,7 +61,7 @@ def test_disagreement_queue_holds_results_where_human_differs_from_judge(run, re
 
 def test_disagreement_button_on_explorer(client, reviewer, run):
     results = list(run.results.order_by("item__index"))
-    services.result_set_human_pass(result=results[4], user=reviewer, passed=False)
+    result_set_human_pass(result=results[4], user=reviewer, passed=False)
     login(client, reviewer)
     explorer = client.get(
         reverse("review:explorer", args=[run.project_id, run.pk])
@@ -229,10 +229,10 @@ def test_estimate_precision_recall_from_reviewed_sample_hand_computed(run, revie
     ]
     # Judge-fails: human agrees on 3 of 4 reviewed. Judge-passes: 1 of 2 reviewed is a human fail.
     for r in fails[:3]:
-        services.result_accept(result=r, user=reviewer)
-    services.result_set_human_pass(result=fails[3], user=reviewer, passed=True)
-    services.result_set_human_pass(result=passes[0], user=reviewer, passed=False)
-    services.result_accept(result=passes[1], user=reviewer)
+        result_accept(result=r, user=reviewer)
+    result_set_human_pass(result=fails[3], user=reviewer, passed=True)
+    result_set_human_pass(result=passes[0], user=reviewer, passed=False)
+    result_accept(result=passes[1], user=reviewer)
     est = queue_estimate(queue=queue)
     assert (est.reviewed_fail, est.agree_fail, est.reviewed_pass, est.missed_fail) == (
         4,
@@ -258,7 +258,7 @@ def test_estimate_needs_both_strata(run, reviewer):
     est = queue_estimate(queue=queue)
     assert est.precision is None and est.recall is None
     first_fail = queue.entries.filter(stratum="fail").first().result
-    services.result_accept(result=first_fail, user=reviewer)
+    result_accept(result=first_fail, user=reviewer)
     est = queue_estimate(queue=queue)
     assert est.precision == 1.0 and est.recall is None
 
@@ -277,7 +277,7 @@ def test_queue_page_shows_estimate_with_counts(client, reviewer, run):
     assert response.status_code == 302
     queue_id = int(response.url.rstrip("/").split("/")[-1])
     entry = QueueEntry.objects.filter(queue_id=queue_id, stratum="fail").first()
-    services.result_accept(result=entry.result, user=reviewer)
+    result_accept(result=entry.result, user=reviewer)
     body = client.get(response.url).content.decode()
     assert 'id="queue-estimate"' in body
     assert 'id="estimate-precision">100 %' in body

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from evalsite.accounts.models import AuditEvent
-from evalsite.review.models import Comment
+from evalsite.evals.models import Comment
 from tests.conftest import login
 from tests.factories import CommentFactory
 from tests.review.builders import make_run

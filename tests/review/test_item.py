@@ -6,9 +6,8 @@ import pytest
 from django.urls import reverse
 
 from evalsite.accounts.models import AuditEvent
-from evalsite.evals.models import Result
-from evalsite.review.models import Override
-from evalsite.review.services import override_create, result_accept
+from evalsite.evals.models import Override, Result
+from evalsite.evals.results.verdicts import override_create, result_accept
 from tests.conftest import login
 from tests.factories import CommentFactory, JudgeCallFactory, OverrideFactory
 from tests.review.builders import make_run
@@ -125,7 +124,7 @@ def test_outsider_gets_404_everywhere(client, outsider, run, result):
         _item_url(result),
         reverse("review:run_item", args=[pid, run.pk, result.item_id]),
         reverse("review:rescore", args=[pid, run.pk]),
-        reverse("review:compare", args=[pid]) + f"?a={run.pk}&b={run.pk}",
+        reverse("compare:compare", args=[pid]) + f"?a={run.pk}&b={run.pk}",
     ]
     for url in urls_get:
         assert client.get(url).status_code == 404, url

@@ -6,14 +6,15 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from django.apps import apps as django_apps
 from django.core.cache import cache
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 
 from evalsite.accounts.models import AuditEvent
-from evalsite.evals.models import Result
-from evalsite.review.models import Override, ReviewVersion
-from evalsite.review.selectors import run_aggregates
-from evalsite.review.services import override_create, run_rescore
+from evalsite.evals.models import Override, Result, ReviewVersion
+from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.results.verdicts import override_create
 from tests.factories import OverrideFactory
 from tests.review.builders import make_run
 
@@ -24,16 +25,11 @@ migration = importlib.import_module(
 )
 
 
-class _AppsOfThen:
-    """The live models as review 0008 names them: the audit log was review's then."""
-
-    def get_model(self, app_label: str, model_name: str):
-        if (app_label, model_name) == ("review", "AuditEvent"):
-            app_label = "accounts"
-        return django_apps.get_model(app_label, model_name)
-
-
-_APPS = _AppsOfThen()
+def _review_apps():
+    """The models as review 0014 left them (Override and ReviewVersion still review's),
+    which is what the migration's function is given when it runs."""
+    loader = MigrationLoader(connection)
+    return loader.project_state(("review", "0014_queue_filters_run_scorer")).apps
 
 
 def test_the_migration_runs_the_repair_and_cannot_be_undone_meaningfully():
@@ -185,7 +181,7 @@ def test_repair_reverts_refused_overrides_and_recomputes_their_results(
     # Prime the aggregates cache with the broken state, as a running site would have.
     run_aggregates(run_id=run.pk)
 
-    reverted = migration.repair_out_of_range_overrides(_APPS)
+    reverted = migration.repair_out_of_range_overrides(_review_apps())
 
     assert sorted(reverted) == sorted(o.pk for o in bad)
     assert not Override.objects.filter(
@@ -261,13 +257,13 @@ def test_repair_is_idempotent_and_leaves_valid_overrides_alone(project, reviewer
     override_create(result=first, user=reviewer, kind="score", value=0.5)
     override_create(result=second, user=reviewer, kind="pass", value=True)
     before = list(Result.objects.order_by("pk").values())
-    assert migration.repair_out_of_range_overrides(_APPS) == []
+    assert migration.repair_out_of_range_overrides(_review_apps()) == []
     assert list(Result.objects.order_by("pk").values()) == before
     assert not AuditEvent.objects.filter(action="override.repair").exists()
 
     _bad(first, "score", 1e308)
-    assert len(migration.repair_out_of_range_overrides(_APPS)) == 1
-    assert migration.repair_out_of_range_overrides(_APPS) == []
+    assert len(migration.repair_out_of_range_overrides(_review_apps())) == 1
+    assert migration.repair_out_of_range_overrides(_review_apps()) == []
     assert _final(first).final_score == 0.5
 
 
@@ -278,7 +274,7 @@ def test_repair_checks_scores_against_each_scorers_own_scale(project, reviewer):
     result = Result.objects.get(run=run)
     ok = _bad(result, "score", 99.5)
     too_big = _bad(result, "score", 100.5)
-    assert migration.repair_out_of_range_overrides(_APPS) == [too_big.pk]
+    assert migration.repair_out_of_range_overrides(_review_apps()) == [too_big.pk]
     assert _final(result).final_score == 99.5
     ok.refresh_from_db()
     assert ok.reverted_at is None

@@ -8,7 +8,8 @@ from django.urls import reverse
 from evalsite.accounts.models import AuditEvent
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run, ScorerConfig
-from evalsite.review.services import override_create, run_rescore
+from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.results.verdicts import override_create
 from tests.conftest import login
 from tests.review.builders import make_run
 

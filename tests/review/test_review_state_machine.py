@@ -46,27 +46,17 @@ from hypothesis.stateful import (
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.engine.claims import new_claim_token, results_claim, store_result
-from evalsite.evals.models import Result, Run, RunScorer
+from evalsite.evals.models import Comment, Override, Result, Run, RunScorer
+from evalsite.evals.results.comments import comment_create
+from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.results.verdicts import override_create
 from evalsite.evals.services.runs import run_finish_if_complete
-from evalsite.review.models import (
-    Comment,
-    FinalRule,
-    Override,
-    QueueEntry,
-    Review,
-    ReviewQueue,
-)
-from evalsite.review.schemas import ResultQuery
-from evalsite.review.selectors.explorer import Selection
-from evalsite.review.services import (
-    comment_create,
-    override_create,
-    queue_create,
-    result_undo_last,
-    run_rescore,
-)
-from evalsite.review.services.bulk import results_accept
-from evalsite.review.services.reviews import review_adjudicate, review_answer
+from evalsite.review.explorer.bulk import results_accept
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.explorer.selectors import Selection
+from evalsite.review.models import FinalRule, QueueEntry, Review, ReviewQueue
+from evalsite.review.queues.services import queue_create, result_undo_last
+from evalsite.review.team.services import review_adjudicate, review_answer
 from scoring import (
     JudgeResult,
     apply_override,

@@ -11,9 +11,9 @@ import pytest
 from django.urls import reverse
 
 from evalsite.accounts.models import AuditEvent, Project
-from evalsite.evals.models import Result
-from evalsite.review.models import Comment, Override, ReviewQueue
-from evalsite.review.schemas import ResultQuery
+from evalsite.evals.models import Comment, Override, Result
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.models import ReviewQueue
 from tests.conftest import login
 from tests.factories import UserFactory
 from tests.review.builders import make_run
@@ -218,12 +218,9 @@ def test_html_explorer_and_export_search(client, viewer, run):
 def test_services_refuse_unstorable_text(project, reviewer, result, run, bad):
     from evalsite.accounts.services import project_create, project_update
     from evalsite.core.exceptions import ApplicationError
-    from evalsite.review.services import (
-        comment_create,
-        override_create,
-        queue_create,
-        result_set_human_pass,
-    )
+    from evalsite.evals.results.comments import comment_create
+    from evalsite.evals.results.verdicts import override_create, result_set_human_pass
+    from evalsite.review.queues.services import queue_create
 
     calls = [
         (lambda: project_create(user=reviewer, name=bad), "name"),

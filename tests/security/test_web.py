@@ -20,7 +20,7 @@ from django.test import Client
 from django.urls import reverse
 
 from evalsite.datasets.models import Dataset, Item
-from evalsite.review.models import Override
+from evalsite.evals.models import Override
 
 pytestmark = pytest.mark.django_db
 

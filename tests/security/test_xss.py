@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.models import AuditEvent, Invitation
-from evalsite.evals.models import Result
-from evalsite.review.models import Comment
+from evalsite.evals.models import Comment, Result
 from tests.conftest import login
 from tests.exports.builders import build_world
 from tests.security.routes import fill, pages

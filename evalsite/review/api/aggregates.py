@@ -7,8 +7,8 @@ from typing import Any
 from ninja import Router
 
 from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.evals.results import aggregates
 from evalsite.evals.selectors import run_get_for_user
-from evalsite.review import selectors
 from evalsite.review.schemas import AggregateOut
 
 router = Router(tags=["review"])
@@ -19,4 +19,4 @@ def run_aggregates(
     request: AuthenticatedHttpRequest, run_id: int
 ) -> list[dict[str, Any]]:
     run = run_get_for_user(user=request.user, pk=run_id)
-    return [a.as_dict() for a in selectors.run_aggregates(run_id=run.pk)]
+    return [a.as_dict() for a in aggregates.run_aggregates(run_id=run.pk)]

@@ -2,52 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from django.db.models import QuerySet
 from ninja import Router, Status
 from ninja.pagination import paginate
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.evals.models import Comment
+from evalsite.evals.results.comments import comment_create
+from evalsite.evals.results.selectors import comment_list
 from evalsite.evals.selectors import result_get_for_user
-from evalsite.review import services
-from evalsite.review.models import Comment
 from evalsite.review.schemas import CommentIn, CommentOut
 from evalsite.review.selectors.blind import result_is_blind
-from evalsite.review.selectors.comments import comment_list
 
 router = Router(tags=["review"])
-
-
-def _comment_out(comment: Comment) -> dict[str, Any]:
-    return {
-        "id": comment.pk,
-        "result_id": comment.result_id,
-        "user": comment.user.get_username() if comment.user else None,
-        "body": comment.body,
-        "created_at": comment.created_at,
-    }
 
 
 @router.get("/results/{result_id}/comments", response=list[CommentOut])
 @paginate(LimitOffsetPagination)
 def comment_list_api(
     request: AuthenticatedHttpRequest, result_id: int
-) -> list[dict[str, Any]]:
+) -> QuerySet[Comment]:
     result = result_get_for_user(user=request.user, pk=result_id)
     comments = comment_list(result=result)
     if result_is_blind(user=request.user, result=result):
         # Blind review: others' comments may carry their verdict; yours stay.
         comments = comments.filter(user_id=request.user.pk)
-    return [_comment_out(c) for c in comments]
+    return comments
 
 
 @router.post("/results/{result_id}/comments", response={201: CommentOut})
 def comment_create_api(
     request: AuthenticatedHttpRequest, result_id: int, payload: CommentIn
-) -> Status[dict[str, Any]]:
+) -> Status[Comment]:
     result = result_get_for_user(user=request.user, pk=result_id, write=True)
-    comment = services.comment_create(
-        result=result, user=request.user, body=payload.body
-    )
-    return Status(201, _comment_out(comment))
+    comment = comment_create(result=result, user=request.user, body=payload.body)
+    return Status(201, comment)

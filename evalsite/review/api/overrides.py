@@ -7,10 +7,11 @@ from typing import Any
 from ninja import Router, Status
 
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.models import JudgeCall, Result
+from evalsite.evals.models import JudgeCall, Override, Result
+from evalsite.evals.results import verdicts
+from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.results.selectors import override_get_for_user
 from evalsite.evals.selectors import result_get_for_user
-from evalsite.review import selectors, services
-from evalsite.review.models import Override
 from evalsite.review.schemas import (
     OverrideCreatedOut,
     OverrideIn,
@@ -19,6 +20,7 @@ from evalsite.review.schemas import (
     ResultOut,
 )
 from evalsite.review.selectors.blind import blind_entry_for, result_out_mask
+from evalsite.review.team.services import review_override_revert
 
 router = Router(tags=["review"])
 
@@ -61,7 +63,7 @@ def _final_out(result: Result) -> dict[str, Any]:
 def _aggregates(result: Result) -> list[dict[str, Any]]:
     return [
         a.as_dict()
-        for a in selectors.run_aggregates(
+        for a in run_aggregates(
             run_id=result.run_id, run_scorer_id=result.run_scorer_id
         )
     ]
@@ -127,7 +129,7 @@ def override_create(
     request: AuthenticatedHttpRequest, result_id: int, payload: OverrideIn
 ) -> Status[dict[str, Any]]:
     result = result_get_for_user(user=request.user, pk=result_id, write=True)
-    override = services.override_create(
+    override = verdicts.override_create(
         result=result,
         user=request.user,
         kind=payload.kind,
@@ -152,11 +154,9 @@ def override_revert(
     override_id: int,
     payload: OverrideRevertIn | None = None,
 ) -> dict[str, Any]:
-    override = selectors.override_get_for_user(
-        user=request.user, pk=override_id, write=True
-    )
+    override = override_get_for_user(user=request.user, pk=override_id, write=True)
     result = override.result
-    services.override_revert(
+    review_override_revert(
         override=override,
         user=request.user,
         expected_version=payload.expected_version if payload else None,

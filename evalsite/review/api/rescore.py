@@ -10,8 +10,8 @@ from evalsite.accounts.selectors import require_rescore_save
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import RunScorer
+from evalsite.evals.results import rescore
 from evalsite.evals.selectors import run_get_for_user
-from evalsite.review import services
 from evalsite.review.schemas import RescoreIn, RescoreOut
 
 router = Router(tags=["review"])
@@ -45,7 +45,7 @@ def run_rescore(
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
     if payload.save:
         require_rescore_save(membership=run.project.membership)
-    preview = services.run_rescore(
+    preview = rescore.run_rescore(
         run=run,
         run_scorer=_run_scorer_for(run.pk, payload),
         options=payload.options,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -32,9 +32,6 @@ from django.urls import reverse
 from evalsite.accounts.models import REVIEW_ROLES, AuditEvent, Membership
 from evalsite.evals.models import Result, Run
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
-
-if TYPE_CHECKING:
-    from evalsite.review.selectors.compare import CompareRow
 
 AnyUser = User | AnonymousUser
 
@@ -242,24 +239,6 @@ def result_out_mask(out: dict[str, Any], entry: BlindEntry) -> dict[str, Any]:
             masked[key] = empty
     masked["blind"] = blind_message(entry)
     return masked
-
-
-def compare_rows_mask(
-    rows: Iterable[CompareRow], *, user: AnyUser, project_id: int, project: Any = None
-) -> None:
-    """Blank the scores, pass/fail and delta of compare rows whose run A or run B
-    result is blind to `user` (in memory). The runs' aggregate deltas still count
-    them, as every aggregate does."""
-    rows = list(rows)
-    ids = {r.a_result_id for r in rows} | {r.b_result_id for r in rows}
-    blind = blind_result_ids(
-        user=user, project_id=project_id, result_ids=ids, project=project
-    )
-    for row in rows:
-        if row.a_result_id in blind or row.b_result_id in blind:
-            row.a_score = row.b_score = row.delta = row.badness = None
-            row.a_passed = row.b_passed = None
-            row.flip = 0
 
 
 def results_mask(

@@ -8,8 +8,8 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from evalsite.review.models import Override
-from evalsite.review.selectors import labels
+from evalsite.evals.models import Override
+from evalsite.evals.results import labels
 
 register = template.Library()
 

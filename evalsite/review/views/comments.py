@@ -11,13 +11,13 @@ from django.views.decorators.http import require_http_methods
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.evals.results.comments import comment_create
+from evalsite.evals.results.selectors import comment_list
 from evalsite.evals.selectors import result_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
-from evalsite.review import services
 from evalsite.review.forms import CommentForm
 from evalsite.review.selectors.audit import audit_list_for_result
 from evalsite.review.selectors.blind import audit_mask_blind
-from evalsite.review.selectors.comments import comment_list
 from evalsite.review.views.common import item_url, user_can_write
 
 
@@ -71,7 +71,7 @@ def comments(
         )
         return redirect(_safe_next(request, fallback))
     try:
-        comment = services.comment_create(
+        comment = comment_create(
             result=result, user=request.user, body=form.cleaned_data["body"]
         )
     except ApplicationError as exc:

@@ -8,7 +8,7 @@ compare with it, and a word diff of the output against it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import Any
 
@@ -22,10 +22,33 @@ from django.views.decorators.http import require_GET
 from evalsite.accounts.models import ReviewerPreferences
 from evalsite.evals.models import Result
 from evalsite.evals.selectors import result_get_for_user
+from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
+from evalsite.review.guidelines.selectors import guideline_current, guideline_html
 from evalsite.review.models import Guideline, ReviewQueue
-from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
-from evalsite.review.selectors.guidelines import guideline_current, guideline_html
 from evalsite.review.selectors.preferences import reviewer_preferences
+
+
+def queue_position(
+    request: HttpRequest, *, size: int, default: Callable[[], int | None]
+) -> int | None:
+    """The position a queue page shows: ?pos= when it is one of the queue's (1 to
+    size), None when it is not (the page answers position_refused); without ?pos=,
+    `default()` (the reviewer's next item), else 1."""
+    raw = request.GET.get("pos")
+    if raw is None:
+        return default() or 1
+    if raw.isdigit() and 1 <= int(raw) <= max(size, 1):
+        return int(raw)
+    return None
+
+
+def position_refused(size: int) -> HttpResponse:
+    return HttpResponse(
+        f"pos must be a number between 1 and {size}.",
+        status=400,
+        content_type="text/plain",
+    )
+
 
 # Scorer kinds whose score compares the output with the item's reference (the text
 # kinds fall back to the input without one): their reviewers see it open.

@@ -15,12 +15,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.models import JudgeCall, Result
+from evalsite.evals.models import JudgeCall, Override, Result
+from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.results.item import AnalysisView, analysis_view
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
-from evalsite.review import selectors
 from evalsite.review.forms import CommentForm
-from evalsite.review.models import Override
+from evalsite.review.selectors.audit import audit_list_for_result
 from evalsite.review.selectors.blind import (
     BlindEntry,
     audit_mask_blind,
@@ -35,7 +36,7 @@ from scoring import KINDS, KindSpec
 class Panel:
     r: Result
     spec: KindSpec | None
-    view: selectors.AnalysisView
+    view: AnalysisView
     can_write: bool
     hide_judge: bool
     overrides: list[Override] = field(default_factory=list)
@@ -62,7 +63,7 @@ class Panel:
 
 def _hide_judge(request: HttpRequest, project: Any, result: Result) -> bool:
     """Blind review (the page's ?blind=1 or the project setting): hide the judge until
-    reviewed; and always while the result is blind to the user (selectors.blind)."""
+    reviewed; and always while the result is blind to the user (blind)."""
     blind = request.GET.get("blind") == "1" or getattr(project, "blind_review", False)
     if blind and not result.reviewed:
         return True
@@ -83,7 +84,7 @@ def result_panel(
         return Panel(
             r=result,
             spec=KINDS.get(result.run_scorer.kind),
-            view=selectors.analysis_view(
+            view=analysis_view(
                 kind=result.run_scorer.kind, analysis={}, final_analysis={}, context=[]
             ),
             can_write=can_write,
@@ -95,7 +96,7 @@ def result_panel(
     return Panel(
         r=result,
         spec=KINDS.get(result.run_scorer.kind),
-        view=selectors.analysis_view(
+        view=analysis_view(
             kind=result.run_scorer.kind,
             analysis=result.analysis,
             final_analysis=result.final_analysis,
@@ -157,7 +158,7 @@ def item(
         "panels": [panel],
         "siblings": siblings,
         "single": True,
-        "aggregates": selectors.run_aggregates(
+        "aggregates": run_aggregates(
             run_id=result.run_id, run_scorer_id=result.run_scorer_id
         ),
     }
@@ -172,7 +173,7 @@ def item(
         can_write=user_can_write(project),
         blind=panel.blind,
         events=audit_mask_blind(
-            selectors.audit_list_for_result(result=result)[:50],
+            audit_list_for_result(result=result)[:50],
             user=request.user,
             project_id=project.pk,
             project=project,
@@ -207,7 +208,7 @@ def run_item(
             "panels": [result_panel(request, r, can_write=can_write) for r in results],
             "siblings": [],
             "single": False,
-            "aggregates": selectors.run_aggregates(run_id=run.pk),
+            "aggregates": run_aggregates(run_id=run.pk),
             **reference_context(
                 results[0],
                 kinds=[r.run_scorer.kind for r in results],

@@ -11,11 +11,16 @@ from django.views.decorators.http import require_POST
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Result
+from evalsite.evals.results import verdicts
+from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.results.selectors import override_get_for_user
+from evalsite.evals.results.verdicts import result_accept
 from evalsite.evals.selectors import result_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
-from evalsite.review import selectors, services
 from evalsite.review.forms import OverrideForm
+from evalsite.review.selectors.audit import audit_list_for_result
 from evalsite.review.selectors.blind import audit_mask_blind
+from evalsite.review.team.services import review_override_revert
 from evalsite.review.views.item import result_panel
 
 
@@ -29,9 +34,7 @@ def _panel_response(
     if result.reviewed_by_id is not None and result.reviewed_by_id == request.user.pk:
         result.reviewed_by = request.user
     panel = result_panel(request, result, can_write=True, error=error, notice=notice)
-    agg = selectors.run_aggregates(
-        run_id=result.run_id, run_scorer_id=result.run_scorer_id
-    )
+    agg = run_aggregates(run_id=result.run_id, run_scorer_id=result.run_scorer_id)
     # The single-result page sends history=1 (its panel's hx-vals): its History list
     # comes back in the same response, swapped out of band.
     history = request.POST.get("history") == "1"
@@ -46,7 +49,7 @@ def _panel_response(
             "oob": True,
             "single": history,
             "events": audit_mask_blind(
-                selectors.audit_list_for_result(result=result)[:50],
+                audit_list_for_result(result=result)[:50],
                 user=request.user,
                 project_id=result.run.project_id,
             )
@@ -89,7 +92,7 @@ def override_create(
         return _after_write(request, result, error=f"Not saved: {errors}")
     data = form.cleaned_data
     try:
-        services.override_create(
+        verdicts.override_create(
             result=result,
             user=request.user,
             kind=data["kind"],
@@ -127,12 +130,12 @@ def _shown_version(request: HttpRequest) -> int | None:
 def override_revert(
     request: AuthenticatedHttpRequest, project_id: int, override_id: int
 ) -> HttpResponse:
-    override = selectors.override_get_for_user(
+    override = override_get_for_user(
         user=request.user, pk=override_id, project_id=project_id, write=True
     )
     result = override.result
     try:
-        services.override_revert(
+        review_override_revert(
             override=override,
             user=request.user,
             expected_version=_shown_version(request),
@@ -151,7 +154,7 @@ def accept(
         user=request.user, pk=result_id, project_id=project_id, write=True
     )
     try:
-        services.result_accept(
+        result_accept(
             result=result,
             user=request.user,
             expected_version=_shown_version(request),

@@ -12,9 +12,9 @@ from evalsite.accounts.selectors import require_rescore_save
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import RunScorer
+from evalsite.evals.results.rescore import run_rescore
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
-from evalsite.review import services
 from evalsite.review.forms import RescoreForm
 from evalsite.review.views.common import user_can_write
 
@@ -69,7 +69,7 @@ def rescore(
             # and ask first.
             save, confirm_save = False, True
         try:
-            preview = services.run_rescore(
+            preview = run_rescore(
                 run=run,
                 run_scorer=run_scorer,
                 options=form.options(),

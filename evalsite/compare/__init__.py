@@ -1,0 +1,1 @@
+"""Runs side by side: model-less, it reads evals' results over datasets' matchings."""

@@ -1,0 +1,234 @@
+"""Review API: a run's results, filtered and sorted like the explorer page; bulk
+actions on them; each user's saved explorer filters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from ninja import Query, Router, Status
+from ninja.pagination import paginate
+
+from evalsite.accounts.selectors import project_get_for_user
+from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.core.schemas import ErrorOut
+from evalsite.evals.selectors import run_get_for_user
+from evalsite.review.explorer.bulk import (
+    BulkOutcome,
+    assignee_get,
+    results_accept,
+    results_assign,
+    results_enqueue,
+)
+from evalsite.review.explorer.saved_filters import (
+    saved_filter_create,
+    saved_filter_delete,
+)
+from evalsite.review.explorer.saved_filters_selectors import (
+    saved_filter_get_for_user,
+    saved_filter_list,
+    saved_filter_query,
+)
+from evalsite.review.explorer.schemas import (
+    BulkAssignIn,
+    BulkOut,
+    BulkQueueIn,
+    ResultListIn,
+    ResultPageOut,
+    SavedFilterIn,
+    SavedFilterOut,
+    SelectionIn,
+)
+from evalsite.review.explorer.selectors import Selection, results_filter, results_page
+from evalsite.review.models import SavedFilter
+from evalsite.review.queues.selectors import queue_get_for_user
+from evalsite.review.selectors.blind import blind_run_split
+from evalsite.review.tasks import bulk_start_in_background
+
+router = Router(tags=["review"])
+
+_ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+
+
+@router.get("/runs/{run_id}/results", response=ResultPageOut)
+def result_list(
+    request: AuthenticatedHttpRequest,
+    run_id: int,
+    filters: ResultListIn = Query(...),  # type: ignore[type-arg]  # noqa: B008 - ninja types Query as an Annotated alias
+) -> dict[str, Any]:
+    """Filtered results, `{"items", "count"}` like every other list. Paginated by hand:
+    ninja's @paginate wrapper breaks postponed annotations of a Query schema."""
+    run = run_get_for_user(user=request.user, pk=run_id)
+    qs = results_filter(run=run, query=filters, user=request.user)
+    # Results blind to the caller are left out before filters and sorts apply;
+    # how many is counted over the whole run, not the filter (selectors.blind).
+    qs, blind_hidden = blind_run_split(qs, user=request.user, run=run)
+    return {
+        "count": qs.count(),
+        "items": results_page(qs, offset=filters.offset, limit=filters.limit),
+        "blind_hidden": blind_hidden,
+    }
+
+
+# ------------------------------------------------------------------ bulk actions
+
+
+def _selection(payload: SelectionIn) -> Selection:
+    if payload.ids is not None:
+        return Selection(ids=tuple(payload.ids))
+    return Selection(query=payload.filters)
+
+
+def _background_out(action: str, queued: int) -> dict[str, Any]:
+    return {
+        "action": action,
+        "done": 0,
+        "skipped": 0,
+        "skipped_reasons": {},
+        "message": f"{queued} results go to a worker; the run's audit log says "
+        "when they are done.",
+        "background": queued,
+    }
+
+
+def _bulk_out(outcome: BulkOutcome) -> dict[str, Any]:
+    queue = outcome.queue
+    return {
+        "action": outcome.action,
+        "done": outcome.done,
+        "skipped": outcome.skipped_total,
+        "skipped_reasons": dict(outcome.skipped),
+        "message": outcome.summary(),
+        "queue_id": queue.pk if queue else None,
+        "queue_url": reverse("review:queue", args=[queue.project_id, queue.pk])
+        if queue
+        else None,
+    }
+
+
+@router.post("/runs/{run_id}/results/accept", response={200: BulkOut, **_ERRORS})
+def results_accept_api(
+    request: AuthenticatedHttpRequest, run_id: int, payload: SelectionIn
+) -> dict[str, Any]:
+    """Accept the current verdict of the results named by `ids`, or of every result
+    matching `filters`; errored, pending and already reviewed ones are skipped."""
+    run = run_get_for_user(user=request.user, pk=run_id, write=True)
+    selection = _selection(payload)
+    queued = bulk_start_in_background(
+        user=request.user, run=run, action="accept", selection=selection
+    )
+    if queued:
+        return _background_out("accept", queued)
+    return _bulk_out(results_accept(run=run, user=request.user, selection=selection))
+
+
+@router.post("/runs/{run_id}/results/assign", response={200: BulkOut, **_ERRORS})
+def results_assign_api(
+    request: AuthenticatedHttpRequest, run_id: int, payload: BulkAssignIn
+) -> dict[str, Any]:
+    """Assign the selected results to a reviewer (`assignee: null` unassigns)."""
+    run = run_get_for_user(user=request.user, pk=run_id, write=True)
+    assignee = (
+        assignee_get(run=run, username=payload.assignee) if payload.assignee else None
+    )
+    selection = _selection(payload)
+    queued = bulk_start_in_background(
+        user=request.user,
+        run=run,
+        action="assign",
+        selection=selection,
+        assignee=assignee,
+    )
+    if queued:
+        return _background_out("assign" if assignee else "unassign", queued)
+    outcome = results_assign(
+        run=run, user=request.user, selection=selection, assignee=assignee
+    )
+    return _bulk_out(outcome)
+
+
+@router.post("/runs/{run_id}/results/queue", response={200: BulkOut, **_ERRORS})
+def results_enqueue_api(
+    request: AuthenticatedHttpRequest, run_id: int, payload: BulkQueueIn
+) -> dict[str, Any]:
+    """Put the selected results in a new queue, or append them to `queue_id` (a queue
+    of this run that is not a stratified sample)."""
+    run = run_get_for_user(user=request.user, pk=run_id, write=True)
+    queue = None
+    if payload.queue_id is not None:
+        queue = queue_get_for_user(
+            user=request.user,
+            pk=payload.queue_id,
+            write=True,
+            project_id=run.project_id,
+        )
+    outcome = results_enqueue(
+        run=run,
+        user=request.user,
+        selection=_selection(payload),
+        queue=queue,
+        name=payload.name,
+        blind=payload.blind,
+    )
+    return _bulk_out(outcome)
+
+
+# ------------------------------------------------------------------ saved filters
+
+
+def _saved_filter_out(saved: SavedFilter) -> dict[str, Any]:
+    return {
+        "id": saved.pk,
+        "project_id": saved.project_id,
+        "name": saved.name,
+        "query": saved.query,
+        "filters": saved_filter_query(saved=saved).to_json(),
+        "created_at": saved.created_at,
+    }
+
+
+@router.get("/projects/{project_id}/saved-filters", response=list[SavedFilterOut])
+@paginate(LimitOffsetPagination)
+def saved_filter_list_api(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> list[dict[str, Any]]:
+    """My saved explorer filters in this project (never anyone else's), by name."""
+    project = project_get_for_user(user=request.user, pk=project_id)
+    return [
+        _saved_filter_out(saved)
+        for saved in saved_filter_list(project_id=project.pk, user=request.user)
+    ]
+
+
+@router.post(
+    "/projects/{project_id}/saved-filters",
+    response={201: SavedFilterOut, **_ERRORS},
+)
+def saved_filter_create_api(
+    request: AuthenticatedHttpRequest, project_id: int, payload: SavedFilterIn
+) -> Status[dict[str, Any]]:
+    project = project_get_for_user(user=request.user, pk=project_id, write=True)
+    saved = saved_filter_create(
+        project=project, user=request.user, name=payload.name, query=payload.filters
+    )
+    return Status(201, _saved_filter_out(saved))
+
+
+@router.get(
+    "/saved-filters/{saved_filter_id}", response={200: SavedFilterOut, **_ERRORS}
+)
+def saved_filter_detail_api(
+    request: AuthenticatedHttpRequest, saved_filter_id: int
+) -> dict[str, Any]:
+    saved = saved_filter_get_for_user(user=request.user, pk=saved_filter_id)
+    return _saved_filter_out(saved)
+
+
+@router.delete("/saved-filters/{saved_filter_id}", response={204: None, **_ERRORS})
+def saved_filter_delete_api(
+    request: AuthenticatedHttpRequest, saved_filter_id: int
+) -> Status[None]:
+    saved = saved_filter_get_for_user(user=request.user, pk=saved_filter_id, write=True)
+    saved_filter_delete(saved=saved)
+    return Status(204, None)

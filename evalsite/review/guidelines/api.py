@@ -1,0 +1,129 @@
+"""Review API: a project's and a queue's guidelines (read by members, written by
+owners and adjudicators; each PUT adds a version)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ninja import Router
+
+from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.core.schemas import ErrorOut
+from evalsite.review.guidelines.schemas import GuidelineIn, GuidelineOut, GuidelinesOut
+from evalsite.review.guidelines.selectors import (
+    GuidelineScope,
+    guideline_current,
+    guideline_history,
+    guideline_html,
+    guideline_scope_for_user,
+)
+from evalsite.review.guidelines.services import guideline_save
+from evalsite.review.models import Guideline
+
+router = Router(tags=["review"])
+
+_READ_ERRORS = {401: ErrorOut, 404: ErrorOut}
+_WRITE_ERRORS = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    422: ErrorOut,
+}
+
+
+def _guideline_out(guideline: Guideline) -> dict[str, Any]:
+    return {
+        "id": guideline.pk,
+        "scope": "queue" if guideline.queue_id is not None else "project",
+        "queue_id": guideline.queue_id,
+        "version": guideline.version,
+        "body": guideline.body,
+        "html": str(guideline_html(guideline)),
+        "created_by": guideline.created_by.get_username()
+        if guideline.created_by
+        else None,
+        "created_at": guideline.created_at,
+    }
+
+
+def _guidelines_out(scope: GuidelineScope) -> dict[str, Any]:
+    project_id = scope.project.pk
+    queue_id = scope.queue.pk if scope.queue is not None else None
+    current = guideline_current(project_id=project_id, queue_id=queue_id)
+    return {
+        "project_id": project_id,
+        "queue_id": queue_id,
+        "current": _guideline_out(current) if current else None,
+        "versions": [
+            _guideline_out(g)
+            for g in guideline_history(project_id=project_id, queue_id=queue_id)
+        ],
+    }
+
+
+@router.get(
+    "/projects/{project_id}/guidelines",
+    response={200: GuidelinesOut, **_READ_ERRORS},
+)
+def project_guidelines_api(
+    request: AuthenticatedHttpRequest, project_id: int
+) -> dict[str, Any]:
+    scope = guideline_scope_for_user(user=request.user, project_id=project_id)
+    return _guidelines_out(scope)
+
+
+@router.put(
+    "/projects/{project_id}/guidelines",
+    response={200: GuidelineOut, **_WRITE_ERRORS},
+)
+def project_guidelines_put_api(
+    request: AuthenticatedHttpRequest, project_id: int, payload: GuidelineIn
+) -> dict[str, Any]:
+    scope = guideline_scope_for_user(
+        user=request.user, project_id=project_id, edit=True
+    )
+    saved = guideline_save(
+        project=scope.project,
+        body=payload.body,
+        user=request.user,
+        expected_version=payload.expected_version,
+    )
+    return _guideline_out(saved)
+
+
+@router.get(
+    "/projects/{project_id}/queues/{queue_id}/guidelines",
+    response={200: GuidelinesOut, **_READ_ERRORS},
+)
+def queue_guidelines_api(
+    request: AuthenticatedHttpRequest, project_id: int, queue_id: int
+) -> dict[str, Any]:
+    scope = guideline_scope_for_user(
+        user=request.user, project_id=project_id, queue_id=queue_id
+    )
+    return _guidelines_out(scope)
+
+
+@router.put(
+    "/projects/{project_id}/queues/{queue_id}/guidelines",
+    response={200: GuidelineOut, **_WRITE_ERRORS},
+)
+def queue_guidelines_put_api(
+    request: AuthenticatedHttpRequest,
+    project_id: int,
+    queue_id: int,
+    payload: GuidelineIn,
+) -> dict[str, Any]:
+    scope = guideline_scope_for_user(
+        user=request.user, project_id=project_id, queue_id=queue_id, edit=True
+    )
+    saved = guideline_save(
+        project=scope.project,
+        queue=scope.queue,
+        body=payload.body,
+        user=request.user,
+        expected_version=payload.expected_version,
+    )
+    return _guideline_out(saved)

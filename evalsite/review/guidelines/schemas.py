@@ -1,0 +1,51 @@
+"""Guideline API schemas."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from ninja import Schema
+from pydantic import (
+    ConfigDict,
+    Field,
+)
+
+
+class GuidelineIn(Schema):
+    """The next version of a project's or queue's guidelines (markdown).
+
+    expected_version (optional): the version the client last read (0 = none yet); a
+    stale one gets 409 instead of replacing someone else's newer text.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    # At most 50,000 characters: the service checks it (400 with a field error), so
+    # the form and the API share one rule.
+    body: str
+    expected_version: int | None = Field(default=None, ge=0)
+
+
+class GuidelineOut(Schema):
+    id: int
+    scope: Literal["project", "queue"]
+    queue_id: int | None
+    version: int
+    body: str
+    html: str = Field(
+        description="The body rendered and sanitised, as reviewers see it."
+    )
+    created_by: str | None
+    created_at: datetime
+
+
+class GuidelinesOut(Schema):
+    project_id: int
+    queue_id: int | None
+    current: GuidelineOut | None = Field(
+        description="What reviewers see: a queue's own latest version, else the project's."
+    )
+    versions: list[GuidelineOut] = Field(
+        description="This scope's own versions, newest first (at most 50)."
+    )

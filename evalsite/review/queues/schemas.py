@@ -1,0 +1,77 @@
+"""Review queue API schemas."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import (
+    ConfigDict,
+    Field,
+)
+
+from evalsite.review.explorer.schemas import QueueFiltersIn
+
+
+class StratifiedIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    pass_share: float = Field(
+        gt=0, le=1, description="Share of judge-passing results, 0–1."
+    )
+    seed: int = Field(default=0, ge=0)
+
+
+class QueueIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(default="", max_length=200)
+    filters: QueueFiltersIn = Field(default_factory=QueueFiltersIn)
+    source: Literal["filters", "disagreement"] = "filters"
+    assign_round_robin: bool = False
+    blind: bool = False
+    stratified: StratifiedIn | None = None
+    overlap: int | None = Field(
+        default=None,
+        ge=1,
+        le=10,
+        description="Reviewers who answer each result; default: the project's.",
+    )
+    final_rule: Literal["single", "majority", "unanimous"] | None = Field(
+        default=None,
+        description="How answers become the final verdict: 'single' (overlap 1), "
+        "'majority' or 'unanimous' (disagreement goes to adjudication; the default "
+        "for overlap 2 or more).",
+    )
+
+
+class EstimateOut(Schema):
+    population_fail: int
+    population_pass: int
+    reviewed_fail: int
+    reviewed_pass: int
+    agree_fail: int
+    missed_fail: int
+    precision: float | None
+    recall: float | None
+
+
+class QueueOut(Schema):
+    id: int
+    run_id: int
+    name: str
+    source: str
+    filters: dict[str, Any]
+    blind: bool
+    overlap: int
+    final_rule: str
+    decided: int
+    adjudicate: int
+    stratified: dict[str, Any] | None
+    size: int
+    truncated: bool
+    reviewed: int
+    assignees: dict[str, int]
+    result_ids: list[int]
+    estimate: EstimateOut | None
+    url: str
+    created_at: datetime

@@ -1,0 +1,253 @@
+"""Review queues: access, entries, progress, judge estimates, flip keys, assigned work."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404
+
+from evalsite.accounts.selectors import project_get_for_user
+from evalsite.evals.models import Result
+from evalsite.evals.results.item import value_label
+from evalsite.review.explorer.selectors import User
+from evalsite.review.models import QueueEntry, ReviewQueue
+from scoring import KINDS, AnalysisError, get_path
+
+
+@dataclass(frozen=True)
+class FlipField:
+    """What key `number` (1–9) flips, with labels for its button."""
+
+    number: int
+    path: str
+    value: Any
+    new_value: Any
+    label: str
+    new_label: str
+
+
+def _flip_value(current: Any, allowed: list[Any]) -> Any:
+    """What "flip" means for one field.
+
+    Booleans and yes/no verdicts toggle; an "unsure" verdict flips to "yes" (a reviewer
+    flipping an unverifiable claim is confirming it; the item page sets "unsure"
+    explicitly); longer scales (relevance levels, factuality categories) step to the
+    next allowed value.
+    """
+    if isinstance(current, bool):
+        return not current
+    norm = str(current).strip().lower()
+    if {"yes", "no"} <= set(allowed) <= {"yes", "no", "unsure"}:
+        return "no" if norm == "yes" else "yes"
+    lowered = [str(v).lower() for v in allowed]
+    if norm in lowered:
+        return allowed[(lowered.index(norm) + 1) % len(allowed)]
+    return allowed[0]
+
+
+def flip_fields(
+    *, kind: str, analysis: dict[str, Any] | None, limit: int = 9
+) -> list[FlipField]:
+    """The flips keys 1..limit perform, numbered like the item page's analysis rows:
+    key n is the first overridable field of list element n (for context relevance the
+    relevance level); a kind without a list (factuality) has key 1 for its category."""
+    spec = KINDS.get(kind)
+    if spec is None or not analysis or not spec.overridable:
+        return []
+    pattern, allowed = next(iter(spec.overridable.items()))
+    labels = spec.value_labels.get(pattern, {})
+    if "*" in pattern:
+        node = analysis.get(pattern.split(".", 1)[0])
+        paths = [
+            pattern.replace("*", str(i), 1)
+            for i in range(len(node) if isinstance(node, list) else 0)
+        ]
+    else:
+        paths = [pattern]
+    fields = []
+    for number, path in enumerate(paths[:limit], 1):
+        try:
+            value = get_path(analysis, path)
+        except AnalysisError:
+            break
+        new_value = _flip_value(value, allowed)
+        fields.append(
+            FlipField(
+                number=number,
+                path=path,
+                value=value,
+                new_value=new_value,
+                label=value_label(labels, value),
+                new_label=value_label(labels, new_value),
+            )
+        )
+    return fields
+
+
+def queue_get_for_user(
+    *,
+    user: User,
+    pk: int,
+    write: bool = False,
+    manage: bool = False,
+    project_id: int | None = None,
+) -> ReviewQueue:
+    """A review queue of a project the user belongs to; 404 for outsiders, 403 by role."""
+    queue = ReviewQueue.objects.select_related("run", "project").filter(pk=pk).first()
+    if queue is None or (project_id is not None and queue.project_id != project_id):
+        raise Http404("No such queue.")
+    queue.project = project_get_for_user(
+        user=user, pk=queue.project_id, write=write, manage=manage
+    )
+    return queue
+
+
+def queue_entry_at(*, queue: ReviewQueue, position: int) -> QueueEntry | None:
+    return (
+        QueueEntry.objects.select_related(
+            "result__item", "result__run_scorer", "result__assignee"
+        )
+        .filter(queue=queue, position=position)
+        .first()
+    )
+
+
+def queue_progress(*, queue: ReviewQueue) -> dict[str, int]:
+    counts = QueueEntry.objects.filter(queue=queue).aggregate(
+        total=Count("id"), reviewed=Count("id", filter=Q(result__reviewed=True))
+    )
+    return {"total": counts["total"], "reviewed": counts["reviewed"]}
+
+
+def queue_next_unreviewed(*, queue: ReviewQueue, after: int = 0) -> int | None:
+    """Position of the first unreviewed entry after `after` (wrapping to the start)."""
+    entries = QueueEntry.objects.filter(queue=queue, result__reviewed=False)
+    position = (
+        entries.filter(position__gt=after)
+        .order_by("position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    if position is None:
+        position = (
+            entries.order_by("position").values_list("position", flat=True).first()
+        )
+    return position
+
+
+def queue_list_for_project(*, project_id: int) -> QuerySet[ReviewQueue]:
+    return (
+        ReviewQueue.objects.filter(project_id=project_id)
+        .select_related("run", "created_by")
+        .annotate(
+            reviewed=Count("entries", filter=Q(entries__result__reviewed=True)),
+        )
+        .order_by("-created_at", "-id")
+    )
+
+
+@dataclass(frozen=True)
+class JudgeEstimate:
+    """Judge precision/recall for detecting failures, estimated from a stratified sample.
+
+    Positive class = "fail". Every failing result (by the judge) is in the queue and a
+    share of the passing ones, so each stratum is scaled to its population:
+    TP ≈ N_fail × (human-fail share among reviewed judge-fails),
+    FN ≈ N_pass × (human-fail share among reviewed judge-passes).
+    """
+
+    population_fail: int
+    population_pass: int
+    reviewed_fail: int
+    reviewed_pass: int
+    agree_fail: int  # judge said fail, human said fail
+    missed_fail: int  # judge said pass, human said fail
+    precision: float | None
+    recall: float | None
+    est_true_fail: float | None
+    est_missed_fail: float | None
+
+
+def queue_estimate(*, queue: ReviewQueue) -> JudgeEstimate | None:
+    if not queue.stratified:
+        return None
+    human_fail = Q(result__human_passed=False) | Q(
+        result__human_passed__isnull=True, result__final_passed=False
+    )
+    reviewed = Q(result__reviewed=True)
+    rows = {
+        row["stratum"]: row
+        for row in QueueEntry.objects.filter(queue=queue)
+        .values("stratum")
+        .annotate(
+            reviewed=Count("id", filter=reviewed),
+            human_fail=Count("id", filter=reviewed & human_fail),
+        )
+    }
+    population = queue.stratified.get("population", {})
+    n_fail_pop = int(population.get("fail", 0))
+    n_pass_pop = int(population.get("pass", 0))
+    fail = rows.get(QueueEntry.Stratum.FAIL, {"reviewed": 0, "human_fail": 0})
+    passing = rows.get(QueueEntry.Stratum.PASS, {"reviewed": 0, "human_fail": 0})
+    precision = fail["human_fail"] / fail["reviewed"] if fail["reviewed"] else None
+    est_tp = n_fail_pop * precision if precision is not None else None
+    if n_pass_pop == 0:
+        est_fn: float | None = 0.0
+    elif passing["reviewed"]:
+        est_fn = n_pass_pop * passing["human_fail"] / passing["reviewed"]
+    else:
+        est_fn = None
+    recall = None
+    if est_tp is not None and est_fn is not None:
+        recall = est_tp / (est_tp + est_fn) if est_tp + est_fn > 0 else None
+    return JudgeEstimate(
+        population_fail=n_fail_pop,
+        population_pass=n_pass_pop,
+        reviewed_fail=fail["reviewed"],
+        reviewed_pass=passing["reviewed"],
+        agree_fail=fail["human_fail"],
+        missed_fail=passing["human_fail"],
+        precision=precision,
+        recall=recall,
+        est_true_fail=est_tp,
+        est_missed_fail=est_fn,
+    )
+
+
+def stratified_sample_size(*, population: int, share: float) -> int:
+    """ceil(share × population), at least one when there is anything to sample."""
+    if population <= 0 or share <= 0:
+        return 0
+    return min(population, max(1, math.ceil(share * population)))
+
+
+def assigned_runs_summary(*, project_id: int, user: User) -> list[dict[str, Any]]:
+    """Per run: how many results are assigned to `user` and how many are reviewed."""
+    rows = (
+        Result.objects.filter(run__project_id=project_id, assignee_id=user.pk)
+        .values("run_id", "run__name")
+        .annotate(total=Count("id"), reviewed=Count("id", filter=Q(reviewed=True)))
+        .order_by("-run_id")
+    )
+    return [
+        {
+            "run_id": row["run_id"],
+            "run_name": row["run__name"] or f"Run #{row['run_id']}",
+            "total": row["total"],
+            "reviewed": row["reviewed"],
+            "remaining": row["total"] - row["reviewed"],
+        }
+        for row in rows
+    ]
+
+
+def assigned_results(*, project_id: int, user: User) -> QuerySet[Result]:
+    """The user's assigned results, unreviewed first."""
+    return (
+        Result.objects.filter(run__project_id=project_id, assignee_id=user.pk)
+        .select_related("item", "run_scorer", "run")
+        .order_by("reviewed", "-run_id", "item__index", "run_scorer__position", "id")
+    )

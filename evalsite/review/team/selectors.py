@@ -1,0 +1,478 @@
+"""Overlap review reads: who answered what (and who may see it), progress per
+reviewer, the adjudication queue, and agreement between humans."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.db.models import Count, JSONField, Max, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import JSONObject
+
+from evalsite.evals.models import Result, RunScorer
+from evalsite.evals.results.labels import path_label, path_value_label
+from evalsite.review.models import Guideline, QueueEntry, Review, ReviewQueue
+from evalsite.review.queues.selectors import flip_fields
+from scoring.agreement import (
+    Agreement,
+    agreement_alpha,
+    agreement_kappa_pairs,
+    agreement_percent,
+    binary_agreement_from_counts,
+)
+
+# Bootstrap resamples behind each interval on the agreement page. 200 keep the ends of
+# a 95 % interval within about ±0.02 of a 2,000-resample run, and a 5,000-item queue's
+# figures (5 of them plus a kappa per pair) at about a second uncached (make bench,
+# "team review"); they are cached until an answer changes.
+RESAMPLES = 200
+
+
+def entry_answers(*, queue: ReviewQueue, result_id: int) -> list[Review]:
+    return list(
+        Review.objects.filter(queue=queue, result_id=result_id)
+        .select_related("reviewer", "guideline")
+        .order_by("kind", "created_at", "id")
+    )
+
+
+def _latest_guideline(*, project_id: int, queue_id: int | None) -> Subquery:
+    """The latest guideline version of one scope (the queue's own, or the
+    project's) as {"id", "version", "body"}, for an annotation."""
+    versions = Guideline.objects.filter(project_id=project_id)
+    if queue_id is None:
+        versions = versions.filter(queue__isnull=True)
+    else:
+        versions = versions.filter(queue_id=queue_id)
+    latest = versions.order_by("-version").values(
+        latest=JSONObject(id="id", version="version", body="body")
+    )[:1]
+    return Subquery(latest, output_field=JSONField())
+
+
+def _guideline_pick(
+    *, project_id: int, queue_id: int, own: Any, project_wide: Any
+) -> Guideline | None:
+    """`selectors.guidelines.guideline_current`'s rule on the two latest versions:
+    the queue's unless its text is empty, else the project's unless empty."""
+    for latest, scope in ((own, queue_id), (project_wide, None)):
+        if isinstance(latest, str):  # a JSON text where the driver does not decode it
+            latest = json.loads(latest)
+        if latest and str(latest["body"]).strip():
+            guideline = Guideline(
+                id=latest["id"],
+                project_id=project_id,
+                queue_id=scope,
+                version=latest["version"],
+                body=latest["body"],
+            )
+            guideline._state.adding = False
+            return guideline
+    return None
+
+
+def guideline_in_force(*, project_id: int, queue_id: int) -> Guideline | None:
+    """What `selectors.guidelines.guideline_current` returns for a queue, in one read
+    (the queue's row with both latest versions as subqueries) instead of two. Each
+    answer records it (the guideline's id and version, no more: created_by and
+    created_at are not read)."""
+    row = (
+        ReviewQueue.objects.filter(pk=queue_id)
+        .annotate(
+            guideline_own=_latest_guideline(project_id=project_id, queue_id=queue_id),
+            guideline_project=_latest_guideline(project_id=project_id, queue_id=None),
+        )
+        .values_list("guideline_own", "guideline_project")
+        .first()
+    )
+    if row is None:
+        return None
+    return _guideline_pick(
+        project_id=project_id, queue_id=queue_id, own=row[0], project_wide=row[1]
+    )
+
+
+@dataclass
+class AnswerTarget:
+    """What an answer needs read before the result is locked: the entry with its
+    result (and the result's run and item), and the guidelines in force."""
+
+    entry: QueueEntry
+    guideline: Guideline | None
+
+
+def answer_target(
+    *, queue: ReviewQueue, position: int, full: bool = False
+) -> AnswerTarget | None:
+    """The entry at `position` for an answer, with its result, the result's run and
+    item and the guidelines in force, all in one read (the queue was checked for
+    the user; its entries' results are of its run, checked again here). None when
+    there is no such entry.
+
+    full=False reads only what the answer needs before its lock (the run's project
+    and the item's number, for the audit); full=True the whole result, its run
+    scorer and item too, for the card drawn after the answer.
+
+    The entry, the result with a second membership read, and the two guideline
+    reads it replaces were 5 of the API answer's 30 queries (bench database)."""
+    query = QueueEntry.objects.filter(queue=queue, position=position).annotate(
+        guideline_own=_latest_guideline(project_id=queue.project_id, queue_id=queue.pk),
+        guideline_project=_latest_guideline(project_id=queue.project_id, queue_id=None),
+    )
+    if full:
+        query = query.select_related(
+            "result__run", "result__item", "result__run_scorer"
+        )
+    else:
+        query = query.select_related("result__run", "result__item").only(
+            *(f.name for f in QueueEntry._meta.concrete_fields),
+            "result__run_id",
+            "result__item_id",
+            "result__run_scorer_id",
+            "result__run__project_id",
+            "result__item__index",
+        )
+    entry = query.first()
+    if entry is None or entry.result.run.project_id != queue.project_id:
+        return None
+    # The membership checked with the queue serves the audit's project.
+    entry.result.run.project = queue.project
+    guideline = _guideline_pick(
+        project_id=queue.project_id,
+        queue_id=queue.pk,
+        own=entry.guideline_own,
+        project_wide=entry.guideline_project,
+    )
+    return AnswerTarget(entry=entry, guideline=guideline)
+
+
+def answers_visible(
+    *, entry: QueueEntry, answers: Iterable[Review], user: User
+) -> bool:
+    """Blind overlap: a reviewer sees the others' answers only once they have answered
+    themselves, or once the result left the answering stage (decided or waiting for
+    an adjudicator)."""
+    if entry.state != QueueEntry.State.OPEN:
+        return True
+    return any(
+        r.reviewer_id == user.pk and r.kind == Review.Kind.ANSWER for r in answers
+    )
+
+
+def overlap_counts(*, queue_id: int) -> tuple[dict[str, int], dict[str, Any]]:
+    """The card's progress (entries in the queue, decided, waiting for adjudication)
+    and the queue's pass/fail agreement (see `queue_pass_agreement`), from one grouped
+    read of the queue's entries by (state, pass answers, fail answers): at most 3 x 66
+    rows. At 5,000 entries 1.3-2.0 ms, where the three reads it replaces (progress,
+    agreement, and a count of the reviewer's own answers no card shows) took 4-10 ms
+    (EXPLAIN ANALYZE on the bench database)."""
+    rows = (
+        QueueEntry.objects.filter(queue_id=queue_id)
+        .values_list("state", "answers_pass", "answers_fail")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    progress = {"total": 0, "decided": 0, "adjudicate": 0}
+    histogram: dict[tuple[int, int], int] = defaultdict(int)
+    for state, yes, no, n in rows:
+        progress["total"] += n
+        if state in (QueueEntry.State.DECIDED, QueueEntry.State.ADJUDICATE):
+            progress[state] += n
+        histogram[(int(yes), int(no))] += int(n)
+    return progress, _agreement_from_histogram(histogram)
+
+
+def overlap_next_for(*, queue: ReviewQueue, user: User, after: int = 0) -> int | None:
+    """Position of the next entry still taking answers that `user` has not answered
+    (after `after`, wrapping to the start)."""
+    answered = Review.objects.filter(
+        queue=queue, reviewer=user, kind=Review.Kind.ANSWER
+    ).values("result_id")
+    entries = QueueEntry.objects.filter(
+        queue=queue, state=QueueEntry.State.OPEN
+    ).exclude(result_id__in=answered)
+    later = entries.filter(position__gt=after).order_by("position")
+    position = later.values_list("position", flat=True).first()
+    if position is None:
+        position = (
+            entries.order_by("position").values_list("position", flat=True).first()
+        )
+    return position
+
+
+def adjudication_entries(*, project_id: int) -> QuerySet[QueueEntry]:
+    """Results whose reviewers disagreed, oldest queue first."""
+    return (
+        QueueEntry.objects.filter(
+            queue__project_id=project_id, state=QueueEntry.State.ADJUDICATE
+        )
+        .select_related("queue", "result__item", "result__run_scorer")
+        .order_by("queue_id", "position")
+    )
+
+
+def queue_pass_agreement(*, queue_id: int) -> dict[str, Any]:
+    """Pass/fail agreement of a queue's reviewers: percent, Krippendorff's alpha
+    (nominal) and the items behind them, from the queue's entries grouped by their
+    (pass, fail) answer counts: one row per shape, at most 66 with ten reviewers (see
+    scoring.agreement.binary_agreement_from_counts), read from an index. Cheap enough
+    to send back with every answer."""
+    shapes = (
+        QueueEntry.objects.filter(queue_id=queue_id)
+        .values_list("answers_pass", "answers_fail")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return _agreement_from_histogram(
+        {(int(yes), int(no)): int(n) for yes, no, n in shapes}
+    )
+
+
+def _agreement_from_histogram(histogram: dict[tuple[int, int], int]) -> dict[str, Any]:
+    percent, alpha, items = binary_agreement_from_counts(histogram)
+    return {"percent": percent, "alpha": alpha, "items": items}
+
+
+@dataclass
+class ReviewerStats:
+    username: str
+    answered: int = 0
+    median_seconds: float | None = None
+    with_final: float | None = None
+    with_final_items: int = 0
+    with_judge: float | None = None
+    with_judge_items: int = 0
+
+
+@dataclass
+class AgreementReport:
+    """Agreement between humans on one scope (a queue, or a run scorer across its
+    queues): each figure with the items behind it and a 95 % bootstrap interval."""
+
+    reviewers: int
+    percent: Agreement
+    alpha_pass: Agreement
+    alpha_verdicts: Agreement
+    alpha_score: Agreement
+    kappa_pairs: list[tuple[str, str, Agreement]] = field(default_factory=list)
+    per_reviewer: list[ReviewerStats] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        def fig(a: Agreement) -> dict[str, Any]:
+            return {
+                "value": a.value,
+                "items": a.items,
+                "ci_low": a.ci_low,
+                "ci_high": a.ci_high,
+            }
+
+        return {
+            "reviewers": self.reviewers,
+            "percent_agreement": fig(self.percent),
+            "alpha_pass": fig(self.alpha_pass),
+            "alpha_verdicts": fig(self.alpha_verdicts),
+            "alpha_score": fig(self.alpha_score),
+            "kappa_pairs": [
+                {"reviewers": [a, b], **fig(k)} for a, b, k in self.kappa_pairs
+            ],
+            "per_reviewer": [s.__dict__ for s in self.per_reviewer],
+        }
+
+
+def _answers(scope: Q) -> QuerySet[Review]:
+    return Review.objects.filter(scope, kind=Review.Kind.ANSWER, reviewer__isnull=False)
+
+
+def _scope_key(prefix: str, scope: Q, run_scorer_ids: Iterable[int]) -> str:
+    """Name the report by everything it is computed from, so no write can leave a
+    stale report behind: every review of the scope (answers and adjudications: count,
+    newest id, newest change; an undone answer lowers the count), the reviewed results
+    (their review version sums every review write on them, their updated_at every
+    judge write), the entries decided (with_final counts only those) and the options
+    of the run scorers (a saved rescore rewrites judge and final pass without touching
+    a result's version)."""
+    reviews = Review.objects.filter(scope).aggregate(
+        n=Count("id"),
+        top=Max("id"),
+        last=Max("updated_at"),
+        versions=Sum("result__version"),
+        judged=Max("result__updated_at"),
+    )
+    entries = QueueEntry.objects.filter(
+        result_id__in=Review.objects.filter(scope).values("result_id"),
+        state=QueueEntry.State.DECIDED,
+    ).aggregate(n=Count("id"), last=Max("decided_at"), top=Max("id"))
+    options = sorted(
+        RunScorer.objects.filter(pk__in=list(run_scorer_ids)).values_list(
+            "pk", "options"
+        )
+    )
+    state = json.dumps([reviews, entries, options], sort_keys=True, default=str)
+    digest = hashlib.sha256(state.encode()).hexdigest()[:24]
+    return f"agreement:v2:{prefix}:{digest}"
+
+
+def agreement_report(
+    *, queue: ReviewQueue | None = None, run_scorer: RunScorer | None = None
+) -> AgreementReport:
+    """Agreement over a queue's answers, or over every queue's answers on a run
+    scorer's results (a reviewer's latest answer per result). Cached under a key
+    that changes with every write the report reads (see `_scope_key`)."""
+    if (queue is None) == (run_scorer is None):
+        raise ValueError("give a queue or a run scorer")
+    if queue is not None:
+        scope = Q(queue=queue)
+        prefix = f"q{queue.pk}"
+        run_scorer_ids: list[int] = list(
+            RunScorer.objects.filter(run_id=queue.run_id).values_list("pk", flat=True)
+        )
+    else:
+        assert run_scorer is not None
+        scope = Q(result__run_scorer=run_scorer)
+        prefix = f"rs{run_scorer.pk}"
+        run_scorer_ids = [run_scorer.pk]
+    key = _scope_key(prefix, scope, run_scorer_ids)
+    cached = cache.get(key)
+    if isinstance(cached, AgreementReport):
+        return cached
+    report = _agreement_report(_answers(scope))
+    cache.set(key, report, 3600)
+    return report
+
+
+def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
+    rows = list(
+        answers.select_related("reviewer")
+        .order_by("created_at", "id")
+        .values_list(
+            "result_id",
+            "reviewer__username",
+            "passed",
+            "flips",
+            "score",
+            "seconds",
+        )
+    )
+    # The latest answer of each reviewer on each result (a result can sit in two
+    # queues of the same run).
+    latest: dict[tuple[int, str], tuple[Any, ...]] = {}
+    for row in rows:
+        latest[(row[0], row[1])] = row
+    pass_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
+    score_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
+    flips_by: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    seconds_by: dict[str, list[float]] = defaultdict(list)
+    for (result_id, username), (_, _, passed, flips, score, seconds) in latest.items():
+        if passed is not None:
+            pass_ratings[result_id][username] = passed
+        if score is not None:
+            score_ratings[result_id][username] = float(score)
+        flips_by[result_id][username] = dict(flips or {})
+        if seconds is not None:
+            seconds_by[username].append(float(seconds))
+    multi = [rid for rid, by in flips_by.items() if len(by) >= 2]
+    verdict_ratings = _verdict_ratings(multi, flips_by)
+    results = {
+        r.pk: r
+        for r in Result.objects.filter(pk__in={rid for rid, _ in latest}).only(
+            "id", "judge_passed", "final_passed", "reviewed"
+        )
+    }
+    decided = set(
+        QueueEntry.objects.filter(
+            result_id__in=list(results), state=QueueEntry.State.DECIDED
+        ).values_list("result_id", flat=True)
+    )
+    reviewers = sorted({u for _, u in latest})
+    stats = []
+    for username in reviewers:
+        mine = [(rid, row[2]) for (rid, u), row in latest.items() if u == username]
+        final_pairs = [
+            (passed, results[rid].final_passed)
+            for rid, passed in mine
+            if passed is not None and rid in decided
+        ]
+        judge_pairs = [
+            (passed, results[rid].judge_passed)
+            for rid, passed in mine
+            if passed is not None and results[rid].judge_passed is not None
+        ]
+        times = seconds_by.get(username, [])
+        stats.append(
+            ReviewerStats(
+                username=username,
+                answered=len(mine),
+                median_seconds=statistics.median(times) if times else None,
+                with_final=_share(final_pairs),
+                with_final_items=len(final_pairs),
+                with_judge=_share(judge_pairs),
+                with_judge_items=len(judge_pairs),
+            )
+        )
+    kappa = agreement_kappa_pairs(pass_ratings, resamples=RESAMPLES)
+    return AgreementReport(
+        reviewers=len(reviewers),
+        percent=agreement_percent(pass_ratings, resamples=RESAMPLES),
+        alpha_pass=agreement_alpha(pass_ratings, "nominal", resamples=RESAMPLES),
+        alpha_verdicts=agreement_alpha(verdict_ratings, "nominal", resamples=RESAMPLES),
+        alpha_score=agreement_alpha(score_ratings, "interval", resamples=RESAMPLES),
+        kappa_pairs=[(str(a), str(b), k) for (a, b), k in sorted(kappa.items())],
+        per_reviewer=stats,
+    )
+
+
+def _share(pairs: list[tuple[Any, Any]]) -> float | None:
+    return sum(a == b for a, b in pairs) / len(pairs) if pairs else None
+
+
+def _verdict_ratings(
+    result_ids: list[int], flips_by: dict[int, dict[str, dict[str, Any]]]
+) -> dict[Hashable, dict[Hashable, Hashable | float]]:
+    """One unit per (result, verdict): each reviewer's value is the one they set, or
+    the judge's when they left it alone, so agreeing with the judge counts too."""
+    ratings: dict[Hashable, dict[Hashable, Hashable | float]] = {}
+    for result in (
+        Result.objects.filter(pk__in=result_ids)
+        .select_related("run_scorer")
+        .only("id", "analysis", "run_scorer__kind")
+    ):
+        fields = flip_fields(
+            kind=result.run_scorer.kind, analysis=result.analysis, limit=10_000
+        )
+        by_reviewer = flips_by[result.pk]
+        for f in fields:
+            unit: dict[Hashable, Hashable | float] = {}
+            for username, flips in by_reviewer.items():
+                value = flips.get(f.path, f.value)
+                unit[username] = _normal(value)
+            ratings[(result.pk, f.path)] = unit
+    return ratings
+
+
+def _normal(value: Any) -> Hashable:
+    if isinstance(value, str):
+        return value.strip().lower()
+    return value if isinstance(value, Hashable) else str(value)
+
+
+def describe_flips(
+    *, kind: str, analysis: dict[str, Any] | None, flips: dict[str, Any]
+) -> list[str]:
+    """A reviewer's changed verdicts in words, numbered from 1 like the card's keys:
+    "verdict 3: unsupported"."""
+    return [
+        f"{path_label(path)}: {path_value_label(kind, path, value)}"
+        for path, value in sorted(flips.items(), key=lambda kv: _path_order(kv[0]))
+    ]
+
+
+def _path_order(path: str) -> tuple[int, str]:
+    parts = path.split(".")
+    return (int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else -1, path)
