@@ -54,7 +54,7 @@ class StepRecord:
     response_format: str = "json_schema"
     # A short reason anyone who may read the result may see ("HTTP 401 from the judge:
     # invalid api key"), and apart the judge's full reply to a failed request, secrets
-    # redacted, for the project's owners only (issue 27: a judge may echo the key).
+    # redacted, for the project's owners only (a judge may echo the key).
     error: str | None = None
     error_body: str | None = None
 

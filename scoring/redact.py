@@ -2,7 +2,7 @@
 
 A judge's reply is not ours to show. An endpoint that echoes request headers puts the
 ``Authorization: Bearer <key>`` it received into its error body, and that body used to
-reach every member of a project (issue 27). Redaction is applied where an error text is
+reach every member of a project. Redaction is applied where an error text is
 written, and again where a short reason is derived from it.
 """
 

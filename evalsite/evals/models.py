@@ -317,7 +317,7 @@ class JudgeCall(models.Model):
     cache_hit = models.BooleanField(default=False)
     # `error` is a short reason every member may read; `error_body` is the judge's whole
     # reply to the failed request (secrets redacted), shown to owners only: a judge
-    # that echoes request headers would otherwise show everyone the key (issue 27).
+    # that echoes request headers would otherwise show everyone the key.
     error = models.TextField(blank=True)
     error_body = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -1,4 +1,4 @@
-"""A pairwise queue's answers as a file for analysts (issue 19, "export everything a
+"""A pairwise queue's answers as a file for analysts ("export everything a
 reviewer added"): one row per answer, CSV or JSON Lines, streamed.
 
 Columns, in file order:

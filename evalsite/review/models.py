@@ -37,7 +37,7 @@ class ReviewQueue(models.Model):
         Project, on_delete=models.CASCADE, related_name="review_queues"
     )
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="review_queues")
-    # A pairwise queue (issue 19 part 2) compares the outputs of `run` (A) with those
+    # A pairwise queue compares the outputs of `run` (A) with those
     # of `run_b` (B) on matched items; its rows are PairwiseItems, not QueueEntries.
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.REVIEW)
     run_b = models.ForeignKey(

@@ -86,7 +86,7 @@ urlpatterns = [
     path(f"{P}queue/", queues.assigned, name="assigned"),
     path(f"{P}results/<int:result_id>/comments/", comments.comments, name="comments"),
     path(f"{P}results/<int:result_id>/audit/", audit.result_audit, name="result_audit"),
-    # Guidelines (issue 17 part 4) and the reviewer's own preferences (part 6).
+    # Guidelines and the reviewer's own preferences.
     path(f"{P}guidelines/", guidelines.project_guidelines, name="project_guidelines"),
     path(
         f"{P}queues/<int:queue_id>/guidelines/",
@@ -95,7 +95,7 @@ urlpatterns = [
     ),
     path("preferences/", preferences.preferences, name="preferences"),
     path(f"{P}results/<int:result_id>/diff/", flow.result_diff, name="result_diff"),
-    # Pairwise review (issue 19 part 2): which of two runs' outputs is better.
+    # Pairwise review: which of two runs' outputs is better.
     path(
         f"{P}runs/<int:run_id>/pairwise/",
         pairwise.pairwise_create,

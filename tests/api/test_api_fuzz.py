@@ -80,7 +80,7 @@ def test_api_answers_any_request_without_a_server_error(
     assert not failures, "\n\n".join(f"{k}\n{v}" for k, v in failures.items())
 
 
-# Cases the fuzzer found as 500s (issue 27), asked for explicitly: Django refuses them
+# Cases the fuzzer found as 500s, asked for explicitly: Django refuses them
 # before any view runs (TooManyFieldsSent, MultiPartParserError), and the API must
 # answer them as bad requests in its own error shape.
 @pytest.mark.parametrize("path", ["/api/projects", "/api/projects/{pid}/datasets"])

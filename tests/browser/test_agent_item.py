@@ -1,6 +1,6 @@
 """A real browser opens the item page of an agent's item: the conversation reads as
 turns, the tool calls as a table of name, arguments and result, and hostile text in a
-tool result stays text (issue 18 part 2)."""
+tool result stays text."""
 
 from __future__ import annotations
 

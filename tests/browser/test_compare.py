@@ -127,7 +127,7 @@ def test_runs_list_to_compare_filter_regressed_and_side_by_side(
 
 
 def test_compare_keeps_the_baseline_on_resubmit_and_swaps_it(page, live_server, scene):
-    """Issue 26 item 1: a new key submitted from the form keeps run A, and the swap
+    """A new key submitted from the form keeps run A, and the swap
     link makes run B the baseline (the removed item becomes the added one)."""
     project, a, b = scene
     login(page, live_server, "victor", "pw")

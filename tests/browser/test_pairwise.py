@@ -1,4 +1,4 @@
-"""Real browser (issue 19 part 2): create a pairwise queue from the run page, walk it
+"""Real browser: create a pairwise queue from the run page, walk it
 with the keyboard (1 / 2 / 3, c for a reason), blind to the other reviewer until
 answering; the answers map back to the real runs; with single-key shortcuts off the
 keys do nothing and the buttons still work; the agreement page shows the figures."""

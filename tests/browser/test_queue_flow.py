@@ -1,4 +1,4 @@
-"""Real browser: a queue that flows (issue 17 parts 4 and 6).
+"""Real browser: a queue that flows.
 
 `p` answers and moves on; with single-key shortcuts off no key does anything but
 Ctrl+Enter still sends a comment; `?` opens the guidelines and keys; the reference's word

@@ -388,7 +388,7 @@ def _figures(html):
 def test_baseline_survives_every_resubmit_and_swaps_on_request(
     client, viewer, project, versions
 ):
-    """Issue 26 item 1: from the runs list, then a new key submitted from the form
+    """From the runs list, then a new key submitted from the form
     (the selects as the page rendered them), paging and the unmatched list keep run
     A, B, removed/added and the sign of every delta; the swap link turns them over."""
     v1, v2, a, b = versions  # v1 → v2: q3 removed, q5 added; mean Δ (1+0+1 − 2.5)/3

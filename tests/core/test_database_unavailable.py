@@ -1,5 +1,5 @@
 """A database connection terminated under a request: 503 with Retry-After (or the GET
-run again on a fresh connection), never a 500 (issue 27, item 5).
+run again on a fresh connection), never a 500.
 
 The backend of the test's own connection is terminated from a second connection with
 pg_terminate_backend, as a failover or an operator would; Postgres only.

@@ -122,7 +122,7 @@ def test_every_response_says_how_long_the_app_took(client, path):
     assert name == "app" and 0 < float(duration) < 60_000
 
 
-# The settings issue 14 (trust boundaries) added.
+# The trust-boundary settings.
 NEW_SETTINGS = (
     "JUDGE_KEY_ENV_ALLOWED",
     "JUDGE_ALLOWED_PRIVATE_HOSTS",

@@ -1,4 +1,4 @@
-"""Agent data on items (issue 18 part 2): a system prompt, a conversation, tool calls,
+"""Agent data on items: a system prompt, a conversation, tool calls,
 expected tool calls / trajectory and a baseline output, mapped on upload like context,
 checked row by row, stored, and served by the API."""
 

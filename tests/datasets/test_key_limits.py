@@ -1,5 +1,5 @@
 """Keys per row and metadata keys per item are capped like CSV columns (500), on every
-way a file comes in, and pages show a bounded part of what a dataset has (issue 27,
+way a file comes in, and pages show a bounded part of what a dataset has (
 item 4: one JSONL row of 200,000 keys took the mapping page 4 minutes and 1 GB)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Agent data end to end through the web app (issue 18 part 2): upload a JSONL of an
+"""Agent data end to end through the web app: upload a JSONL of an
 agent's conversations and tool calls, run tool_call_accuracy on it, review an item
 (its turns and its tool-call table), export the run and the dataset with the columns,
 and upload the export again."""

@@ -1,4 +1,4 @@
-"""Scorer kinds on agent data (issue 18 part 2): offered now that items hold tool calls,
+"""Scorer kinds on agent data: offered now that items hold tool calls,
 run over an uploaded dataset, and their list options edited as lists."""
 
 from __future__ import annotations

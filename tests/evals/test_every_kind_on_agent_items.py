@@ -1,5 +1,5 @@
 """Every scorer kind the app offers runs on an uploaded item that has every field a
-dataset can hold (agent data included), through the offline judge: the kinds of issue 18
+dataset can hold (agent data included), through the offline judge: the agent kinds
 work from upload to run, not only in the scoring library."""
 
 from __future__ import annotations

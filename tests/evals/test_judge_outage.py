@@ -1,5 +1,5 @@
 """A judge that cannot be reached pauses the connection and is waited for, up to
-JUDGE_OUTAGE_SECONDS; past it, results fail saying so (issue 27 item 6). The fault
+JUDGE_OUTAGE_SECONDS; past it, results fail saying so. The fault
 suite (tests/faults) does the same with a real worker; this runs the dispatcher here."""
 
 from __future__ import annotations

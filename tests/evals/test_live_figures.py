@@ -1,4 +1,4 @@
-"""Live figures and judge latency (issue 26, items 6 and 7): a call's recorded latency
+"""Live figures and judge latency: a call's recorded latency
 is the judge's own time, apart from its waits; calls in flight are what the judge
 itself is working on; the run page and the judge form name the limit that binds."""
 

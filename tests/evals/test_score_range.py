@@ -1,4 +1,4 @@
-"""Issue 26 item 5: every score a result holds stays within 0-scale. Factuality category
+"""Every score a result holds stays within 0-scale. Factuality category
 scores outside 0-1 are refused at create and edit (form and API) and by run start; what
 was saved before the check is flagged by evals 0006 (never rewritten) and the scorer
 and run pages show the flag until the scorer is reconfigured and the run rescored."""

@@ -594,7 +594,7 @@ def test_viewer_cannot_reach_write_lookups(project, viewer, dataset, scorers):
 
 
 def test_kinds_that_need_agent_data_are_offered_now_datasets_hold_it(project, owner):
-    """tool_call_accuracy reads an item's tool calls, which datasets hold since issue 18
+    """tool_call_accuracy reads an item's tool calls, which datasets hold
     part 2 (evalsite.datasets.agentdata): offered like every kind whose fields items
     hold; a kind the library does not know is still refused."""
     from evalsite.evals.forms import ScorerForm

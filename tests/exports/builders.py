@@ -181,7 +181,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
 def _pairwise_queue(
     project: Project, run: Run, other_run: Run, item: Any, owner: Any
 ) -> Any:
-    """A pairwise queue of one pair (issue 19 part 2). Made directly: the service
+    """A pairwise queue of one pair. Made directly: the service
     refuses runs of one dataset, whose outputs are the same."""
     from evalsite.review.models import PairwiseItem, ReviewQueue
 

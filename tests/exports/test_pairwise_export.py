@@ -1,4 +1,4 @@
-"""The download of a pairwise queue's answers (issue 19, "export everything a reviewer
+"""The download of a pairwise queue's answers ("export everything a reviewer
 added"): one row per answer mapped back to the real runs, blind like the pairwise
 page and API, spreadsheet-safe CSV, streamed in a constant number of queries, with
 the project isolation and roles of the run exports; and GET /api/queues/{id}

@@ -293,7 +293,7 @@ def test_database_blip_keeps_the_judge_limit_and_pays_no_call_twice(start_worker
     """Database connections dropped while calls are in flight: the dispatchers that
     fail on them hold their limiter slots until those calls end (the judge never has
     more than max_concurrency calls at once), and the replies they got are not asked
-    for again by the retry (issue 27 item 7: 159 calls against a limit of 128, and
+    for again by the retry (159 calls against a limit of 128, and
     480+ calls paid twice per episode)."""
     if connection.vendor != "postgresql":
         pytest.skip(
@@ -338,7 +338,7 @@ JUDGE_OUTAGE_SECONDS = 20
 
 def test_judge_down_for_a_while_and_back(start_worker):
     """A judge that cannot be reached for 20 s pauses its connection, as a 429 does;
-    the run waits it out and ends with 0 errors (issue 27 item 6: 824 of 3,000 results
+    the run waits it out and ends with 0 errors (824 of 3,000 results
     "gave up after 5 attempts: connection error")."""
     judge = start_server(port=0, latency_ms=15)
     port = int(judge.base_url.rsplit(":", 1)[1].split("/")[0])

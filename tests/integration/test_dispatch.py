@@ -1,5 +1,5 @@
 """Many judge calls per worker slot: the judge connection's limiter, not the worker
-pool, caps the calls in flight (issue 16). Real worker (the shipped command: prefork,
+pool, caps the calls in flight. Real worker (the shipped command: prefork,
 four slots), real broker, the offline judge over HTTP and its own counters."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Blind review on EVERY surface (issue 26 item 2): while a reviewer has an unanswered
+"""Blind review on EVERY surface: while a reviewer has an unanswered
 entry in a blind queue, no page, htmx fragment, export or API read shows them the
 judge's output, the final fields or another reviewer's answer for that result.
 

@@ -1,4 +1,4 @@
-"""Issue 26 item 8: one word, one id. `run_scorer_id` (and the pages' `run_scorer`)
+"""One word, one id. `run_scorer_id` (and the pages' `run_scorer`)
 is a RunScorer id, a run's own copy of a scorer; `scorer_id` is only ever a scorer
 config's id (GET /api/runs/{id} scorers[].scorer_id, POST /runs scorer_ids).
 
@@ -59,7 +59,7 @@ def test_results_api_returns_and_filters_by_run_scorer_id(client, viewer, run):
 def test_the_old_scorer_id_filter_is_refused_naming_run_scorer_id(
     client, viewer, run, path
 ):
-    """Before issue 26 ?scorer_id= was a run scorer id: it is refused, never read as
+    """Before the rename ?scorer_id= was a run scorer id: it is refused, never read as
     either id (an unfiltered answer would look like a filtered one)."""
     hall = run.run_scorers.get(kind="hallucination")
     response = login(client, viewer).get(

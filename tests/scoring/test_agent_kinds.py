@@ -1,4 +1,4 @@
-"""The agent kinds of issue 18: rubric, multi_turn_judge, tool_call_accuracy_llm,
+"""The agent kinds: rubric, multi_turn_judge, tool_call_accuracy_llm,
 trajectory_accuracy_llm (judged) and trajectory (code): formulas, options, overrides,
 case checks, and the whole path through the offline judge."""
 

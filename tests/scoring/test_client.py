@@ -216,7 +216,7 @@ def test_code_fenced_json_is_accepted(client, judge) -> None:
         ("c) same", "C", "same"),
         ("  (a)", "A", ""),
         ("E. differs in style only", "E", "differs in style only"),
-        # JSON after a sentence, as promptfoo reads it (issue 18)
+        # JSON after a sentence, as promptfoo reads it
         ('Verdict: {"category": "d", "reason": "dates differ"}', "D", "dates differ"),
     ],
 )

@@ -1,4 +1,4 @@
-"""The input shapes the differential suite widened to (issue 26): non-ASCII case folding,
+"""The input shapes the differential suite widened to: non-ASCII case folding,
 non-boolean flags, JSON replies with text around them, and factuality replies that mix a
 leading letter with a later parenthesised one. Expected values are what the reference
 (Node 22.23's JavaScript, promptfoo 0.123.1, Mastra 1.10.2) gives, or the documented

@@ -276,7 +276,7 @@ def test_analyze_text_refuses_llm_kinds():
         analyze_text("faithfulness", {"output": "x", "context": ["y"]})
 
 
-# --- the JavaScript reference's own rules (issue 18, checked by make conformance) ----
+# --- the JavaScript reference's own rules (checked by make conformance) ----
 
 
 def test_whitespace_is_javascripts():

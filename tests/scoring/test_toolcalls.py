@@ -1,4 +1,4 @@
-"""tool_call_accuracy and trajectory_accuracy: Mastra's code scorers (issue 18, part 1)."""
+"""tool_call_accuracy and trajectory_accuracy: Mastra's code scorers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A judge's reply to a failed call is not shown to everyone (issue 27, item 3).
+"""A judge's reply to a failed call is not shown to everyone.
 
 The judge here is a real HTTP endpoint on 127.0.0.1 that answers an error whose body
 echoes the request's headers (``Authorization: Bearer <key>``) and the key itself. After

@@ -1,5 +1,5 @@
 """Build support_agent.jsonl: a support agent's tool calls for the fictional "Nimbus
-Notes" app (the demo's agent dataset, issue 18 part 2).
+Notes" app (the demo's agent dataset).
 
 Deterministic, run from the repo root:
     .venv/bin/python evalsite/datasets/demo_data/build_support_agent.py

@@ -1,4 +1,4 @@
-"""Flag what was saved outside the range every score now keeps to (issue 26 item 5).
+"""Flag what was saved outside the range every score now keeps to.
 
 Factuality category scores were accepted from -10 to 10, so runs hold scores of -1 on a
 0-1 scale, which overrides, aggregates and the histogram do not hold. Category scores

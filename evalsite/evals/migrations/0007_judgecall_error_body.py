@@ -1,6 +1,6 @@
 """A judge's whole reply to a failed call moves to JudgeCall.error_body (owners only),
 and error texts already stored are redacted of bearer tokens and key-like tokens
-(issue 27: a judge that echoes request headers put the key in every member's view)."""
+(a judge that echoes request headers put the key in every member's view)."""
 
 from __future__ import annotations
 

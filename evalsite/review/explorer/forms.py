@@ -67,7 +67,7 @@ class ExplorerFilterForm(forms.Form):
         self, data: Any = None, *, run_scorers: list[RunScorer], **kwargs: Any
     ) -> None:
         if data is not None and "scorer" in data and "run_scorer" not in data:
-            # A bookmark from before issue 26 (?scorer=, a run scorer id): the
+            # A bookmark from before the run scorer rename (?scorer=, a run scorer id): the
             # select shows it as ResultQuery reads it.
             data = data.copy()
             data["run_scorer"] = data["scorer"]

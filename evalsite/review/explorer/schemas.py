@@ -43,7 +43,7 @@ class ResultQuery(Schema):
     (run_scorer, judge, final, mine: see QUERY_ALIASES), so bookmarked explorer URLs
     keep working. `run_scorer_id` is a run scorer id (as in the run's aggregates;
     the explorer's old `scorer` still reads as it); `scorer_id`, which meant the same
-    before issue 26, is refused so it is never read as a scorer config's id; `passed`
+    before the run scorer rename, is refused so it is never read as a scorer config's id; `passed`
     is the final (human-adjusted) verdict.
     """
 
@@ -210,7 +210,7 @@ def _me(raw: str) -> str | None:
 QUERY_ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "run_scorer_id": ("run_scorer_id", _text),
     "run_scorer": ("run_scorer_id", _text),
-    # The explorer's name before issue 26: kept for bookmarks and saved filters.
+    # The explorer's name before the run scorer rename: kept for bookmarks and saved filters.
     "scorer": ("run_scorer_id", _text),
     # Refused by ResultQuery with RENAMED_SCORER_ID.
     "scorer_id": ("scorer_id", _text),

@@ -1,5 +1,5 @@
-"""Stored queue filters name the run scorer `run_scorer`, not `scorer` (issue 26:
-`scorer` ids are scorer configs' only). The value is unchanged: a RunScorer id."""
+"""Stored queue filters name the run scorer `run_scorer`, not `scorer`
+(`scorer` ids are scorer configs' only). The value is unchanged: a RunScorer id."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review API: pairwise review (issue 19 part 2). A queue from two runs' matched items,
+"""Review API: pairwise review. A queue from two runs' matched items,
 each reviewer's preference (A, B or tie) on a pair, win rates with Wilson intervals and
 agreement between reviewers on their preferences.
 

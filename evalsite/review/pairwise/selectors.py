@@ -1,4 +1,4 @@
-"""Pairwise review reads (issue 19 part 2): access, the matched pairs of two runs, who
+"""Pairwise review reads: access, the matched pairs of two runs, who
 answered what (and who may see it), progress, win rates and agreement on preferences.
 """
 

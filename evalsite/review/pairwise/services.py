@@ -1,4 +1,4 @@
-"""Writes for pairwise review (issue 19 part 2): a queue of matched items of two runs,
+"""Writes for pairwise review: a queue of matched items of two runs,
 and each reviewer's preference on a pair, audited in the same transaction.
 """
 

@@ -1,4 +1,4 @@
-"""Pairwise review pages (issue 19 part 2): create a queue from two runs, answer which
+"""Pairwise review pages: create a queue from two runs, answer which
 output is better pair by pair with the keyboard, and the figures (win rates with
 intervals, agreement on preferences) for a queue and for a run."""
 

@@ -1,4 +1,4 @@
-"""A queue that flows (issue 17 parts 4 and 6): the guidelines beside every item, the
+"""A queue that flows: the guidelines beside every item, the
 reviewer's preferences for keys and advancing, the reference open for the scorers that
 compare with it, and a word diff of the output against it.
 
@@ -129,7 +129,7 @@ def reference_context(
 def flow_context(
     request: HttpRequest, queue: ReviewQueue, result: Result | None
 ) -> dict[str, Any]:
-    """The queue card's share of issue 17 parts 4 and 6 (see the module docstring)."""
+    """The queue card's share of the flow (see the module docstring)."""
     return {"flow": QueueFlow(queue, request.user), **reference_context(result)}
 
 

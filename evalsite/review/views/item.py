@@ -130,7 +130,7 @@ def judge_call(
     if call is None:
         raise Http404("No such judge call.")
     # The judge's whole reply to a failed call is for owners: a judge may answer with
-    # anything, the request's headers too (issue 27); others read the short reason.
+    # anything, the request's headers too; others read the short reason.
     show_body = result.project.membership.can_manage
     return render(
         request, "review/_judge_call.html", {"call": call, "show_error_body": show_body}

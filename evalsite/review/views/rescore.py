@@ -35,7 +35,7 @@ def rescore(
     scorers = list(RunScorer.objects.filter(run=run).order_by("position", "id"))
     if not scorers:
         raise Http404("This run has no scorers.")
-    # run_scorer is a RunScorer id; "scorer" is its name before issue 26 (bookmarks).
+    # run_scorer is a RunScorer id; "scorer" is its name before the run scorer rename (bookmarks).
     raw_id = (
         request.POST.get("run_scorer")
         or request.GET.get("run_scorer")

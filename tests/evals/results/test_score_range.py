@@ -1,4 +1,4 @@
-"""Issue 26 item 5, review side: no rescore, override or combination of them leaves a
+"""Review side: no rescore, override or combination of them leaves a
 score outside 0-scale, so the aggregates and the histogram never see one."""
 
 from __future__ import annotations

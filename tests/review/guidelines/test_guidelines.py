@@ -1,4 +1,4 @@
-"""Review guidelines: safe markdown, versions, who edits, pages and API (issue 17 part 4)."""
+"""Review guidelines: safe markdown, versions, who edits, pages and API."""
 
 from __future__ import annotations
 

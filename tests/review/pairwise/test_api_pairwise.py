@@ -1,4 +1,4 @@
-"""Pairwise review through the API (issue 19 part 2): create, read pairs blind,
+"""Pairwise review through the API: create, read pairs blind,
 answer by side or by run, figures and agreement, isolation and roles."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pairwise human review (issue 19 part 2): a queue from two runs' matched items, the
+"""Pairwise human review: a queue from two runs' matched items, the
 left/right order drawn per pair and recorded, answers that map back to the real run,
 overlap and blindness, win rates and agreement, pages, isolation and permissions."""
 

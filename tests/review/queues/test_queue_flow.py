@@ -1,4 +1,4 @@
-"""A queue that flows (issue 17 part 6): preferences, guidelines beside the card, the
+"""A queue that flows: preferences, guidelines beside the card, the
 reference and its word diff, verdict labels, 1-based chunks, plurals, and the item's
 history in the same response as the change."""
 
