@@ -10,8 +10,10 @@ class ReviewConfig(AppConfig):
     def ready(self) -> None:
         from evalsite.datasets.services import on_dataset_version
         from evalsite.evals.selectors import on_run_aggregates
-        from evalsite.review.selectors import run_aggregates
+        from evalsite.review.selectors.estimates import (
+            run_aggregates_with_estimates,
+        )
         from evalsite.review.tasks import dataset_versions_match_on_commit
 
-        on_run_aggregates(run_aggregates)
+        on_run_aggregates(run_aggregates_with_estimates)
         on_dataset_version(dataset_versions_match_on_commit)

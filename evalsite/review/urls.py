@@ -6,6 +6,7 @@ from evalsite.review.views import (
     audit,
     comments,
     compare,
+    estimates,
     explorer,
     flow,
     guidelines,
@@ -67,6 +68,16 @@ urlpatterns = [
         name="saved_filter_delete",
     ),
     path(f"{P}runs/<int:run_id>/queues/", queues.queue_create, name="queue_create"),
+    path(
+        f"{P}runs/<int:run_id>/calibration/",
+        estimates.calibration_create,
+        name="calibration_create",
+    ),
+    path(
+        f"{P}runs/<int:run_id>/estimates.csv",
+        estimates.estimates_csv,
+        name="estimates_csv",
+    ),
     path(f"{P}runs/<int:run_id>/audit/", audit.run_audit, name="run_audit"),
     path(f"{P}queues/<int:queue_id>/", queues.queue_detail, name="queue"),
     # Overlap answers and adjudication (before the queue keys' catch-all action).

@@ -8,6 +8,7 @@ from evalsite.review.api import (
     aggregates,
     comments,
     compare,
+    estimates,
     explorer,
     guidelines,
     overrides,
@@ -28,6 +29,7 @@ for _module in (
     queues,
     reviews,
     pairwise,
+    estimates,
 ):
     router.add_router("", _module.router)
 router.add_router("", guidelines.router)

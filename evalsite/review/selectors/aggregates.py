@@ -100,6 +100,9 @@ class ScorerAggregate:
     histogram: Histogram | None = None
     error_reasons: list[tuple[str, int]] = field(default_factory=list)
     moved: str = ""
+    # The corrected figures (selectors.estimates.ScorerEstimates), filled only where
+    # they are shown: the run page and the run API (run_aggregates_with_estimates).
+    estimates: Any = None
 
     @property
     def verdict_flip_rate(self) -> float | None:
