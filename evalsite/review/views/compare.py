@@ -26,6 +26,7 @@ from evalsite.review.selectors.compare import (
     ScorerDelta,
     Unmatched,
 )
+from evalsite.review.selectors.compare_estimates import corrected_difference
 from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.selectors.matching import MatchSpec, normalise_input
 
@@ -114,6 +115,14 @@ def _compare_context(
         comparison=comparison,
         candidate=candidate,
         delta=delta,
+        corrected=corrected_difference(
+            run_scorer_a=delta.a,
+            run_scorer_b=delta.b,
+            same_dataset=candidate.match.same_dataset,
+            match_id=candidate.match.match_id,
+        )
+        if delta is not None
+        else None,
         side_query=query.urlencode(),
         swap_query=_swap_query(
             request.GET, comparison=comparison, candidate=candidate, delta=delta
