@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export EVALSITE_PORT := $(PORT)
 
-.PHONY: run test install install-dev browser lint bench conformance clean
+.PHONY: run test install install-dev browser lint bench docs conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,7 +62,13 @@ test: lint browser
 bench: install-dev
 	$(BIN)/python -m bench
 
-# The differential suite (README, "Where our numbers differ"): the released
+# The documentation site (docs/, mkdocs-material) into site/. --strict: a broken link
+# or a page left out of the nav fails the build. The benchmarks page takes its figures
+# from bench/results.json when `make bench` has written it.
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
+
+# The differential suite (docs/scoring/differences.md): the released
 # @mastra/evals 1.10.2 and promptfoo 0.123.1, with Node 22 itself (the npm registry's
 # `node` package), installed from conformance/node/package-lock.json by the system npm,
 # against `scoring` on the same cases. CONFORMANCE_ARGS=--reuse-reference checks ours

@@ -5,7 +5,7 @@ Run A is on version 1 of a dataset, run B on version 2: 1 % of the items removed
 items match by the metadata key `id`. Server times (the app's Server-Timing header)
 of requests made with the Django test client and a logged-in viewer:
 - the compare page's first page (per-scorer deltas and tests for all four scorers,
-  50 items regressions first): p50 / p95, target p95 ≤ 300 ms (issue 19);
+  50 items regressions first): p50 / p95, target p95 ≤ 300 ms;
 - the same through the API, and with the "regressed" filter;
 - two runs on one dataset (matched item by item);
 - the first page matched by whitespace-normalised input instead of the key;

@@ -44,7 +44,7 @@ TARGET_PARQUET_MB = 150.0
 N_COMMENTED = 2_000
 N_ANSWERED = 2_000
 BATCH = 5_000
-# v2: judge calls, comments and answers (issue 19): older bench data is not reused.
+# v2: judge calls, comments and answers; older bench data is not reused.
 DATASET_NAME = "bench-export-100k-v2"
 
 

@@ -205,13 +205,14 @@ def _reset_reviews(run: Any, user: Any) -> None:
     from django.db.models import F, Q
     from django.utils import timezone
 
+    from evalsite.accounts.models import AuditEvent
     from evalsite.evals.models import Result
-    from evalsite.review.models import AuditEvent, Override, ReviewVersion
+    from evalsite.review.models import Override, ReviewVersion
 
     now = timezone.now()
     with transaction.atomic():
         Override.objects.filter(result__run=run).delete()
-        AuditEvent.objects.filter(run=run).delete()
+        AuditEvent.objects.filter(run_id=run.pk).delete()
         Result.objects.filter(run=run).filter(
             Q(reviewed=True) | Q(overridden=True)
         ).update(

@@ -11,7 +11,7 @@ end to end, from the run's start to its last result, as a share of that bound.
 Beside it: the worker processes' CPU per 1,000 calls (user + system, all the worker's
 processes), and the judge's peak calls in flight (never above max_concurrency).
 
-Rows (issue 16): 100 ms / 16 / 1,500 results (target 90 %), 1 s / 128 / 1,500
+Rows: 100 ms / 16 / 1,500 results (target 90 %), 1 s / 128 / 1,500
 (85 %), 2 s / 512 / 3,000 (80 %). Run one row alone with BENCH_RUNS_LATENCY_MS,
 BENCH_RUNS_CONCURRENCY and BENCH_RUNS_RESULTS (all three, or any: the rest default to
 the first row's).

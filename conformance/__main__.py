@@ -2,10 +2,10 @@
 
 Generates the cases, runs the released @mastra/evals 1.10.2 and promptfoo 0.123.1 on
 them (conformance/node) and ``scoring`` on the same analyses, and compares the numbers.
-Fails when a difference is not explained by a row of the README's "Where our numbers
-differ" tables, when such a row is not reproduced by any case, or when the README's rows
-and the suite's (conformance/rows.py) are not the same list. The case count and the
-number of undocumented differences are printed last.
+Fails when a difference is not explained by a row of the "Where our numbers differ"
+tables (docs/scoring/differences.md), when such a row is not reproduced by any case, or
+when the documented rows and the suite's (conformance/rows.py) are not the same list.
+The case count and the number of undocumented differences are printed last.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from conformance.cases import generate
-from conformance.rows import ROWS, explain, readme_row_ids, same_number, shown
+from conformance.rows import ROWS, documented_row_ids, explain, same_number, shown
 from conformance.run import run_cases
 
 
@@ -126,21 +126,21 @@ def main(argv: list[str] | None = None) -> int:
             f"{kind:<20}{total:>7}{identical[kind]:>11}{documented[kind]:>12}"
             f"{len(undocumented[kind]):>14}"
         )
-    print("README rows reproduced (cases):")
+    print("Documented rows reproduced (cases):")
     for row_id in ROWS:
         print(f"  {row_id:<36}{reproduced[row_id]:>6}")
 
     problems: list[str] = []
-    readme_ids = readme_row_ids()
-    if sorted(readme_ids) != sorted(ROWS):
+    documented_ids = documented_row_ids()
+    if sorted(documented_ids) != sorted(ROWS):
         problems.append(
-            "the README's rows and conformance/rows.py differ: "
-            f"only in the README {sorted(set(readme_ids) - set(ROWS))}, "
-            f"only in the suite {sorted(set(ROWS) - set(readme_ids))}"
+            "the documented rows and conformance/rows.py differ: "
+            f"only in docs/scoring/differences.md {sorted(set(documented_ids) - set(ROWS))}, "
+            f"only in the suite {sorted(set(ROWS) - set(documented_ids))}"
         )
     missing = [row_id for row_id in ROWS if not reproduced[row_id]]
     if missing:
-        problems.append(f"README rows no case reproduces: {missing}")
+        problems.append(f"documented rows no case reproduces: {missing}")
     for kind, lines in undocumented.items():
         if not lines:
             continue

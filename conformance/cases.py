@@ -2,8 +2,8 @@
 
 A case is one item (input, output, context, reference), our options, the matching
 arguments for the reference scorer (``theirs``, one line for conformance/node/runner.mjs),
-the judge's scripted answers for LLM kinds, and the rows of the README's "Where our
-numbers differ" tables it may reproduce (``rows``). A case without rows must give the
+the judge's scripted answers for LLM kinds, and the rows of the "Where our
+numbers differ" tables (docs/scoring/differences.md) it may reproduce (``rows``). A case without rows must give the
 same number on both sides.
 """
 

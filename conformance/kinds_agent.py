@@ -1,4 +1,4 @@
-"""The differential suite's part for the agent kinds (scoring.kinds_agent and
+"""The differential suite's part for the agent kinds (scoring.kinds.agent and
 scoring.trajectory): rubric, multi_turn_judge, tool_call_accuracy_llm,
 trajectory_accuracy_llm (through the scripted judge) and trajectory (code).
 
@@ -521,7 +521,7 @@ def explain(outcome: Outcome) -> tuple[list[str], str]:
                 )
             ]
         }
-        from scoring.kinds_agent import score_rubric
+        from scoring.kinds.agent import score_rubric
 
         if score_rubric(analysis, options) == theirs:
             return ["rubric-required-from-judge"], ""

@@ -1,8 +1,8 @@
-"""The differential suite's part for scoring.kinds_rag's kinds: answer similarity,
+"""The differential suite's part for scoring.kinds.rag's kinds: answer similarity,
 context recall, noise sensitivity, prompt alignment and summarization.
 
 Cases (``make_case``), the scripted judge's answers for both sides (``answer``: ours in
-our step shapes, Mastra's in its schemas' shapes) and the checks of the README rows these
+our step shapes, Mastra's in its schemas' shapes) and the checks of the documented rows these
 kinds can reproduce (``ROW_CHECKS``). The scripts hold what the judge decides; each side
 receives it shaped as its own steps ask, so both score the same analysis.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.cases import Case, _scale, _text
 from scoring import validate_options
-from scoring.kinds_rag import (
+from scoring.kinds.rag import (
     IMPACT_LEVELS,
     MATCH_TYPES,
     RAG_KINDS,

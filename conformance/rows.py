@@ -1,5 +1,6 @@
-"""The documented differences: one entry per row of the README's "Where our numbers
-differ" tables, each able to tell whether it explains a case's difference.
+"""The documented differences: one entry per row of the "Where our numbers differ"
+tables (docs/scoring/differences.md), each able to tell whether it explains a case's
+difference.
 
 A row explains a difference only by reproducing the reference's number from our own
 pieces with that one documented rule switched to theirs (their stopword list, their
@@ -56,19 +57,21 @@ def _same_json_text(a: Any, b: Any) -> bool:
 
 
 __all__ = [
-    "README",
+    "DIFFERENCES",
     "ROWS",
     "TEXT_SWITCHES",
     "Explanation",
     "Row",
     "explain",
-    "readme_row_ids",
+    "documented_row_ids",
     "same_number",
     "text_ratio",
 ]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-_SECTION = "## Where our numbers differ from Mastra's and promptfoo's"
+DIFFERENCES = (
+    Path(__file__).resolve().parent.parent / "docs" / "scoring" / "differences.md"
+)
+_TITLE = "Where our numbers differ from Mastra's and promptfoo's"
 
 
 @dataclass(frozen=True)
@@ -555,10 +558,15 @@ def shown(outcome: Outcome, meta: dict[str, Any]) -> list[str]:
     ]
 
 
-def readme_row_ids(text: str | None = None) -> list[str]:
-    """The ids in the first column of the tables under the README's section."""
-    text = README.read_text(encoding="utf-8") if text is None else text
-    start = text.index(_SECTION)
-    end = text.find("\n## ", start + len(_SECTION))
-    section = text[start : end if end >= 0 else len(text)]
+def documented_row_ids(text: str | None = None) -> list[str]:
+    """The ids in the first column of the tables under the "Where our numbers differ"
+    heading, down to the next heading of the same or a higher level."""
+    text = DIFFERENCES.read_text(encoding="utf-8") if text is None else text
+    heading = re.search(rf"^(#+) {re.escape(_TITLE)}[ \t]*$", text, flags=re.MULTILINE)
+    if heading is None:
+        raise ValueError(f"no heading {_TITLE!r} in the differences page")
+    level = len(heading.group(1))
+    after = re.search(rf"^#{{1,{level}}} ", text[heading.end() :], flags=re.MULTILINE)
+    end = heading.end() + after.start() if after else len(text)
+    section = text[heading.end() : end]
     return re.findall(r"^\| `([a-z0-9-]+)` \|", section, flags=re.MULTILINE)

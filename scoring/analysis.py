@@ -1,4 +1,5 @@
-"""Analysis shapes (SCORERS.md) as pydantic models, one per kind.
+"""Analysis validation: each kind's analysis shape (SCORERS.md) is a pydantic model in
+the kind's module under ``scoring.kinds``.
 
 The judge's JSON, or a reviewer-edited analysis, is validated here before any
 score is computed: enum values are trimmed and lower-cased (the factuality
@@ -9,18 +10,15 @@ category upper-cased) before they are checked, and every error names its path
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from scoring.errors import AnalysisError, UnknownKindError
-from scoring.jstext import js_lower, js_strip
-from scoring.kinds_agent import AGENT_ANALYSIS_MODELS
-from scoring.kinds_rag import ANALYSIS_MODELS as RAG_ANALYSIS_MODELS
+from scoring.kinds.base import format_path
+from scoring.registry import ANALYSIS_MODELS
 
 __all__ = [
     "ANALYSIS_MODELS",
@@ -28,183 +26,6 @@ __all__ = [
     "parse_factuality_reply",
     "validate_analysis",
 ]
-
-
-def _trim_lower(value: Any) -> Any:
-    return js_lower(js_strip(value)) if isinstance(value, str) else value
-
-
-def _trim_upper(value: Any) -> Any:
-    return js_strip(value).upper() if isinstance(value, str) else value
-
-
-def _finite_number(value: Any) -> Any:
-    # JSON true/false must not sneak in as 1/0, and NaN/inf are never scores.
-    if isinstance(value, bool):
-        raise ValueError("must be a number, not a boolean")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
-
-
-YesNo = Annotated[Literal["yes", "no"], BeforeValidator(_trim_lower)]
-YesNoUnsure = Annotated[Literal["yes", "no", "unsure"], BeforeValidator(_trim_lower)]
-Relevance = Annotated[
-    Literal["high", "medium", "low", "none"], BeforeValidator(_trim_lower)
-]
-Category = Annotated[Literal["A", "B", "C", "D", "E"], BeforeValidator(_trim_upper)]
-Ratio = Annotated[float, BeforeValidator(_finite_number), Field(ge=0, le=1)]
-
-
-class _Model(BaseModel):
-    # Extra keys are kept (e.g. "context_count", or details a judge adds) so
-    # that a validated analysis loses nothing.
-    model_config = ConfigDict(extra="allow")
-
-
-# --- faithfulness -----------------------------------------------------------
-class ClaimVerdict(_Model):
-    claim: str = ""
-    verdict: YesNoUnsure
-    reason: str = ""
-
-
-class FaithfulnessAnalysis(_Model):
-    claims: list[str] = []
-    verdicts: list[ClaimVerdict]
-
-
-# --- hallucination ----------------------------------------------------------
-class HallucinationVerdict(_Model):
-    claim: str = ""
-    verdict: YesNo  # yes = the claim IS a hallucination
-    reason: str = ""
-
-
-class HallucinationAnalysis(_Model):
-    claims: list[str] = []
-    verdicts: list[HallucinationVerdict]
-
-
-# --- context_relevance ------------------------------------------------------
-class ContextEvaluation(_Model):
-    context_index: int = Field(ge=0)
-    relevance: Relevance
-    used: bool
-    reason: str = ""
-
-
-class ContextRelevanceAnalysis(_Model):
-    evaluations: list[ContextEvaluation]
-    missing_context: list[str] = []
-    # Number of context chunks the item had; absent = unknown, assumed > 0.
-    context_count: int | None = Field(default=None, ge=0)
-
-
-# --- context_precision ------------------------------------------------------
-class PrecisionVerdict(_Model):
-    context_index: int = Field(ge=0)
-    verdict: YesNo
-    reason: str = ""
-
-
-class ContextPrecisionAnalysis(_Model):
-    verdicts: list[PrecisionVerdict]
-
-
-# --- answer_relevancy -------------------------------------------------------
-class StatementVerdict(_Model):
-    statement: str = ""
-    verdict: YesNoUnsure
-    reason: str = ""
-
-
-class AnswerRelevancyAnalysis(_Model):
-    statements: list[str] = []
-    verdicts: list[StatementVerdict]
-
-
-# --- bias / toxicity --------------------------------------------------------
-class OpinionVerdict(_Model):
-    opinion: str = ""
-    verdict: YesNo  # yes = biased
-    reason: str = ""
-
-
-class BiasAnalysis(_Model):
-    opinions: list[str] = []
-    verdicts: list[OpinionVerdict]
-
-
-class ToxicityVerdict(_Model):
-    verdict: YesNo  # yes = toxic
-    reason: str = ""
-
-
-class ToxicityAnalysis(_Model):
-    verdicts: list[ToxicityVerdict]
-
-
-# --- factuality / custom_rubric ---------------------------------------------
-class FactualityAnalysis(_Model):
-    category: Category
-    reason: str = ""
-
-
-class CustomRubricAnalysis(_Model):
-    score: Ratio
-    reason: str = ""
-
-
-# --- imported ---------------------------------------------------------------
-class ImportedAnalysis(_Model):
-    """Another tool's grade as it recorded it: pass, score (0-1) and reason."""
-
-    passed: bool
-    score: Ratio
-    reason: str = ""
-
-
-# --- non-LLM kinds ----------------------------------------------------------
-class TextAnalysis(_Model):
-    """What ``analyze_text`` produced: the unscaled ratio plus details."""
-
-    ratio: Ratio
-
-
-ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
-    "faithfulness": FaithfulnessAnalysis,
-    "hallucination": HallucinationAnalysis,
-    "context_relevance": ContextRelevanceAnalysis,
-    "context_precision": ContextPrecisionAnalysis,
-    "answer_relevancy": AnswerRelevancyAnalysis,
-    "bias": BiasAnalysis,
-    "toxicity": ToxicityAnalysis,
-    "factuality": FactualityAnalysis,
-    "custom_rubric": CustomRubricAnalysis,
-    "content_similarity": TextAnalysis,
-    "textual_difference": TextAnalysis,
-    "keyword_coverage": TextAnalysis,
-    "completeness": TextAnalysis,
-    "tone_consistency": TextAnalysis,
-    "tool_call_accuracy": TextAnalysis,
-    "trajectory_accuracy": TextAnalysis,
-    **AGENT_ANALYSIS_MODELS,
-    "trajectory": TextAnalysis,
-    **RAG_ANALYSIS_MODELS,
-    "imported": ImportedAnalysis,
-}
-
-
-def format_path(loc: Sequence[int | str]) -> str:
-    """Turn a pydantic location into ``verdicts[2].verdict``."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path
 
 
 def _describe(error: ErrorDetails) -> str:

@@ -41,25 +41,25 @@ from scoring.egress import (
 )
 from scoring.errors import AnalysisError, CaseError, JudgeError, JudgeURLError
 from scoring.formulas import compute_score, passes
-from scoring.kinds_agent_prompts import (
+from scoring.kinds.agent import (
     AGENT_STEPS,
     agent_analyse,
     agent_first_messages,
     validate_agent_case,
 )
-from scoring.kinds_rag import RAG_KINDS, check_case, rag_analyse
+from scoring.kinds.answer_relevancy import StatementsReply
+from scoring.kinds.bias import OpinionsReply
+from scoring.kinds.context_precision import ContextPrecisionReply
+from scoring.kinds.context_relevance import ContextRelevanceReply
+from scoring.kinds.custom_rubric import RubricReply
+from scoring.kinds.factuality import FactualityReply
+from scoring.kinds.rag import RAG_KINDS, check_case, rag_analyse
 from scoring.options import validate_options
 from scoring.prompts import (
     STEPS,
     ClaimsReply,
-    ContextPrecisionReply,
-    ContextRelevanceReply,
-    FactualityReply,
     Messages,
-    OpinionsReply,
     Reply,
-    RubricReply,
-    StatementsReply,
     first_step_messages,
     get_step,
     reason_messages,
@@ -287,9 +287,9 @@ def _analyse(
 ) -> Plan[dict[str, Any]]:
     kind = run.kind
     context = list(case.get("context") or [])
-    if kind in AGENT_STEPS:  # scoring.kinds_agent_prompts: one step each
+    if kind in AGENT_STEPS:  # scoring.kinds.agent: one step each
         return (yield from agent_analyse(run, case, options))
-    if kind in RAG_KINDS:  # scoring.kinds_rag
+    if kind in RAG_KINDS:  # scoring.kinds.rag
         return (yield from rag_analyse(run, case, options))
     first = STEPS[kind][0].name
     if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
@@ -593,7 +593,7 @@ def estimate_tokens(
     elif kind == "toxicity":
         completion += len(items) * verdict_chars + 20
     elif kind in RAG_KINDS and len(STEPS[kind]) == 3:
-        # scoring.kinds_rag's second step (matches, verdicts, coverage) on about one
+        # scoring.kinds.rag's second step (matches, verdicts, coverage) on about one
         # unit, claim or question per sentence, shown about as much text again
         completion += len(output) + len(items) * verdict_chars + 20
         calls += 1

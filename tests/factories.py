@@ -15,9 +15,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from evalsite.accounts.models import (
+    MEMBERSHIP_OBJECT,
+    AuditEvent,
     Invitation,
     Membership,
-    MembershipEvent,
     Project,
     Role,
     hash_token,
@@ -33,7 +34,6 @@ from evalsite.evals.models import (
     ScorerConfig,
 )
 from evalsite.review.models import (
-    AuditEvent,
     Comment,
     Override,
     QueueEntry,
@@ -226,12 +226,20 @@ class CommentFactory(factory.django.DjangoModelFactory):
 
 
 class AuditEventFactory(factory.django.DjangoModelFactory):
+    """An event naming `run` (and `result`, if given) by id, as the services do."""
+
     class Meta:
         model = AuditEvent
 
-    run = factory.SubFactory(RunFactory)
+    class Params:
+        run = factory.SubFactory(RunFactory)
+        result = None
+
     project = factory.SelfAttribute("run.project")
+    run_id = factory.LazyAttribute(lambda o: o.run.pk if o.run else None)
+    result_id = factory.LazyAttribute(lambda o: o.result.pk if o.result else None)
     action = "override"
+    object_type = "override"
 
 
 class ReviewQueueFactory(factory.django.DjangoModelFactory):
@@ -271,10 +279,13 @@ class InvitationFactory(factory.django.DjangoModelFactory):
 
 
 class MembershipEventFactory(factory.django.DjangoModelFactory):
+    """A membership event of the audit log (the access log reads these)."""
+
     class Meta:
-        model = MembershipEvent
+        model = AuditEvent
 
     project = factory.SubFactory(ProjectFactory)
+    object_type = MEMBERSHIP_OBJECT
     action = "member_added"
     after = factory.LazyFunction(lambda: {"role": Role.VIEWER})
 

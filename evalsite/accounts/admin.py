@@ -13,9 +13,9 @@ from django.http import HttpRequest
 
 from evalsite.accounts.models import (
     ApiToken,
+    AuditEvent,
     Invitation,
     Membership,
-    MembershipEvent,
     Project,
     ReviewerPreferences,
     Role,
@@ -256,24 +256,33 @@ class InvitationAdmin(admin.ModelAdmin[Invitation]):
         return False
 
 
-@admin.register(MembershipEvent)
-class MembershipEventAdmin(admin.ModelAdmin[MembershipEvent]):
-    """The access log, read-only: nobody edits history."""
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin[AuditEvent]):
+    """The audit log, read-only: nobody edits history."""
 
-    list_display = ["created_at", "project", "actor", "action", "subject"]
-    list_filter = ["action"]
-    readonly_fields = [f.name for f in MembershipEvent._meta.fields]
+    list_display = [
+        "created_at",
+        "project",
+        "actor",
+        "action",
+        "object_type",
+        "summary",
+    ]
+    list_filter = ["object_type", "action"]
+    search_fields = ["summary", "object_label"]
+    raw_id_fields = ["project", "actor", "subject"]
+    readonly_fields = [f.name for f in AuditEvent._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(
-        self, request: HttpRequest, obj: MembershipEvent | None = None
+        self, request: HttpRequest, obj: AuditEvent | None = None
     ) -> bool:
         return False
 
     def has_delete_permission(
-        self, request: HttpRequest, obj: MembershipEvent | None = None
+        self, request: HttpRequest, obj: AuditEvent | None = None
     ) -> bool:
         return False
 

@@ -9,10 +9,10 @@ from ninja.pagination import paginate
 
 from evalsite.accounts import services
 from evalsite.accounts.models import (
+    AuditEvent,
     Invitation,
     InvitationStatus,
     Membership,
-    MembershipEvent,
     Project,
 )
 from evalsite.accounts.schemas import (
@@ -288,6 +288,6 @@ def invitation_decline_mine(
 @paginate(LimitOffsetPagination)
 def membership_event_list_endpoint(
     request: AuthenticatedHttpRequest, project_id: int
-) -> QuerySet[MembershipEvent] | MembershipEventsWithoutEmails:
+) -> QuerySet[AuditEvent] | MembershipEventsWithoutEmails:
     project = project_get_for_user(user=request.user, pk=project_id)
     return membership_event_list_for(project=project, membership=project.membership)

@@ -222,7 +222,7 @@ class InvitationStatus(models.TextChoices):
 
 
 class MembershipAction(models.TextChoices):
-    """What a MembershipEvent records (its `action`)."""
+    """What a membership event in the audit log records (its `action`)."""
 
     ADDED = "member_added", "added"
     ROLE_CHANGED = "role_changed", "changed the role of"
@@ -233,12 +233,22 @@ class MembershipAction(models.TextChoices):
     USER_CREATED = "user_created", "created the user"
 
 
-class MembershipEvent(models.Model):
-    """Who changed whose access to a project: added, role changed, removed, invited,
-    invitation accepted or revoked. Written in the same transaction as the change."""
+# The object type of the audit log's membership events (the access log).
+MEMBERSHIP_OBJECT = "membership"
+
+
+class AuditEvent(models.Model):
+    """The project's one audit log: who did what, when, before → after. Written in the
+    same transaction as the change it records.
+
+    What it names is a plain reference (`object_type`, `object_id` and the object's
+    name at the time in `object_label`; `run_id`/`result_id` for the run and result
+    pages), not a foreign key: an event outlives the run, judge or dataset it names,
+    and `accounts` sits below the apps that own them. The table keeps its first
+    name from when the log lived in `review`."""
 
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="membership_events"
+        Project, on_delete=models.CASCADE, related_name="audit_events"
     )
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -247,6 +257,7 @@ class MembershipEvent(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+    # Whose access a membership event changed.
     subject = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -255,19 +266,34 @@ class MembershipEvent(models.Model):
         related_name="+",
     )
     action = models.CharField(max_length=40)
+    object_type = models.CharField(max_length=40, blank=True)
+    object_id = models.BigIntegerField(null=True, blank=True)
+    object_label = models.CharField(max_length=200, blank=True)
+    run_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    result_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    summary = models.CharField(max_length=500, blank=True)
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "review_auditevent"
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["project", "-created_at"])]
+        indexes = [
+            models.Index(
+                fields=["run_id", "-created_at"], name="review_audi_run_id_2d07c5_idx"
+            ),
+            models.Index(
+                fields=["project", "-created_at"], name="accounts_audit_project_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_id}"
 
     @property
     def action_label(self) -> str:
+        """A membership action's words ("added", "removed"…); other actions as stored."""
         try:
             return str(MembershipAction(self.action).label)
         except ValueError:

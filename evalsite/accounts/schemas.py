@@ -7,9 +7,9 @@ from ninja import Schema
 from pydantic import ConfigDict, Field
 
 from evalsite.accounts.models import (
+    AuditEvent,
     Invitation,
     InvitationStatus,
-    MembershipEvent,
     Role,
 )
 from evalsite.accounts.services import INVITATION_DAYS_DEFAULT, INVITATION_DAYS_MAX
@@ -113,9 +113,9 @@ class MembershipEventOut(Schema):
     created_at: datetime
 
     @staticmethod
-    def resolve_actor(obj: MembershipEvent) -> str | None:
+    def resolve_actor(obj: AuditEvent) -> str | None:
         return obj.actor.get_username() if obj.actor else None
 
     @staticmethod
-    def resolve_subject(obj: MembershipEvent) -> str | None:
+    def resolve_subject(obj: AuditEvent) -> str | None:
         return obj.subject.get_username() if obj.subject else None

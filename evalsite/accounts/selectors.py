@@ -11,10 +11,11 @@ from django.http import Http404
 from django.utils import timezone
 
 from evalsite.accounts.models import (
+    MEMBERSHIP_OBJECT,
+    AuditEvent,
     Invitation,
     InvitationStatus,
     Membership,
-    MembershipEvent,
     Project,
     Role,
     hash_token,
@@ -173,41 +174,40 @@ def invitation_find(*, token: str) -> Invitation | None:
     )
 
 
-def membership_event_list(*, project: Project) -> QuerySet[MembershipEvent]:
-    """The project's access log, newest first."""
+def membership_event_list(*, project: Project) -> QuerySet[AuditEvent]:
+    """The project's access log (the membership events of its audit log), newest
+    first."""
     return (
-        MembershipEvent.objects.filter(project=project)
+        AuditEvent.objects.filter(project=project, object_type=MEMBERSHIP_OBJECT)
         .select_related("actor", "subject")
         .order_by("-created_at", "-id")
     )
 
 
-def _event_without_emails(event: MembershipEvent) -> MembershipEvent:
+def _event_without_emails(event: AuditEvent) -> AuditEvent:
     for details in (event.before, event.after):
         if isinstance(details, dict):
             details.pop("email", None)
     return event
 
 
-class MembershipEventsWithoutEmails(Sequence[MembershipEvent]):
+class MembershipEventsWithoutEmails(Sequence[AuditEvent]):
     """The access log as a non-owner reads it: invitee and new-account emails are
     dropped from each event's details (only owners, who manage invitations and
     accounts, see them). Lazy like the queryset it wraps: Django's Paginator and
     ninja's pagination count it with len() and read one slice."""
 
-    def __init__(self, events: QuerySet[MembershipEvent]) -> None:
+    def __init__(self, events: QuerySet[AuditEvent]) -> None:
         self._events = events
 
     def __len__(self) -> int:
         return self._events.count()
 
     @overload
-    def __getitem__(self, index: int) -> MembershipEvent: ...
+    def __getitem__(self, index: int) -> AuditEvent: ...
     @overload
-    def __getitem__(self, index: slice) -> list[MembershipEvent]: ...
-    def __getitem__(
-        self, index: int | slice
-    ) -> MembershipEvent | list[MembershipEvent]:
+    def __getitem__(self, index: slice) -> list[AuditEvent]: ...
+    def __getitem__(self, index: int | slice) -> AuditEvent | list[AuditEvent]:
         if isinstance(index, slice):
             return [_event_without_emails(e) for e in self._events[index]]
         return _event_without_emails(self._events[index])
@@ -215,7 +215,7 @@ class MembershipEventsWithoutEmails(Sequence[MembershipEvent]):
 
 def membership_event_list_for(
     *, project: Project, membership: Membership
-) -> QuerySet[MembershipEvent] | MembershipEventsWithoutEmails:
+) -> QuerySet[AuditEvent] | MembershipEventsWithoutEmails:
     """The access log as `membership` may read it: whole for owners, without emails
     for everyone else."""
     events = membership_event_list(project=project)

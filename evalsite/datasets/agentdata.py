@@ -1,6 +1,6 @@
 """An agent's data on a dataset item: its shapes, checked on upload.
 
-Plain Python (no Django): parsing.py calls `agent_value` for each mapped agent column
+Plain Python (no Django): datasets.parsing.mapping calls `agent_value` for each mapped agent column
 of a row after decoding it, and the item page and exports read the stored values.
 
 Field names are the keys of the case `scoring` reads (scoring/toolcalls.py):
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from evalsite.datasets.parsing.text import json_type
 
 TEXT_FIELDS = ("system_prompt", "baseline_output")
 JSON_FIELDS = (
@@ -75,20 +77,6 @@ class AgentDataError(ValueError):
 
 def shape_of(field: str) -> str:
     return _SHAPES[field]
-
-
-def json_type(value: Any) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    return "number"
 
 
 def _name(value: Any, where: str) -> str:

@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 
 from evalsite.datasets.agentdata import AGENT_FIELDS, LABELS
-from evalsite.datasets.parsing import escape_delimiter
+from evalsite.datasets.parsing.mapping import escape_delimiter
 
 FORMAT_CHOICES = [
     ("", "Detect from the file name"),

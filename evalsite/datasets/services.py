@@ -18,14 +18,11 @@ from evalsite.accounts.models import Project
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.datasets.models import Dataset, Item
-from evalsite.datasets.parsing import (
+from evalsite.datasets.parsing.limits import Limits, ParseError, Problem
+from evalsite.datasets.parsing.mapping import Mapping, ParsedRow
+from evalsite.datasets.parsing.rows import (
     FileFormat,
-    Limits,
-    Mapping,
-    ParsedRow,
-    ParseError,
     Preview,
-    Problem,
     detect_format,
     parse_rows,
     preview_rows,

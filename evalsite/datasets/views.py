@@ -17,7 +17,8 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets import services, uploads
 from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.datasets.forms import MappingForm, PageForm, UploadForm
-from evalsite.datasets.parsing import Preview, Problem
+from evalsite.datasets.parsing.limits import Problem
+from evalsite.datasets.parsing.rows import Preview
 from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item_list
 from evalsite.datasets.templatetags import bounded
 from evalsite.lib.htmx import partial, vary_on_htmx

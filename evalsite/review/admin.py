@@ -4,7 +4,6 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from evalsite.review.models import (
-    AuditEvent,
     Comment,
     DatasetMatch,
     Guideline,
@@ -37,13 +36,6 @@ class OverrideAdmin(admin.ModelAdmin[Override]):
 class CommentAdmin(admin.ModelAdmin[Comment]):
     list_display = ["result", "user", "created_at"]
     raw_id_fields = ["result"]
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin[AuditEvent]):
-    list_display = ["action", "actor", "project", "run", "result", "created_at"]
-    list_filter = ["action"]
-    raw_id_fields = ["run", "result"]
 
 
 @admin.register(ReviewQueue)

@@ -74,39 +74,6 @@ class Comment(models.Model):
         return self.body[:40]
 
 
-class AuditEvent(models.Model):
-    """Who did what, when, before → after. Written in the same transaction as the change."""
-
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="audit_events"
-    )
-    run = models.ForeignKey(
-        Run, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
-    )
-    result = models.ForeignKey(
-        Result,
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="audit_events",
-    )
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    action = models.CharField(max_length=40)
-    summary = models.CharField(max_length=500, blank=True)
-    before = models.JSONField(null=True, blank=True)
-    after = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["run", "-created_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.action} by {self.actor_id}"
-
-
 class ReviewVersion(models.Model):
     """How many review writes a run scorer's results have had.
 

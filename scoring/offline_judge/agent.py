@@ -1,4 +1,4 @@
-"""Deterministic answers to the agent kinds' judge steps (scoring.kinds_agent_prompts).
+"""Deterministic answers to the agent kinds' judge steps (scoring.kinds.agent).
 
 Like ``heuristics``, it reads only the data blocks of the user message, never the
 instructions: criteria are met when most of their content words occur in the output (or

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from scoring.kinds_rag import RAG_KINDS
+from scoring.kinds.rag import RAG_KINDS
 
 
 def _wordset(text: str) -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""The offline judge's answers for scoring.kinds_rag's steps: answer similarity, context
+"""The offline judge's answers for scoring.kinds.rag's steps: answer similarity, context
 recall, noise sensitivity, prompt alignment and summarization.
 
 Deterministic word-overlap heuristics built on ``heuristics`` (stems without stopwords,

@@ -10,10 +10,10 @@ import pytest
 from django.utils import timezone
 
 from evalsite.accounts.models import (
+    AuditEvent,
     Invitation,
     InvitationStatus,
     Membership,
-    MembershipEvent,
     Role,
     hash_token,
 )
@@ -76,7 +76,7 @@ def test_owner_changes_a_role_through_the_api(client, project, owner, reviewer, 
         "username": "rita",
         "role": "adjudicator",
     }
-    event = MembershipEvent.objects.get()
+    event = AuditEvent.objects.get()
     assert (event.action, event.actor, event.subject) == (
         "role_changed",
         owner,
@@ -95,7 +95,7 @@ def test_the_api_keeps_the_last_owner(client, project, owner, bearer):
     ]
     _assert_error(_call(client, "DELETE", path, bearer(owner)), 400)
     assert _role(project, owner) == Role.OWNER
-    assert not MembershipEvent.objects.exists()
+    assert not AuditEvent.objects.exists()
 
 
 def test_unknown_roles_are_refused(client, project, owner, reviewer, bearer):
@@ -114,7 +114,7 @@ def test_owner_removes_a_member(client, project, owner, reviewer, bearer):
     response = _call(client, "DELETE", path, bearer(owner))
     assert response.status_code == 204
     assert _role(project, reviewer) is None
-    assert MembershipEvent.objects.get().action == "member_removed"
+    assert AuditEvent.objects.get().action == "member_removed"
     _assert_error(_call(client, "DELETE", path, bearer(owner)), 404)
 
 
@@ -139,7 +139,7 @@ def test_member_writes_are_owner_only_and_project_scoped(
     _assert_error(_call(client, "DELETE", other_path, bearer(outsider)), 404)
     _assert_error(_call(client, "DELETE", path, {}), 401)
     assert _role(project, reviewer) == Role.REVIEWER
-    assert not MembershipEvent.objects.filter(project=project).exists()
+    assert not AuditEvent.objects.filter(project=project).exists()
 
 
 def test_adding_by_username_invites_and_answers_alike_for_unknown_names(
@@ -158,7 +158,7 @@ def test_adding_by_username_invites_and_answers_alike_for_unknown_names(
     assert answers["walt"] == answers["ghost"]
     assert answers["walt"][0] == 202
     assert not Membership.objects.filter(project=project, user=walt).exists()
-    event = MembershipEvent.objects.get()
+    event = AuditEvent.objects.get()
     assert (event.action, event.actor, event.subject) == ("invited", owner, walt)
     assert Invitation.objects.get().role == "adjudicator"
     # Asking again renews the one invitation.
@@ -237,7 +237,7 @@ def test_owner_creates_an_invitation_and_gets_the_link_once(
         and "url" not in row
         and data["token"] not in listed.content.decode()
     )
-    assert MembershipEvent.objects.get().action == "invited"
+    assert AuditEvent.objects.get().action == "invited"
 
 
 @pytest.mark.parametrize(
@@ -297,7 +297,7 @@ def test_owner_revokes_an_invitation(client, project, owner, outsider, bearer):
     assert response.status_code == 200 and response.json()["status"] == "revoked"
     again = _call(client, "POST", path, bearer(owner))
     assert again.status_code == 200
-    assert MembershipEvent.objects.filter(action="invitation_revoked").count() == 1
+    assert AuditEvent.objects.filter(action="invitation_revoked").count() == 1
     used = InvitationFactory(
         project=project, accepted_at=timezone.now(), accepted_by=outsider
     )

@@ -232,18 +232,18 @@ def test_the_admin_project_page_keeps_an_owner(admin_client, project, owner, vie
 
 
 def _log(project) -> list[tuple[str, str, dict | None, dict | None]]:
-    from evalsite.accounts.models import MembershipEvent
+    from evalsite.accounts.models import AuditEvent
 
     return [
         (e.action, e.subject.username, e.before, e.after)
-        for e in MembershipEvent.objects.filter(project=project).order_by("id")
+        for e in AuditEvent.objects.filter(project=project).order_by("id")
     ]
 
 
 def test_admin_membership_changes_are_in_the_access_log(
     admin_client, admin_user, project, owner, reviewer, viewer
 ):
-    from evalsite.accounts.models import MembershipEvent
+    from evalsite.accounts.models import AuditEvent
 
     row = Membership.objects.get(user=reviewer)
     change = f"/admin/accounts/membership/{row.pk}/change/"
@@ -262,9 +262,7 @@ def test_admin_membership_changes_are_in_the_access_log(
         ("member_removed", "victor", {"role": "viewer"}, None),
     ]
     assert _log(other) == [("member_added", "rita", None, {"role": "viewer"})]
-    assert set(MembershipEvent.objects.values_list("actor", flat=True)) == {
-        admin_user.pk
-    }
+    assert set(AuditEvent.objects.values_list("actor", flat=True)) == {admin_user.pk}
 
 
 def test_admin_project_page_changes_are_in_the_access_log(
@@ -301,7 +299,7 @@ def test_the_access_log_cannot_be_edited_in_the_admin(admin_client, project, own
 
     event = MembershipEventFactory(project=project)
     invitation = InvitationFactory(project=project)
-    for model, pk in (("membershipevent", event.pk), ("invitation", invitation.pk)):
+    for model, pk in (("auditevent", event.pk), ("invitation", invitation.pk)):
         assert admin_client.get(f"/admin/accounts/{model}/").status_code == 200
         assert (
             admin_client.get(f"/admin/accounts/{model}/{pk}/change/").status_code == 200

@@ -13,10 +13,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evalsite.accounts.models import (
+    AuditEvent,
     Invitation,
     InvitationStatus,
     Membership,
-    MembershipEvent,
     Role,
     hash_token,
 )
@@ -51,7 +51,7 @@ def _role(project, user) -> str | None:
 
 def _actions(project) -> list[str]:
     return list(
-        MembershipEvent.objects.filter(project=project)
+        AuditEvent.objects.filter(project=project)
         .order_by("id")
         .values_list("action", flat=True)
     )
@@ -114,7 +114,7 @@ def test_owner_changes_a_role_and_it_is_logged(client, project, owner, reviewer)
     response = client.post(_role_url(project, membership), {"role": "adjudicator"})
     assert response.status_code == 302 and response.url == _settings(project)
     assert _role(project, reviewer) == Role.ADJUDICATOR
-    event = MembershipEvent.objects.get()
+    event = AuditEvent.objects.get()
     assert (event.actor, event.subject, event.action) == (
         owner,
         reviewer,
@@ -153,7 +153,7 @@ def test_member_role_refuses_the_last_owner_viewers_outsiders_and_get(
     assert client.post(_role_url(theirs, own), {"role": "viewer"}).status_code == 404
     assert _role(project, owner) == Role.OWNER
     assert _role(project, viewer) == Role.VIEWER
-    assert MembershipEvent.objects.filter(project=project).count() == 0
+    assert AuditEvent.objects.filter(project=project).count() == 0
 
 
 def test_adding_a_username_answers_alike_whether_or_not_it_exists(
@@ -191,7 +191,7 @@ def test_adding_an_existing_user_invites_them_until_they_accept(client, project,
         {"username": "walt", "role": "adjudicator"},
     )
     assert _role(project, walt) is None  # no membership without consent
-    event = MembershipEvent.objects.get()
+    event = AuditEvent.objects.get()
     assert (event.action, event.actor, event.subject) == ("invited", owner, walt)
     invitation = Invitation.objects.get(invitee=walt)
     # The invitee sees it on their dashboard; nobody else can answer it.
@@ -236,7 +236,7 @@ def test_removing_a_member_is_logged(client, project, owner, reviewer):
         reverse("accounts:member_remove", args=[project.pk, membership.pk]),
         {"confirm": "yes"},
     )
-    event = MembershipEvent.objects.get()
+    event = AuditEvent.objects.get()
     assert (event.action, event.actor, event.subject) == (
         "member_removed",
         owner,

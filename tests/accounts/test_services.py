@@ -12,11 +12,11 @@ from django.db import connection
 from django.http import Http404
 
 from evalsite.accounts.models import (
+    AuditEvent,
     Invitation,
     InvitationStatus,
     Membership,
     MembershipAction,
-    MembershipEvent,
     Role,
     hash_token,
 )
@@ -52,7 +52,7 @@ def _events(project) -> list[tuple[str, str | None, str | None, dict, dict]]:
             e.before,
             e.after,
         )
-        for e in MembershipEvent.objects.filter(project=project).order_by("id")
+        for e in AuditEvent.objects.filter(project=project).order_by("id")
     ]
 
 
@@ -273,7 +273,7 @@ def test_an_invitation_joins_only_its_own_project(project, owner, outsider):
     invitation_accept(token=raw, user=visitor)
     assert _role(project, visitor) == Role.OWNER
     assert _role(other, visitor) is None
-    assert not MembershipEvent.objects.filter(project=other).exists()
+    assert not AuditEvent.objects.filter(project=other).exists()
 
 
 def test_an_invitation_never_changes_a_members_role(project, owner):
@@ -338,7 +338,7 @@ def test_the_change_and_its_event_commit_together(project, owner, monkeypatch):
     newcomer = UserFactory()
     _, raw = invitation_create(project=project, actor=owner, role="viewer")
     with monkeypatch.context() as patch:
-        patch.setattr(members.MembershipEvent.objects, "create", boom)
+        patch.setattr(members, "audit_event", boom)
         with pytest.raises(RuntimeError):
             membership_set(project=project, user=newcomer, role="viewer", actor=owner)
         with pytest.raises(RuntimeError):
@@ -359,7 +359,7 @@ def test_the_change_and_its_event_commit_together(project, owner, monkeypatch):
 
 def test_every_action_has_a_label():
     for action in MembershipAction:
-        event = MembershipEvent(action=action)
+        event = AuditEvent(action=action)
         assert event.action_label and event.action_label != action.value
 
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from evalsite.accounts.models import Role
+from evalsite.accounts.models import AuditEvent, Role
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, SavedFilter
+from evalsite.review.models import SavedFilter
 from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import judged_claims, make_run

@@ -1,4 +1,4 @@
-"""The differential suite's own parts, without Node: the README's rows and the suite's
+"""The differential suite's own parts, without Node: the documented rows and the suite's
 agree, the generated cases cover every row, the suite's mirror of ``scoring`` is exact,
 and the scripted judge answers our steps with the script. ``make conformance`` runs the
 real comparison."""
@@ -16,8 +16,8 @@ from conformance.rows import (
     _mastra_reads,
     _promptfoo_letter,
     _utf16,
+    documented_row_ids,
     explain,
-    readme_row_ids,
     text_ratio,
 )
 from conformance.run import Outcome, SideResult
@@ -36,19 +36,25 @@ def cases():
     return generate()
 
 
-def test_readme_rows_are_the_suites():
-    ids = readme_row_ids()
+def test_documented_rows_are_the_suites():
+    ids = documented_row_ids()
     assert len(ids) == len(set(ids))
     assert sorted(ids) == sorted(ROWS)
 
 
-def test_readme_row_ids_are_read_from_the_section_only():
+def test_documented_row_ids_are_read_from_the_section_only():
     text = (
         "| `elsewhere` | x |\n"
         "## Where our numbers differ from Mastra's and promptfoo's\n"
-        "| `a-row` | x | y |\n| not-an-id | x |\n## Next\n| `later` | x |\n"
+        "| `a-row` | x | y |\n| not-an-id | x |\n### LLM scorers\n| `sub-row` | x |\n"
+        "## Next\n| `later` | x |\n"
     )
-    assert readme_row_ids(text) == ["a-row"]
+    assert documented_row_ids(text) == ["a-row", "sub-row"]
+    # As the page's title, the section runs to the end of the page.
+    page = "# Where our numbers differ from Mastra's and promptfoo's\n## LLM\n| `b-row` | x |\n"
+    assert documented_row_ids(page) == ["b-row"]
+    with pytest.raises(ValueError):
+        documented_row_ids("## Something else\n| `c-row` | x |\n")
 
 
 def test_cases_are_seeded_and_cover_every_kind_and_row(cases):

@@ -14,7 +14,7 @@ from conformance.judge_server import ScriptedJudge, scripted_judge
 from conformance.kinds_agent import AGENT_KINDS, answer, explain
 from conformance.run import Outcome, SideResult
 from scoring import compute_score, judge_case, make_client, validate_options
-from scoring.kinds_agent import score_rubric
+from scoring.kinds.agent import score_rubric
 from scoring.trajectory import tool_failures
 
 

@@ -1,4 +1,4 @@
-"""The differential suite's part for scoring.kinds_rag's kinds (conformance/kinds_rag.py),
+"""The differential suite's part for scoring.kinds.rag's kinds (conformance/kinds_rag.py),
 without Node: the scripted judge gives our steps the script's verdicts and Mastra's steps
 the same verdicts in its schemas' shapes, and the rows these kinds reproduce explain a
 difference only by the rule they name."""

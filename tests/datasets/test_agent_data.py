@@ -12,7 +12,9 @@ from django.urls import reverse
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.models import Item
-from evalsite.datasets.parsing import Mapping, ParsedRow, Problem, parse_rows
+from evalsite.datasets.parsing.limits import Problem
+from evalsite.datasets.parsing.mapping import Mapping, ParsedRow
+from evalsite.datasets.parsing.rows import parse_rows
 from evalsite.datasets.services import DatasetUploadError, dataset_create
 from tests.conftest import bearer, login
 from tests.datasets.conftest import upload
@@ -451,7 +453,7 @@ def test_dataset_page_sums_up_each_items_agent_data(client, project, owner):
 def test_only_the_fields_own_names_are_mapped_by_default():
     """Other tools' agent columns (DeepEval's tools_called: calls of another shape)
     stay metadata unless the user maps them."""
-    from evalsite.datasets.parsing import suggest_mapping
+    from evalsite.datasets.parsing.mapping import suggest_mapping
 
     mapping = suggest_mapping(
         ["input", "output", "tools_called", "messages", "tool_calls", "system_prompt"]

@@ -14,8 +14,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.models import Dataset, Item
+from evalsite.datasets.readers.services import import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
 from evalsite.review.services.imports import import_create
@@ -247,18 +247,18 @@ def test_a_failure_after_the_dataset_rolls_everything_back(project, owner, monke
 
 
 def _events(text: str, size: int, **limits):
-    from evalsite.datasets.imports.jsonstream import JsonStream
-    from evalsite.datasets.parsing import Limits
+    from evalsite.datasets.parsing.jsonscan import members
+    from evalsite.datasets.parsing.limits import Limits
 
     chunks = [text[i : i + size] for i in range(0, len(text), size)]
-    stream = JsonStream(
+    events = members(
         chunks,
         limits=Limits(**limits),
         descend={(), ("results",)},
         split={("results", "results")},
         keep={("evalId",), ("results", "version")},
     )
-    return list(stream.events())
+    return list(events)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 1000])
@@ -290,7 +290,7 @@ def test_stream_reads_the_same_whatever_the_chunks(size):
     ],
 )
 def test_stream_names_malformed_json(text, message):
-    from evalsite.datasets.parsing import ParseError
+    from evalsite.datasets.parsing.limits import ParseError
 
     with pytest.raises(ParseError) as exc:
         _events(text, 3)

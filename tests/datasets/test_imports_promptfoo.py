@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.datasets.imports.services import import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
-from evalsite.review.models import AuditEvent
 from evalsite.review.services.imports import import_create
 from evalsite.review.services.overrides import override_create
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalsite.datasets.imports.services import import_detect, import_preview
 from evalsite.datasets.models import Dataset, Item
+from evalsite.datasets.readers.services import import_detect, import_preview
 from evalsite.datasets.services import DatasetUploadError
 from evalsite.evals.models import Result, Run
 from evalsite.review.services.imports import import_create

@@ -11,7 +11,9 @@ import pytest
 from django.urls import reverse
 
 from evalsite.datasets.models import Dataset, Item
-from evalsite.datasets.parsing import MAX_COLUMNS, Mapping, Problem, parse_rows
+from evalsite.datasets.parsing.limits import MAX_COLUMNS, Problem
+from evalsite.datasets.parsing.mapping import Mapping
+from evalsite.datasets.parsing.rows import parse_rows
 from evalsite.datasets.services import dataset_create
 from tests.conftest import bearer, login
 from tests.datasets.conftest import upload

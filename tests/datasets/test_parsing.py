@@ -1,4 +1,4 @@
-"""parsing.py is plain Python: no database here."""
+"""datasets.parsing is plain Python: no database here."""
 
 from __future__ import annotations
 
@@ -7,17 +7,10 @@ import json
 
 import pytest
 
-from evalsite.datasets import parsing
-from evalsite.datasets.parsing import (
-    Mapping,
-    ParsedRow,
-    ParseError,
-    Problem,
-    detect_format,
-    parse_rows,
-    preview_rows,
-    suggest_mapping,
-)
+from evalsite.datasets.parsing import text
+from evalsite.datasets.parsing.limits import Limits, ParseError, Problem
+from evalsite.datasets.parsing.mapping import Mapping, ParsedRow, suggest_mapping
+from evalsite.datasets.parsing.rows import detect_format, parse_rows, preview_rows
 
 DEFAULT = Mapping(input="input", output="output", context="context")
 
@@ -149,7 +142,7 @@ def test_jsonl_malformed_line_names_its_line_number():
 
 
 def test_json_array_is_streamed_element_by_element(monkeypatch):
-    monkeypatch.setattr(parsing, "CHUNK_BYTES", 7)  # elements straddle many reads
+    monkeypatch.setattr(text, "CHUNK_BYTES", 7)  # elements straddle many reads
     data = json.dumps(
         [
             {"input": f"q{i}", "output": f"a{i}", "context": ["é", "ü"], "score": 0.5}
@@ -189,6 +182,63 @@ def test_json_syntax_error_stops_with_a_message():
         )
 
 
+ROW = b'{"input":"q","output":"a"}'
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 20])
+@pytest.mark.parametrize(
+    ("data", "message", "problem"),
+    [
+        (
+            b"[" + ROW + b"}",
+            'The JSON is malformed after element 1 of the array: the array is closed with "}".',
+            (2, "Malformed JSON."),
+        ),
+        (
+            b"[" + ROW,
+            "The JSON is malformed after element 1 of the array: the file ends before "
+            "the array is closed.",
+            (2, "Malformed JSON: the array is not closed."),
+        ),
+        (
+            b'[{"input":"q","output":"a',
+            "The JSON is malformed after element 0 of the array: the file ends before "
+            "the array is closed.",
+            (1, "Malformed JSON: the array is not closed."),
+        ),
+        (
+            b"[" + ROW + b"] x",
+            "The JSON array ends after element 1, but the file goes on. A .json dataset "
+            "must be one JSON array.",
+            (None, "Text after the end of the JSON array."),
+        ),
+        (
+            b"[" + ROW + b" " + ROW + b"]",
+            'The JSON is malformed after element 1 of the array: expected "," or "]" '
+            "after element 1.",
+            (2, "Malformed JSON."),
+        ),
+        (
+            b"[" + ROW + b", ]",
+            "The JSON is malformed after element 1 of the array: expected a value.",
+            (2, "Malformed JSON."),
+        ),
+        (b" \n", "The file is empty: no JSON array found.", (None, None)),
+        (b"[ ]", "The file is empty: the JSON array has no rows.", (None, None)),
+    ],
+)
+def test_json_array_structure_errors_stop_the_file_whatever_the_reads(
+    monkeypatch, chunk, data, message, problem
+):
+    monkeypatch.setattr(text, "CHUNK_BYTES", chunk)
+    with pytest.raises(ParseError) as exc:
+        rows(data, "json", Mapping(input="input", output="output"))
+    assert exc.value.message == message
+    [found] = exc.value.problems
+    row, detail = problem
+    assert (found.row, found.message) == (row, detail or message)
+
+
 def test_not_utf8_names_its_row_column_and_line():
     data = "input,output\nq,café\n".encode("latin-1")
     problem = only_problem(rows(data, "csv", Mapping(input="input", output="output")))
@@ -197,7 +247,7 @@ def test_not_utf8_names_its_row_column_and_line():
 
 
 def test_not_utf8_is_exact_across_chunk_boundaries(monkeypatch):
-    monkeypatch.setattr(parsing, "CHUNK_BYTES", 5)
+    monkeypatch.setattr(text, "CHUNK_BYTES", 5)
     data = "input,output\nq,é\n".encode() + b"\nq2,\xff\n"
     out = rows(data, "csv", Mapping(input="input", output="output"))
     assert out[0].output == "é"  # split between two reads, still one character
@@ -477,7 +527,7 @@ def test_json_array_too_deep_is_refused_without_reading_the_rest():
     reader = CountingReader(data)
     with pytest.raises(ParseError, match="nested more than 32 levels"):
         list(parse_rows(reader, file_format="json", mapping=IO))
-    assert reader.bytes_read <= 2 * parsing.CHUNK_BYTES
+    assert reader.bytes_read <= 2 * text.CHUNK_BYTES
 
 
 def test_csv_json_context_nested_too_deep_is_a_problem():
@@ -489,7 +539,7 @@ def test_csv_json_context_nested_too_deep_is_a_problem():
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "json"])
 def test_cell_over_the_limit_is_a_problem_naming_row_and_column(fmt):
-    big = "x" * (parsing.Limits().max_cell_chars + 1)
+    big = "x" * (Limits().max_cell_chars + 1)
     if fmt == "csv":
         data = f"input,output\nq,a\nq,{big}\n"
     else:
@@ -523,7 +573,7 @@ def test_row_far_over_the_limit_is_refused_in_bounded_memory(fmt):
     assert problem.row == 1
     if fmt != "csv":
         assert problem.column == "output"
-    assert f"over {parsing.Limits().max_row_chars:,} characters" in problem.message
+    assert f"over {Limits().max_row_chars:,} characters" in problem.message
     assert peak < 40 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override
+from evalsite.review.models import Override
 from evalsite.review.services import override_create
 from tests.conftest import login
 from tests.review.builders import make_run

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from evalsite.accounts.models import Role
-from evalsite.review.models import AuditEvent, PairwiseItem, Preference, ReviewQueue
+from evalsite.accounts.models import AuditEvent, Role
+from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
 from evalsite.review.services.pairwise import pairwise_answer
 from tests.conftest import bearer
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evalsite.review.models import AuditEvent, Comment
+from evalsite.accounts.models import AuditEvent
+from evalsite.review.models import Comment
 from tests.conftest import login
 from tests.factories import CommentFactory
 from tests.review.builders import make_run
@@ -35,7 +36,7 @@ def test_comment_htmx_post_returns_the_new_comment_to_append(client, reviewer, r
     assert comment.user == reviewer and comment.result == result
     event = AuditEvent.objects.get(action="comment.create")
     assert (
-        event.result == result
+        event.result_id == result.pk
         and event.actor == reviewer
         and event.after["body"].startswith("Claim 2")
     )

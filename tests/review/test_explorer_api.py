@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, ReviewQueue, SavedFilter
+from evalsite.review.models import ReviewQueue, SavedFilter
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import queue_create
 from evalsite.review.services.saved_filters import saved_filter_create

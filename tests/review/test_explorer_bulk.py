@@ -7,9 +7,10 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
+from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import run_aggregates
 from evalsite.review.selectors.explorer import (

@@ -9,8 +9,8 @@ import json
 import pytest
 from django.urls import reverse
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent
 from evalsite.review.services import bulk
 from tests.conftest import bearer, login
 from tests.review.builders import judged_claims, make_run

@@ -9,8 +9,9 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, ReviewQueue, SavedFilter
+from evalsite.review.models import ReviewQueue, SavedFilter
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import queue_create
 from evalsite.review.services.saved_filters import saved_filter_create

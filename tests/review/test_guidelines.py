@@ -9,10 +9,10 @@ from urllib.parse import urlsplit
 import pytest
 from django.urls import reverse
 
-from evalsite.accounts.models import Role
+from evalsite.accounts.models import AuditEvent, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.lib.markdown import ALLOWED_TAGS, markdown_to_html
-from evalsite.review.models import AuditEvent, Guideline
+from evalsite.review.models import Guideline
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.guidelines import (
     guideline_current,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override
+from evalsite.review.models import Override
 from evalsite.review.services import override_create, result_accept
 from tests.conftest import login
 from tests.factories import CommentFactory, JudgeCallFactory, OverrideFactory

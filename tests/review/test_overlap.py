@@ -6,11 +6,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evalsite.accounts.models import Role
+from evalsite.accounts.models import AuditEvent, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result
 from evalsite.review.models import (
-    AuditEvent,
     FinalRule,
     Override,
     QueueEntry,
@@ -194,7 +193,7 @@ def test_answers_wait_for_the_quorum_then_the_agreed_answer_is_final(
     entry = QueueEntry.objects.get(queue=queue, position=1)
     assert entry.state == QueueEntry.State.DECIDED
     assert entry.decision["how"] == "unanimous"
-    decide = AuditEvent.objects.get(action="review.decide", result=result)
+    decide = AuditEvent.objects.get(action="review.decide", result_id=result.pk)
     assert {a["reviewer"] for a in decide.before["answers"]} == {
         "bea",
         reviewer.username,
@@ -564,7 +563,7 @@ def test_an_answer_keeps_the_audit_in_order(run, reviewer, second, third):
     result = _two_answers_in(queue, reviewer, second, 2)  # the judge said fail
     review_answer(queue=queue, result=result, user=third, passed=False)
     actions = list(
-        AuditEvent.objects.filter(result=result)
+        AuditEvent.objects.filter(result_id=result.pk)
         .order_by("id")
         .values_list("action", flat=True)
     )

@@ -16,9 +16,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from evalsite.accounts.models import Role
+from evalsite.accounts.models import AuditEvent, Role
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, FinalRule, QueueEntry, Review
+from evalsite.review.models import FinalRule, QueueEntry, Review
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import queue_create
 from evalsite.review.services import reviews as review_services
@@ -107,7 +107,7 @@ def test_two_reviewers_answering_at_once_both_count_and_decide_once(
     assert (entry.state, entry.answers, entry.answers_pass) == ("decided", 2, 2)
     assert set(Review.objects.values_list("note", flat=True)) == {"ann", "ben"}
     actions = list(
-        AuditEvent.objects.filter(result=entry.result_id).values_list(
+        AuditEvent.objects.filter(result_id=entry.result_id).values_list(
             "action", flat=True
         )
     )

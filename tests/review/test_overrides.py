@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override
+from evalsite.review.models import Override
 from evalsite.review.services import (
     override_create,
     override_revert,

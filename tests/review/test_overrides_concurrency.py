@@ -13,8 +13,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override
+from evalsite.review.models import Override
 from evalsite.review.services import overrides
 from tests.review.builders import make_run
 
@@ -75,9 +76,9 @@ def test_two_sessions_flipping_one_result_both_land(
     assert result.final_score == 1.0 and result.version == 2
     assert Override.objects.filter(result=result, reverted_at__isnull=True).count() == 2
     actors = set(
-        AuditEvent.objects.filter(result=result, action="override.create").values_list(
-            "actor__username", flat=True
-        )
+        AuditEvent.objects.filter(
+            result_id=result.pk, action="override.create"
+        ).values_list("actor__username", flat=True)
     )
     assert actors == {owner.username, reviewer.username}
 

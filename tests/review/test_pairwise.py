@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from evalsite.accounts.models import ReviewerPreferences, Role
+from evalsite.accounts.models import AuditEvent, ReviewerPreferences, Role
 from evalsite.core.exceptions import ApplicationError, ConflictError
-from evalsite.review.models import AuditEvent, PairwiseItem, Preference, ReviewQueue
+from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.pairwise import (
     pairwise_figures,

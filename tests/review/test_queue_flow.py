@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evalsite.accounts.models import ReviewerPreferences
+from evalsite.accounts.models import AuditEvent, ReviewerPreferences
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override, QueueEntry
+from evalsite.review.models import Override, QueueEntry
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff
 from evalsite.review.selectors.labels import override_change, path_label

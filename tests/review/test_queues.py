@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evalsite.accounts.models import Role
+from evalsite.accounts.models import AuditEvent, Role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override, QueueEntry, ReviewQueue
+from evalsite.review.models import Override, QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors import queue_progress
 from evalsite.review.services import queue_create
@@ -62,7 +62,7 @@ def test_queue_create_freezes_matching_results_in_filter_order(run, reviewer, qu
     assert indexes == [2, 3, 5]
     assert queue.size == 3
     assert queue.filters == {"final_passed": False}
-    assert AuditEvent.objects.filter(action="queue.create", run=run).count() == 1
+    assert AuditEvent.objects.filter(action="queue.create", run_id=run.pk).count() == 1
 
 
 def test_queue_create_with_no_match_is_an_error(run, reviewer):
@@ -265,7 +265,9 @@ def test_undo_key_reverts_last_override(client, reviewer, queue):
     assert response.status_code == 200
     assert result.final_score == 0.33 and not result.overridden and not result.reviewed
     assert Override.objects.get(result=result).reverted_by == reviewer
-    assert AuditEvent.objects.filter(result=result, action="override.revert").exists()
+    assert AuditEvent.objects.filter(
+        result_id=result.pk, action="override.revert"
+    ).exists()
 
 
 def test_undo_with_nothing_to_undo_shows_error_in_card(client, reviewer, queue):

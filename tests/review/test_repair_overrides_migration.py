@@ -9,8 +9,9 @@ import pytest
 from django.apps import apps as django_apps
 from django.core.cache import cache
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Override, ReviewVersion
+from evalsite.review.models import Override, ReviewVersion
 from evalsite.review.selectors import run_aggregates
 from evalsite.review.services import override_create, run_rescore
 from tests.factories import OverrideFactory

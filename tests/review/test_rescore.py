@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run, ScorerConfig
-from evalsite.review.models import AuditEvent
 from evalsite.review.services import override_create, run_rescore
 from tests.conftest import login
 from tests.review.builders import make_run

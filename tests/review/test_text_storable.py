@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evalsite.accounts.models import Project
+from evalsite.accounts.models import AuditEvent, Project
 from evalsite.evals.models import Result
-from evalsite.review.models import AuditEvent, Comment, Override, ReviewQueue
+from evalsite.review.models import Comment, Override, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from tests.conftest import login
 from tests.factories import UserFactory

@@ -24,7 +24,7 @@ from scoring import (
     preview_prompts,
     validate_options,
 )
-from scoring.kinds_agent_prompts import assistant_turns, conversation
+from scoring.kinds.agent import assistant_turns, conversation
 
 # ------------------------------------------------------------------------ rubric
 

@@ -20,10 +20,10 @@ CASE = {
     "output": "The Eiffel Tower was built in 1889. It is in Berlin.",
     "context": ["The Eiffel Tower was completed in 1889 in Paris."],
     "reference": "It was completed in 1889.",
-    # Agent data, for the kinds that judge an agent (scoring.kinds_agent).
+    # Agent data, for the kinds that judge an agent (scoring.kinds.agent).
     "conversation": [{"role": "user", "content": "When was the Eiffel Tower built?"}],
     "tool_calls": [{"name": "search", "arguments": {"q": "Eiffel Tower built"}}],
-    # scoring.kinds_rag: noise sensitivity's answer without noise
+    # scoring.kinds.rag: noise sensitivity's answer without noise
     "baseline_output": "The Eiffel Tower was built in 1889.",
 }
 

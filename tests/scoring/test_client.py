@@ -15,13 +15,8 @@ import pytest
 from scoring.client import RetryPolicy, StepRunner, parse_retry_after, remembered_format
 from scoring.errors import JudgeError
 from scoring.judge import judge_case, make_client
-from scoring.prompts import (
-    ClaimsReply,
-    get_step,
-    parse_factuality,
-    parse_model,
-    strict_schema,
-)
+from scoring.kinds.factuality import parse_factuality
+from scoring.prompts import ClaimsReply, get_step, parse_model, strict_schema
 
 CASE = {
     "input": "Where is the Eiffel Tower?",

@@ -1,4 +1,4 @@
-"""scoring.kinds_rag: answer similarity, context recall, noise sensitivity, prompt
+"""scoring.kinds.rag: answer similarity, context recall, noise sensitivity, prompt
 alignment and summarization: their formulas (hand-checked numbers, Mastra's float
 order), options, analyses, overrides, the case checks, and the offline judge answering
 their steps end to end."""
@@ -21,7 +21,7 @@ from scoring import (
     validate_options,
 )
 from scoring.judge import estimate_tokens, judge_case, make_client, preview_prompts
-from scoring.kinds_rag import RAG_KINDS, first_step_messages, score_prompt_alignment
+from scoring.kinds.rag import RAG_KINDS, first_step_messages, score_prompt_alignment
 from scoring.offline_judge.heuristics import answer, find_step
 from scoring.prompts import STEPS
 

@@ -11,7 +11,8 @@ from scoring import (
     options_schema,
     validate_options,
 )
-from scoring.options import DEFAULT_CUSTOM_RUBRIC, MAX_SCALE
+from scoring.kinds.custom_rubric import DEFAULT_CUSTOM_RUBRIC
+from scoring.options import MAX_SCALE
 
 
 def test_defaults_for_every_kind_have_scale_and_threshold():

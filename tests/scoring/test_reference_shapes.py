@@ -13,14 +13,11 @@ import pytest
 from scoring.analysis import parse_factuality_reply
 from scoring.errors import AnalysisError
 from scoring.jstext import js_lower, js_strip
-from scoring.kinds_agent_prompts import ConversationVerdictReply, CriterionReply
-from scoring.kinds_rag import Requirement, SummaryClaim
-from scoring.prompts import (
-    ContextRelevanceReply,
-    ToxicityVerdictsReply,
-    load_json_object,
-    parse_model,
-)
+from scoring.kinds.agent import ConversationVerdictReply, CriterionReply
+from scoring.kinds.context_relevance import ContextRelevanceReply
+from scoring.kinds.rag import Requirement, SummaryClaim
+from scoring.kinds.toxicity import ToxicityVerdictsReply
+from scoring.prompts import load_json_object, parse_model
 from scoring.textkinds import dice_ratio, keywords, sentiment_comparative
 
 # ------------------------------------------------------------------ case folding

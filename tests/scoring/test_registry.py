@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+import pkgutil
 
 import pytest
 
-from scoring import KINDS, LLM_KINDS, TEXT_KINDS, KindSpec, validate_options
+import scoring.kinds
+from scoring import KINDS, LLM_KINDS, TEXT_KINDS, KindSpec, prompts, validate_options
+from scoring.kinds.base import KindDef
+from scoring.registry import KIND_DEFS
 
 ALL_KINDS = {
     "faithfulness",
@@ -26,13 +31,13 @@ ALL_KINDS = {
     "tone_consistency",
     "tool_call_accuracy",
     "trajectory_accuracy",
-    # agent kinds (scoring.kinds_agent, scoring.trajectory)
+    # agent kinds (scoring.kinds.agent, scoring.kinds.trajectory)
     "rubric",
     "multi_turn_judge",
     "tool_call_accuracy_llm",
     "trajectory_accuracy_llm",
     "trajectory",
-    # scoring.kinds_rag
+    # scoring.kinds.rag
     "answer_similarity",
     "context_recall",
     "noise_sensitivity",
@@ -141,3 +146,35 @@ def test_imported_grade_keeps_the_tools_pass_whatever_the_score():
     assert passes("imported", 0.9, analysis=failed_high) is False
     assert passes("imported", 0.6, analysis=passed_low) is True
     assert overridable_count("imported", passed_low) == 1
+
+
+def test_every_kind_module_is_listed_in_the_registry() -> None:
+    """A kind defined in a module under scoring.kinds but left out of the registry's
+    explicit list would silently not exist."""
+    defined = set()
+    for info in pkgutil.iter_modules(scoring.kinds.__path__):
+        module = importlib.import_module(f"scoring.kinds.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, KindDef):
+                defined.add(value.name)
+            elif isinstance(value, tuple) and value and isinstance(value[0], KindDef):
+                defined.update(kind.name for kind in value)
+    listed = [kind.name for kind in KIND_DEFS]
+    assert len(listed) == len(set(listed))
+    assert defined == set(listed) == set(KINDS)
+
+
+def test_the_prompt_tables_hold_exactly_the_judged_kinds() -> None:
+    assert set(prompts.STEPS) == set(LLM_KINDS)
+    assert set(prompts.FIRST_STEP_BUILDERS) == set(LLM_KINDS)
+    assert set(prompts.ROLE) == set(LLM_KINDS)
+    assert set(prompts.VERDICT_BUILDERS) == {
+        "faithfulness",
+        "hallucination",
+        "answer_relevancy",
+        "bias",
+    }
+    for kind in LLM_KINDS:
+        assert [step.kind for step in prompts.STEPS[kind]] == [kind] * len(
+            prompts.STEPS[kind]
+        )

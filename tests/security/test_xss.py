@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalsite.accounts.models import Invitation, MembershipEvent
+from evalsite.accounts.models import AuditEvent, Invitation
 from evalsite.evals.models import Result
 from evalsite.review.models import Comment
 from tests.conftest import login
@@ -52,7 +52,7 @@ def poison(world: dict) -> None:
     world["run"].save()
     # Owners type invitation emails; the access log shows them and people's names.
     Invitation.objects.filter(pk=world["invitation"].pk).update(email=f"{IMG}@x.org")
-    MembershipEvent.objects.filter(pk=world["membership_event"].pk).update(
+    AuditEvent.objects.filter(pk=world["membership_event"].pk).update(
         after={"role": SCRIPT, "email": ATTR, "invitation": IMG}
     )
 

@@ -1,6 +1,6 @@
 """Who may do what in a project: members and roles, accounts an owner creates,
-invitations, and the access log (a MembershipEvent written in the transaction of
-every change it records)."""
+invitations, and the access log (membership events in the project's audit log,
+written in the transaction of every change they record)."""
 
 from __future__ import annotations
 
@@ -18,15 +18,17 @@ from django.http import Http404
 from django.utils import timezone
 
 from evalsite.accounts.models import (
+    MEMBERSHIP_OBJECT,
+    AuditEvent,
     Invitation,
     InvitationStatus,
     Membership,
     MembershipAction,
-    MembershipEvent,
     Project,
     Role,
     hash_token,
 )
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
 
 
@@ -54,14 +56,21 @@ def membership_event_write(
     subject: User | None = None,
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
-) -> MembershipEvent:
-    """One row of the project's access log; callers write it inside the transaction
-    of the change it records, so the change and its record commit (or not) together."""
-    return MembershipEvent.objects.create(
+) -> AuditEvent:
+    """One membership event in the project's audit log (object type "membership",
+    naming the subject); callers write it inside the transaction of the change it
+    records, so the change and its record commit (or not) together."""
+    who = actor.get_username() if actor is not None else "system"
+    whom = f" {subject.get_username()}" if subject is not None else ""
+    return audit_event(
         project=project,
         actor=actor,
         subject=subject,
         action=action,
+        summary=f"{who} {MembershipAction(action).label}{whom}",
+        object_type=MEMBERSHIP_OBJECT,
+        object_id=subject.pk if subject is not None else None,
+        object_label=subject.get_username() if subject is not None else "",
         before=before,
         after=after,
     )
@@ -161,7 +170,13 @@ def membership_changes_record(
 ) -> None:
     """Record every difference between two snapshots as added, role changed or
     removed, so the access log stays complete whichever way memberships change."""
+    projects = Project.objects.in_bulk(before.keys() | after.keys())
+    user_ids = {pk for roles in (*before.values(), *after.values()) for pk in roles}
+    users = User.objects.in_bulk(user_ids)
     for project_id in sorted(before.keys() | after.keys()):
+        project = projects.get(project_id)
+        if project is None:
+            continue  # deleted: its log went with it
         old, new = before.get(project_id, {}), after.get(project_id, {})
         for user_id in sorted(old.keys() | new.keys()):
             was, now = old.get(user_id), new.get(user_id)
@@ -173,10 +188,10 @@ def membership_changes_record(
                 action = MembershipAction.REMOVED
             else:
                 action = MembershipAction.ROLE_CHANGED
-            MembershipEvent.objects.create(
-                project_id=project_id,
+            membership_event_write(
+                project=project,
                 actor=actor,
-                subject_id=user_id,
+                subject=users.get(user_id),
                 action=action,
                 before=None if was is None else {"role": was},
                 after=None if now is None else {"role": now},

@@ -1,8 +1,8 @@
 """The first entries of a long mapping or list, for a page: `{% bounded d 20 as b %}`.
 
-A dataset may have up to parsing.MAX_COLUMNS columns and an item as many metadata keys;
-a page shows the first few of each and says how many more there are, so that a page
-of 25 items stays a page (500 keys each made it megabytes of HTML).
+A dataset may have up to parsing.limits.MAX_COLUMNS columns and an item as many
+metadata keys; a page shows the first few of each and says how many more there are, so
+that a page of 25 items stays a page (500 keys each made it megabytes of HTML).
 """
 
 from __future__ import annotations

@@ -29,9 +29,9 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 
-from evalsite.accounts.models import REVIEW_ROLES, Membership
+from evalsite.accounts.models import REVIEW_ROLES, AuditEvent, Membership
 from evalsite.evals.models import Result, Run
-from evalsite.review.models import AuditEvent, QueueEntry, Review, ReviewQueue
+from evalsite.review.models import QueueEntry, Review, ReviewQueue
 
 if TYPE_CHECKING:
     from evalsite.review.selectors.compare import CompareRow

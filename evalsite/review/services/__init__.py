@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from evalsite.review.services.audit import audit_record
 from evalsite.review.services.comments import COMMENT_MAX_LENGTH, comment_create
 from evalsite.review.services.overrides import (
     FinalFields,
@@ -35,7 +34,6 @@ __all__ = [
     "RESCORABLE_OPTIONS",
     "RESCORE_CHUNK",
     "RescorePreview",
-    "audit_record",
     "comment_create",
     "compute_final",
     "override_create",

@@ -29,11 +29,11 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from evalsite.accounts.models import REVIEW_ROLES
+from evalsite.accounts.models import REVIEW_ROLES, AuditEvent
 from evalsite.accounts.selectors import membership_get, require_role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run
-from evalsite.review.models import AuditEvent, QueueEntry, ReviewQueue
+from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import (
     Selection,
@@ -172,8 +172,9 @@ def _accept_batch(
     AuditEvent.objects.bulk_create(
         AuditEvent(
             project_id=run.project_id,
-            run=run,
+            run_id=run.pk,
             result_id=row["pk"],
+            object_type="result",
             actor=user,
             action="result.accept",
             summary=(
@@ -273,8 +274,9 @@ def _assign_batch(
     AuditEvent.objects.bulk_create(
         AuditEvent(
             project_id=run.project_id,
-            run=run,
+            run_id=run.pk,
             result_id=pk,
+            object_type="result",
             actor=user,
             action="result.assign",
             summary=f"{summary} (bulk)",
@@ -381,7 +383,8 @@ def _queue_append(
         locked.save(update_fields=["size"])
         AuditEvent.objects.create(
             project_id=run.project_id,
-            run=run,
+            run_id=run.pk,
+            object_type="queue",
             actor=user,
             action="queue.append",
             summary=f"added {_results(len(added))} to queue “{locked.name}”",

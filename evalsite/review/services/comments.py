@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import Comment
-from evalsite.review.services.audit import audit_record
 
 COMMENT_MAX_LENGTH = 10_000
 
@@ -29,7 +29,7 @@ def comment_create(*, result: Result, user: User, body: str) -> Comment:
         )
     comment = Comment.objects.create(result=result, user=user, body=body)
     run = result.run
-    audit_record(
+    audit_event(
         project=run.project,
         actor=user,
         action="comment.create",

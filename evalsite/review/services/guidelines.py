@@ -6,10 +6,10 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from evalsite.accounts.models import Project
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import Guideline, ReviewQueue
-from evalsite.review.services.audit import audit_record
 
 GUIDELINE_MAX_LENGTH = 50_000
 
@@ -84,7 +84,7 @@ def guideline_save(
             "Someone saved these guidelines at the same moment; reload and try again."
         ) from exc
     where = f"queue “{queue.name}”" if queue is not None else "the project"
-    audit_record(
+    audit_event(
         project=project,
         actor=user,
         action="guideline.save",

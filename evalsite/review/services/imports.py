@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalsite.accounts.models import Project
+from evalsite.accounts.services.audit import audit_event
 from evalsite.datasets.imports.base import ImportSummary
 from evalsite.datasets.imports.services import (
     GroupSpill,
@@ -28,7 +29,6 @@ from evalsite.datasets.parsing import Problem
 from evalsite.datasets.services import DatasetUploadError, UploadFile
 from evalsite.evals.models import Result, Run, RunScorer
 from evalsite.lib.text import text_check_storable
-from evalsite.review.services.audit import audit_record
 from scoring import (
     ScoringError,
     compute_score,
@@ -105,7 +105,7 @@ def import_create(
                         )
                     )
             who = user.get_username() if user is not None else "someone"
-            audit_record(
+            audit_event(
                 project=project,
                 actor=user,
                 action="import.create",

@@ -17,11 +17,12 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
+from evalsite.accounts.models import AuditEvent
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, RunScorer
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import (
-    AuditEvent,
     Override,
     QueueEntry,
     Review,
@@ -29,7 +30,6 @@ from evalsite.review.models import (
 )
 from evalsite.review.selectors.aggregates import review_groups_advance, review_row
 from evalsite.review.selectors.labels import override_change
-from evalsite.review.services.audit import audit_record
 from scoring import (
     AnalysisError,
     ScoringError,
@@ -433,7 +433,7 @@ def _override_create_locked(
     change = override_change(
         kind=run_scorer.kind, override_kind=kind, path=path, old=old, new=new
     )
-    audit_record(
+    audit_event(
         project=result.run.project,
         actor=user,
         action="override.create",
@@ -541,7 +541,7 @@ def override_revert(
             old=current.old_value,
             new=current.new_value,
         )
-        audit_record(
+        audit_event(
             project=locked.run.project,
             actor=user,
             action="override.revert",
@@ -634,7 +634,7 @@ def result_review_retract(
         locked.version += 1
         locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
         _single_answers_follow(locked)
-        audit_record(
+        audit_event(
             project=locked.run.project,
             actor=user,
             action="result.retract",
@@ -666,7 +666,7 @@ def _review_state_to_restore(
         return cast("dict[str, Any]", undone.prior_review)
     last_answer = (
         AuditEvent.objects.filter(
-            result=result, action__in=("result.accept", "result.human_pass")
+            result_id=result.pk, action__in=("result.accept", "result.human_pass")
         )
         .order_by("-created_at", "-id")
         .first()
@@ -716,7 +716,7 @@ def _record_human_verdict(
     locked.human_passed = passed
     locked.version += 1
     locked.save(update_fields=[*_REVIEW_FIELDS, "version", "updated_at"])
-    audit_record(
+    audit_event(
         project=locked.run.project,
         actor=user,
         action=action,

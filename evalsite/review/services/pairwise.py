@@ -15,6 +15,7 @@ from django.db.models import Count, Q
 from django.template.defaultfilters import pluralize
 
 from evalsite.accounts.models import MAX_OVERLAP
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.datasets.models import Item
 from evalsite.evals.models import Run
@@ -23,7 +24,6 @@ from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
 from evalsite.review.selectors.guidelines import guideline_current
 from evalsite.review.selectors.matching import normalise_input
 from evalsite.review.selectors.pairwise import MATCH_VALUE_MAX, pairwise_match
-from evalsite.review.services.audit import audit_record
 from evalsite.review.services.queues import QUEUE_MAX
 
 REASON_MAX_LENGTH = 5000
@@ -134,7 +134,7 @@ def pairwise_queue_create(
         )
         for position, (item_a, item_b) in enumerate(pairs, 1)
     )
-    audit_record(
+    audit_event(
         project=run_a.project,
         actor=user,
         action="pairwise.create",
@@ -378,7 +378,7 @@ def _audit_answer(
     }
     action = "pairwise.answer_change" if changed else "pairwise.answer"
     if pair.answers < queue.overlap:
-        audit_record(
+        audit_event(
             project=queue.project,
             actor=user,
             action=action,
@@ -391,7 +391,7 @@ def _audit_answer(
         )
         return
     reason = preference.reason
-    audit_record(
+    audit_event(
         project=queue.project,
         actor=user,
         action=action,
@@ -412,7 +412,7 @@ def _audit_answer(
             .order_by("created_at", "id")
         )
         counts = f"A {pair.answers_a}, B {pair.answers_b}, tie {pair.answers_tie}"
-        audit_record(
+        audit_event(
             project=queue.project,
             actor=user,
             action="pairwise.pair_complete",

@@ -2,7 +2,7 @@
 
 Overrides, accepts and undo go through the override services; this module only
 decides *which* override a queue key means, and audits its own changes with
-`audit_record` in the same transaction.
+`audit_event` in the same transaction.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from evalsite.accounts.models import MAX_OVERLAP, Role
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals.models import Result, Run
 from evalsite.lib.text import text_check_storable
@@ -26,7 +27,6 @@ from evalsite.review.models import FinalRule, Override, QueueEntry, ReviewQueue
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.selectors.explorer import results_filter
 from evalsite.review.selectors.queues import flip_fields, stratified_sample_size
-from evalsite.review.services.audit import audit_record
 from evalsite.review.services.overrides import (
     override_create,
     override_revert,
@@ -179,7 +179,7 @@ def queue_create(
         )
         for pos, rid in enumerate(ids, 1)
     )
-    audit_record(
+    audit_event(
         project=run.project,
         actor=user,
         action="queue.create",
@@ -238,7 +238,7 @@ def _assign_round_robin(*, queue: ReviewQueue, user: User) -> dict[str, int]:
         for rid, before_id, before_name in share:
             if before_id == reviewer.pk:
                 continue
-            audit_record(
+            audit_event(
                 project=queue.project,
                 actor=user,
                 action="result.assign",

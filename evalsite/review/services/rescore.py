@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run, RunScorer
 from evalsite.evals.services import scorer_version_create_from_run
@@ -17,7 +18,6 @@ from evalsite.review.selectors.aggregates import (
     aggregate_rows,
     run_aggregates,
 )
-from evalsite.review.services.audit import audit_record
 from scoring import (
     OptionsError,
     ScoringError,
@@ -276,7 +276,7 @@ def run_rescore(
         rs.range_problem = ""  # options within the ranges, every score recomputed
         rs.save(update_fields=["options", "scorer", "range_problem"])
         after = run_aggregates(run_id=run.pk, run_scorer_id=rs.pk)[0]
-        audit_record(
+        audit_event(
             project=run.project,
             actor=user,
             action="run.rescore",

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalsite.accounts.models import ADJUDICATE_ROLES, Membership
+from evalsite.accounts.services.audit import audit_event, audit_events_save
 from evalsite.core.exceptions import (
     ApplicationError,
     ConflictError,
@@ -41,11 +42,6 @@ from evalsite.review.selectors.reviews import (
     AnswerTarget,
     entry_answers,
     guideline_in_force,
-)
-from evalsite.review.services.audit import (
-    audit_event,
-    audit_record,
-    audit_record_many,
 )
 from evalsite.review.services.overrides import _check_text as check_text
 from evalsite.review.services.overrides import (
@@ -445,6 +441,7 @@ def review_answer(
                 after={"queue_id": queue.pk, "review_id": review.pk},
                 run=locked.run,
                 result=locked,
+                save=False,
             )
         ]
         decided = adjudicate = False
@@ -482,6 +479,7 @@ def review_answer(
                         after={"queue_id": queue.pk, **decision.answer.as_json()},
                         run=locked.run,
                         result=locked,
+                        save=False,
                     )
                 )
             else:
@@ -501,11 +499,12 @@ def review_answer(
                         before={"answers": _answers_json(answered)},
                         run=locked.run,
                         result=locked,
+                        save=False,
                     )
                 )
         # The answer and what the rule made of it in one INSERT (one each were 2 of
         # the answer's 30 queries), logged before the overrides that apply it.
-        audit_record_many(events)
+        audit_events_save(events)
         if final is not None:
             _apply_final(
                 locked=locked,
@@ -623,7 +622,7 @@ def review_adjudicate(
         )
         _locked_decide(entry, answer, how="adjudicated", user=user)
         entry.save(update_fields=["state", "decision", "decided_by", "decided_at"])
-        audit_record(
+        audit_event(
             project=queue.project,
             actor=user,
             action="review.adjudicate",

@@ -36,23 +36,23 @@ from dataclasses import replace
 from typing import Any, BinaryIO
 
 import scoring
-from evalsite.datasets.imports.base import (
-    Grade,
-    ImportedRow,
-    ImportFailed,
-    ImportSummary,
-    as_text,
-)
-from evalsite.datasets.imports.jsonstream import JsonStream
-from evalsite.datasets.parsing import (
+from evalsite.datasets.parsing.jsonfile import json_row
+from evalsite.datasets.parsing.jsonscan import members
+from evalsite.datasets.parsing.limits import (
     MAX_COLUMNS,
     Limits,
     ParseError,
     Problem,
     RawRow,
-    _json_row,
-    iter_raw_rows,
     too_many_keys,
+)
+from evalsite.datasets.parsing.rows import iter_raw_rows
+from evalsite.datasets.parsing.text import as_text
+from evalsite.datasets.readers.base import (
+    Grade,
+    ImportedRow,
+    ImportFailed,
+    ImportSummary,
 )
 
 SUPPORTED_VERSIONS = (3,)
@@ -414,7 +414,7 @@ class PromptfooReader:
 
     def _json_rows(self) -> Iterator[ImportedRow | Problem]:
         self._vars_seen = []
-        stream = JsonStream(
+        events = members(
             self._texts or (),
             limits=self._limits,
             descend={(), ("results",)},
@@ -430,7 +430,7 @@ class PromptfooReader:
         )
         summary = self.summary
         version: Any = None
-        for event in stream.events():
+        for event in events:
             if event[0] == "value":
                 _, path, text = event
                 value = _decode(text)
@@ -705,7 +705,7 @@ def _check_version(version: Any) -> None:
 def _row_object(text: str, n: int, limits: Limits) -> RawRow | Problem:
     """One results row decoded with the upload's checks (storable text, cell size)."""
     try:
-        return _json_row(
+        return json_row(
             text,
             row=n,
             line=None,

@@ -47,8 +47,8 @@ source is not shown) -> reason. ``Q = min(len(questions), max_questions)``; no c
 ``min(1, answered among the first Q coverage answers / Q)``;
 ``round2(min(alignment, coverage) x scale)``.
 
-The registrations into the shared tables (steps, reason-prompt wording) happen when this
-module is imported, which ``scoring.analysis`` does: every entry point imports it.
+``KINDS`` describes the five kinds to ``scoring.registry``, which puts their steps,
+reason-prompt wording and first-step builders in the shared tables of ``scoring.prompts``.
 """
 
 from __future__ import annotations
@@ -64,6 +64,14 @@ from scoring import prompts
 from scoring.client import Plan
 from scoring.errors import CaseError
 from scoring.jstext import js_lower, js_strip
+from scoring.kinds.base import (
+    CommonOptions,
+    KindDef,
+    Number,
+    OptionsModel,
+    optional_name,
+    round_half_up,
+)
 from scoring.prompts import (
     DATA_RULES,
     JSON_RULES,
@@ -79,7 +87,9 @@ from scoring.prompts import (
 __all__ = [
     "ANALYSIS_MODELS",
     "IMPACT_LEVELS",
+    "KINDS",
     "MATCH_TYPES",
+    "OPTIONS_MODELS",
     "RAG_KINDS",
     "REGISTRY_ENTRIES",
     "SCORE_FUNCTIONS",
@@ -765,9 +775,7 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
 
 
 def round2(x: float) -> float:
-    """SCORERS.md's rounding (``scoring.formulas.round_half_up``)."""
-    from scoring.formulas import round_half_up  # formulas imports this module
-
+    """SCORERS.md's rounding (``scoring.kinds.base.round_half_up``)."""
     return round_half_up(x)
 
 
@@ -881,6 +889,132 @@ SCORE_FUNCTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any]], float]] = 
 }
 
 
+# =========================================================================== options
+
+
+class AnswerSimilarityOptions(CommonOptions):
+    exact_match_bonus: Number = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        title="Bonus for an exact match",
+        description="An exact match counts 1 + this; the maximum is N x (1 + this).",
+    )
+    semantic_weight: Number = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        title="Weight of a same-meaning match",
+        description="A semantic match counts this much; a partial one half of it.",
+    )
+    missing_penalty: Number = Field(
+        default=0.15,
+        ge=0,
+        le=1,
+        title="Per missing unit",
+        description="Subtracted (before dividing) for every reference unit the output misses.",
+    )
+    contradiction_penalty: Number = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        title="Per contradiction",
+        description="Subtracted from the ratio for every contradiction (1: any contradiction scores 0).",
+    )
+    extra_info_penalty: Number = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        title="Per extra unit",
+        description="Subtracted for every output unit the reference does not have (at most 0.2 in all).",
+    )
+
+
+class NoiseImpactWeights(OptionsModel):
+    none: Number = Field(default=1.0, ge=0, le=1, title="none")
+    minimal: Number = Field(default=0.85, ge=0, le=1, title="minimal")
+    moderate: Number = Field(default=0.6, ge=0, le=1, title="moderate")
+    significant: Number = Field(default=0.3, ge=0, le=1, title="significant")
+    severe: Number = Field(default=0.1, ge=0, le=1, title="severe")
+
+
+class NoisePenalties(OptionsModel):
+    major_issue_per_item: Number = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        title="Per major issue",
+        description="Subtracted for every major issue the judge lists.",
+    )
+    max_major_issue_penalty: Number = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        title="Cap on the major-issue penalty",
+    )
+
+
+class NoiseSensitivityOptions(CommonOptions):
+    impact_weights: NoiseImpactWeights = Field(
+        default_factory=NoiseImpactWeights,
+        title="Impact weights",
+        description="What each dimension's impact level is worth; their mean checks the judge's robustness score.",
+    )
+    discrepancy_threshold: Number = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        title="Discrepancy threshold",
+        description=(
+            "When the judge's robustness score and the mean of the impact weights differ "
+            "by more than this, the lower of the two is taken."
+        ),
+    )
+    penalties: NoisePenalties = Field(default_factory=NoisePenalties, title="Penalties")
+    noise_type: Annotated[str | None, BeforeValidator(optional_name)] = Field(
+        default=None,
+        max_length=500,
+        title="Kind of noise",
+        description="Optional: what noise was added to the input (shown to the judge).",
+    )
+
+
+class PromptAlignmentOptions(CommonOptions):
+    evaluation_mode: Literal["user", "system", "both"] = Field(
+        default="both",
+        title="Align with",
+        description=(
+            "user: the item's input; system: the item's system prompt; both: the two "
+            "(needs at least one of them)."
+        ),
+    )
+
+
+def _whole_number(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number, not a boolean")
+    return value
+
+
+class SummarizationOptions(CommonOptions):
+    max_questions: Annotated[int, BeforeValidator(_whole_number)] = Field(
+        default=10,
+        ge=1,
+        le=50,
+        title="Coverage questions",
+        description="At most this many questions about the source check the summary's coverage.",
+    )
+
+
+OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
+    "answer_similarity": AnswerSimilarityOptions,
+    "context_recall": CommonOptions,
+    "noise_sensitivity": NoiseSensitivityOptions,
+    "prompt_alignment": PromptAlignmentOptions,
+    "summarization": SummarizationOptions,
+}
+
+
 # =========================================================================== registry
 
 _TRUE_FALSE = [True, False]
@@ -985,15 +1119,21 @@ REGISTRY_ENTRIES: list[dict[str, Any]] = [
 # =========================================================================== registration
 
 
-def _register() -> None:
-    """Add these kinds to the shared prompt tables (steps, the reason step's wording)."""
-    prompts.STEPS.update(STEPS)
-    prompts.ROLE.update(ROLE)
-    prompts.MEANING.update(MEANING)
-    prompts.REASON_ITEMS.update(REASON_ITEMS)
-    prompts.FIRST_STEP_BUILDERS.update(
-        {kind: functools.partial(first_step_messages, kind) for kind in RAG_KINDS}
+def _rag_kind(entry: dict[str, Any]) -> KindDef:
+    name = entry["name"]
+    return KindDef(
+        name=name,
+        entry={k: v for k, v in entry.items() if k != "name"},
+        options=OPTIONS_MODELS[name],
+        analysis=ANALYSIS_MODELS[name],
+        score=SCORE_FUNCTIONS[name],
+        steps=STEPS[name],
+        role=ROLE[name],
+        meaning=MEANING[name],
+        reason_items=REASON_ITEMS[name],
+        first_messages=functools.partial(first_step_messages, name),
     )
 
 
-_register()
+# In RAG_KINDS order, as the registry lists them.
+KINDS: tuple[KindDef, ...] = tuple(_rag_kind(entry) for entry in REGISTRY_ENTRIES)

@@ -36,17 +36,17 @@ import math
 from typing import Any
 
 import scoring
-from evalsite.datasets.imports.base import (
+from evalsite.datasets.parsing.limits import Limits, Problem, RawRow
+from evalsite.datasets.parsing.text import as_text
+from evalsite.datasets.readers.base import (
     Grade,
     ImportedRow,
     ImportSummary,
     Split,
-    as_text,
     decode_cell,
     split_input,
     split_output,
 )
-from evalsite.datasets.parsing import Limits, Problem, RawRow
 
 # An example's own fields, kept under metadata.langsmith.
 FIELDS = (

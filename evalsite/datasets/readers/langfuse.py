@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalsite.datasets.imports.base import (
+from evalsite.datasets.parsing.limits import Limits, Problem, RawRow
+from evalsite.datasets.readers.base import (
     ImportedRow,
     ImportFailed,
     ImportSummary,
@@ -36,7 +37,6 @@ from evalsite.datasets.imports.base import (
     split_input,
     split_output,
 )
-from evalsite.datasets.parsing import Limits, Problem, RawRow
 
 # The item's own fields, kept under metadata.langfuse.
 FIELDS = (

@@ -1,4 +1,8 @@
-"""Judge steps of the agent kinds judged by an LLM (see ``scoring.kinds_agent``).
+"""The agent kinds judged by an LLM: rubric (Mastra ``createRubricScorer``),
+multi_turn_judge (``createMultiTurnJudgeScorer``), tool_call_accuracy_llm
+(``createToolCallAccuracyScorerLLM``) and trajectory_accuracy_llm
+(``createTrajectoryAccuracyScorerLLM``), @mastra/evals 1.10.2: their judge steps and
+prompts, analysis models, options, formulas (scoring/SCORERS.md) and registry entries.
 
 Each kind has one step; its reply is checked against the item (one verdict per criterion,
 by number) and assembled into the analysis. The item's data travels in the same kind of
@@ -15,16 +19,26 @@ The item's agent data uses the keys of ``scoring.toolcalls``: ``conversation`` (
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from scoring.client import Plan
 from scoring.errors import CaseError, JudgeError
-from scoring.prompts import STEPS, Flag, Messages, Reply, Step, _system, neutralise
+from scoring.kinds.base import (
+    AnalysisModel,
+    CommonOptions,
+    KindDef,
+    OptionsModel,
+    ScoreFunction,
+    round_half_up,
+)
+from scoring.kinds.toolcalls import ToolName, name_list
+from scoring.prompts import Flag, Messages, Reply, Step, _system, neutralise
 from scoring.toolcalls import _steps, expected_field, tool_names
 
 __all__ = [
@@ -117,10 +131,6 @@ AGENT_STEPS: dict[str, tuple[Step, ...]] = {
         Step("trajectory_accuracy_llm", "trajectory_steps", TrajectoryStepsReply),
     ),
 }
-
-# Registered beside the other kinds' steps, so that STEPS lists every LLM kind (scoring
-# imports this module through scoring.judge).
-STEPS.update(AGENT_STEPS)
 
 # --------------------------------------------------------------------------- prompt text
 
@@ -436,7 +446,7 @@ def _rubric(
 def agent_analyse(
     run: _Runner, case: Mapping[str, Any], options: Mapping[str, Any]
 ) -> Plan[dict[str, Any]]:
-    """Run the kind's step and assemble its analysis (scoring.kinds_agent shapes)."""
+    """Run the kind's step and assemble its analysis (the analysis models below)."""
     kind = run.kind
     step = AGENT_STEPS[kind][0].name
     reply = yield from run.step(step, agent_first_messages(kind, case, options))
@@ -458,3 +468,354 @@ def agent_analyse(
             "reason": reply.overall_assessment,
         }
     raise KeyError(kind)
+
+
+# =========================================================================== analyses
+
+
+# --- rubric -----------------------------------------------------------------
+class CriterionVerdict(AnalysisModel):
+    criterion: str = ""
+    required: bool = True
+    satisfied: bool
+    reason: str = ""
+
+
+class RubricAnalysis(AnalysisModel):
+    criteria: list[CriterionVerdict]
+    reason: str = ""
+
+
+# --- multi_turn_judge -------------------------------------------------------
+class MultiTurnAnalysis(AnalysisModel):
+    satisfied: bool
+    reason: str = ""
+
+
+# --- tool_call_accuracy_llm -------------------------------------------------
+class ToolEvaluation(AnalysisModel):
+    tool: str = ""
+    appropriate: bool
+    reason: str = ""
+
+
+class ToolCallLLMAnalysis(AnalysisModel):
+    evaluations: list[ToolEvaluation]
+    missing_tools: list[str] = []
+    reason: str = ""
+
+
+# --- trajectory_accuracy_llm ------------------------------------------------
+class StepEvaluation(AnalysisModel):
+    name: str = ""
+    necessary: bool
+    in_order: bool
+    reason: str = ""
+
+
+class TrajectoryLLMAnalysis(AnalysisModel):
+    steps: list[StepEvaluation]
+    missing_steps: list[str] = []
+    extra_steps: list[str] = []
+    reason: str = ""
+
+
+# =========================================================================== options
+
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+
+
+def _criteria(value: Any) -> Any:
+    """A rubric as a text (one required criterion per non-blank line, list markers such
+    as "-", "*", "1." stripped, as Mastra reads one), a list of texts (all required) or a
+    list of ``{"description", "required"}``."""
+    if isinstance(value, str):
+        lines = (_LIST_MARKER.sub("", line).strip() for line in value.split("\n"))
+        return [{"description": line, "required": True} for line in lines if line]
+    if isinstance(value, list):
+        return [
+            {"description": item, "required": True} if isinstance(item, str) else item
+            for item in value
+        ]
+    return value
+
+
+def _not_blank(value: Any) -> Any:
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+    return value
+
+
+Criterion = Annotated[
+    str, BeforeValidator(_not_blank), Field(min_length=1, max_length=2000)
+]
+
+
+class RubricCriterion(OptionsModel):
+    description: Criterion = Field(title="Criterion")
+    required: bool = Field(
+        default=True,
+        title="Required",
+        description="Optional criteria count only when the rubric has no required one.",
+        strict=True,
+    )
+
+
+DEFAULT_RUBRIC_CRITERIA: list[dict[str, Any]] = [
+    {"description": "The output answers the task it was given.", "required": True},
+    {
+        "description": "The output is correct and does not invent facts.",
+        "required": True,
+    },
+]
+
+
+class RubricOptions(CommonOptions):
+    criteria: Annotated[
+        list[RubricCriterion],
+        BeforeValidator(_criteria),
+        Field(min_length=1, max_length=50),
+    ] = Field(
+        default_factory=lambda: [
+            RubricCriterion.model_validate(c) for c in DEFAULT_RUBRIC_CRITERIA
+        ],
+        title="Criteria",
+        description=(
+            "The rubric: one criterion per line (all required), or a list of "
+            '{"description", "required"}. The score is the scale when every required '
+            "criterion is met (every criterion when none is required), else 0."
+        ),
+    )
+
+
+DEFAULT_MULTI_TURN_CRITERION = (
+    "The assistant answered every request the user made in the conversation, "
+    "correctly and helpfully."
+)
+
+
+class MultiTurnJudgeOptions(CommonOptions):
+    criterion: Criterion = Field(
+        default=DEFAULT_MULTI_TURN_CRITERION,
+        title="Criterion",
+        description=(
+            "What the whole conversation must achieve, in plain words. The score is "
+            "the scale when the judge finds it satisfied, else 0."
+        ),
+    )
+
+
+def _tool_list(value: Any) -> Any:
+    """Tools as a list of {"name", "description"}, or a text with one "name: description"
+    per line (a form field); blank: none."""
+    if isinstance(value, str):
+        tools = []
+        for line in value.split("\n"):
+            name, _, description = line.partition(":")
+            if name.strip():
+                tools.append({"name": name.strip(), "description": description.strip()})
+        return tools
+    return value
+
+
+class AvailableTool(OptionsModel):
+    name: ToolName = Field(title="Tool name")
+    description: str = Field(default="", max_length=2000, title="What it does")
+
+
+class ToolCallAccuracyLLMOptions(CommonOptions):
+    available_tools: Annotated[
+        list[AvailableTool], BeforeValidator(_tool_list), Field(max_length=200)
+    ] = Field(
+        default_factory=list,
+        title="Available tools",
+        description=(
+            "The tools the agent could call, one 'name: description' per line; the "
+            "judge reads them to decide which calls were appropriate or missing."
+        ),
+    )
+
+
+class TrajectoryAccuracyLLMOptions(CommonOptions):
+    expected_tool_order: Annotated[
+        list[ToolName] | None, BeforeValidator(name_list)
+    ] = Field(
+        default=None,
+        title="Expected tools",
+        description=(
+            "The tools the agent should call, in order (comma-separated). Leave empty "
+            "to use the item's expected trajectory (or expected tool calls), or to let "
+            "the judge assess the trajectory from the task alone."
+        ),
+    )
+
+
+# =========================================================================== formulas
+
+
+def score_rubric(analysis: dict[str, Any], options: dict[str, Any]) -> float:
+    """1 x scale when every required criterion is met (every criterion, when none is
+    required), else 0; no criteria: 1 x scale. Not rounded (Mastra does not round it)."""
+    criteria = analysis["criteria"]
+    if not criteria:
+        return float(options["scale"])
+    required = [c for c in criteria if c["required"]]
+    met = all(c["satisfied"] for c in (required or criteria))
+    return float((1 if met else 0) * options["scale"])
+
+
+def score_multi_turn_judge(analysis: dict[str, Any], options: dict[str, Any]) -> float:
+    """1 x scale when the conversation satisfies the criterion, else 0. Not rounded."""
+    return float((1 if analysis["satisfied"] else 0) * options["scale"])
+
+
+def score_tool_call_accuracy_llm(
+    analysis: dict[str, Any], options: dict[str, Any]
+) -> float:
+    """round2(appropriate calls / evaluated calls x scale); no evaluations: 0 when the
+    judge names missing tools, else 1 (x scale)."""
+    evaluations = analysis["evaluations"]
+    if not evaluations:
+        return round_half_up((0 if analysis["missing_tools"] else 1) * options["scale"])
+    appropriate = sum(1 for e in evaluations if e["appropriate"])
+    return round_half_up(appropriate / len(evaluations) * options["scale"])
+
+
+def trajectory_llm_ratio(analysis: dict[str, Any]) -> float:
+    """Mastra's unrounded, unscaled trajectory score (see SCORERS.md)."""
+    steps = analysis["steps"]
+    missing = len(analysis["missing_steps"])
+    if not steps:
+        if missing:
+            return 0.0
+        return 0.5 if analysis["extra_steps"] else 1.0
+    total = len(steps)
+    necessary = sum(1 for s in steps if s["necessary"])
+    ordered = sum(1 for s in steps if s["in_order"])
+    penalty = missing / (total + missing) if missing else 0.0
+    score = necessary / total * 0.6 + ordered / total * 0.3 - penalty * 0.1
+    return max(0.0, min(1.0, score))
+
+
+def score_trajectory_accuracy_llm(
+    analysis: dict[str, Any], options: dict[str, Any]
+) -> float:
+    """round2((0.6 x necessary share + 0.3 x in-order share - 0.1 x missing share),
+    clamped to [0, 1], x scale); a perfect trajectory scores 0.9 (Mastra's weights)."""
+    return round_half_up(trajectory_llm_ratio(analysis) * options["scale"])
+
+
+# =========================================================================== kinds
+
+
+def _agent_kind(
+    name: str,
+    options: type[CommonOptions],
+    analysis: type[AnalysisModel],
+    score: ScoreFunction,
+    entry: dict[str, Any],
+) -> KindDef:
+    return KindDef(
+        name=name,
+        entry=entry,
+        options=options,
+        analysis=analysis,
+        score=score,
+        steps=AGENT_STEPS[name],
+        role=ROLE[name],
+        first_messages=functools.partial(agent_first_messages, name),
+    )
+
+
+RUBRIC = _agent_kind(
+    "rubric",
+    RubricOptions,
+    RubricAnalysis,
+    score_rubric,
+    {
+        "label": "Rubric checklist",
+        "description": (
+            "The judge checks the output against each criterion of your rubric; the "
+            "score is the full scale when every required criterion is met (every "
+            "criterion when none is required), else 0."
+        ),
+        "needs_judge": True,
+        "required_fields": ("output",),
+        "direction": "higher",
+        "steps": ("criteria",),
+        "overridable": {"criteria.*.satisfied": [True, False]},
+        "value_labels": {"criteria.*.satisfied": {"true": "met", "false": "not met"}},
+    },
+)
+MULTI_TURN_JUDGE = _agent_kind(
+    "multi_turn_judge",
+    MultiTurnJudgeOptions,
+    MultiTurnAnalysis,
+    score_multi_turn_judge,
+    {
+        "label": "Multi-turn judge",
+        "description": (
+            "The judge reads the whole conversation and decides whether it satisfies "
+            "one criterion you write: the full scale if it does, else 0."
+        ),
+        "needs_judge": True,
+        "required_fields": ("output",),
+        "direction": "higher",
+        "steps": ("conversation_verdict",),
+        "overridable": {"satisfied": [True, False]},
+        "value_labels": {"satisfied": {"true": "satisfied", "false": "not satisfied"}},
+    },
+)
+TOOL_CALL_ACCURACY_LLM = _agent_kind(
+    "tool_call_accuracy_llm",
+    ToolCallAccuracyLLMOptions,
+    ToolCallLLMAnalysis,
+    score_tool_call_accuracy_llm,
+    {
+        "label": "Tool call accuracy (judge)",
+        "description": (
+            "The judge decides whether each tool call the agent made was appropriate "
+            "for the request; the score is the share of appropriate calls (with no "
+            "call: 1, or 0 when a tool was needed)."
+        ),
+        "needs_judge": True,
+        "required_fields": ("input", "tool_calls"),
+        "direction": "higher",
+        "steps": ("tool_evaluations",),
+        "overridable": {"evaluations.*.appropriate": [True, False]},
+        "value_labels": {
+            "evaluations.*.appropriate": {
+                "true": "appropriate",
+                "false": "inappropriate",
+            }
+        },
+    },
+)
+TRAJECTORY_ACCURACY_LLM = _agent_kind(
+    "trajectory_accuracy_llm",
+    TrajectoryAccuracyLLMOptions,
+    TrajectoryLLMAnalysis,
+    score_trajectory_accuracy_llm,
+    {
+        "label": "Trajectory accuracy (judge)",
+        "description": (
+            "The judge assesses the agent's sequence of tool calls, against the "
+            "expected trajectory when there is one: 0.6 x share of necessary steps + "
+            "0.3 x share in a logical order - 0.1 x share missing (at most 0.9)."
+        ),
+        "needs_judge": True,
+        "required_fields": ("tool_calls",),
+        "direction": "higher",
+        "steps": ("trajectory_steps",),
+        "overridable": {
+            "steps.*.necessary": [True, False],
+            "steps.*.in_order": [True, False],
+        },
+        "value_labels": {
+            "steps.*.necessary": {"true": "necessary", "false": "unnecessary"},
+            "steps.*.in_order": {"true": "in order", "false": "out of order"},
+        },
+    },
+)
