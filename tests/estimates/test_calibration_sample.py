@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.accounts.models import AuditEvent
 from evalsite.core.exceptions import ApplicationError
-from evalsite.review.models import AuditEvent, ReviewQueue
+from evalsite.review.models import ReviewQueue
 from evalsite.review.services.calibration import (
     SampleDesign,
     calibration_sample_create,
@@ -42,7 +43,7 @@ def test_calibration_sample_records_design_seed_and_probabilities(run, owner):
     assert len(entries) == queue.size > 0
     assert all(0 < e.inclusion_probability <= 1 for e in entries)
     assert queue.blind
-    assert AuditEvent.objects.filter(action="queue.create", run=run).exists()
+    assert AuditEvent.objects.filter(action="queue.create", run_id=run.pk).exists()
 
 
 def test_calibration_sample_is_reproducible_from_its_seed(run, owner):

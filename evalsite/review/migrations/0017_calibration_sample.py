@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("review", "0014_queue_filters_run_scorer")]
+    dependencies = [("review", "0015_auditevent_to_accounts")]
 
     operations = [
         migrations.AddField(

@@ -27,11 +27,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.template.defaultfilters import pluralize
 
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Result, Run, RunScorer
 from evalsite.lib.text import text_check_storable
 from evalsite.review.models import QueueEntry, ReviewQueue
-from evalsite.review.services.audit import audit_record
 from evalsite.review.services.queues import (
     QUEUE_MAX,
     _assign_round_robin,
@@ -228,7 +228,7 @@ def calibration_sample_create(
         QueueEntry(queue=queue, result_id=rid, position=pos, inclusion_probability=p)
         for pos, (rid, p) in enumerate(drawn, 1)
     )
-    audit_record(
+    audit_event(
         project=run.project,
         actor=user,
         action="queue.create",
