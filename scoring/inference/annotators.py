@@ -13,7 +13,13 @@ The p-values of all reviewers are corrected together by Benjamini–Yekutieli at
 α; the winning rate ω is the share of reviewers whose null is rejected, and the judge
 may replace a reviewer when ω ≥ 0.5.
 
-The t-test uses scoring.stats's Student t (plain Python), so no scipy.
+This is the procedure of the authors' reference implementation (the alt_test
+function of their AltTest repository): ties count for both sides, results need two
+human answers, and reviewers with fewer than 30 results are skipped (the authors'
+minimum for the t-test's normality). Unlike it, this refuses when fewer than two
+reviewers remain instead of dividing by zero, and a reviewer with no spread in d gets
+p = 0 or 1 from the sign of mean(d) − ε. The t-test uses scoring.stats's Student t
+(plain Python), so no scipy.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ any design with π_i > 0 for every result gives an unbiased estimate.
 - stratified: a share of the budget per stratum (judge pass/fail, a score bin), equal
   or proportional to the stratum's size;
 - active: π_i ∝ the judge's uncertainty about result i (a split verdict, a score near
-  the threshold), as in active inference (Zrnic & Candès 2024) and confidence-driven
+  the threshold, repeated scores that disagree), as in active inference (Zrnic & Candès 2024) and confidence-driven
   inference (Gligorić et al. 2025), mixed with a uniform floor so no result is left
   out and the weights stay bounded.
 
@@ -89,7 +89,7 @@ def active_design(
     """π_i ∝ (1 − floor) · u_i / mean(u) + floor, scaled so Σ π = budget, capped at 1.
 
     uncertainty holds u_i ≥ 0 per result (see `split_uncertainty`,
-    `threshold_uncertainty`; combine several with np.maximum). floor in (0, 1] keeps
+    `threshold_uncertainty`, `spread_uncertainty`; combine several with np.maximum). floor in (0, 1] keeps
     every result at least floor × the uniform probability, which bounds the 1/π
     weights and so the variance when the judge is confidently wrong; floor = 1 is the
     uniform design. With no uncertainty anywhere the design is uniform.
@@ -123,6 +123,20 @@ def threshold_uncertainty(
         raise ValueError("spread must be positive")
     s = np.asarray(scores, dtype=np.float64)
     result: Floats = np.clip(1.0 - np.abs(s - threshold) / spread, 0.0, 1.0)
+    return result
+
+
+def spread_uncertainty(samples: npt.ArrayLike, low: float, high: float) -> Floats:
+    """Disagreement between repeated judge scores of a result (one row per result,
+    one column per sample) on a [low, high] scale: their standard deviation over the
+    largest one possible, (high − low) / 2, so 0 when the samples agree and 1 when
+    they split between the two ends."""
+    if high <= low:
+        raise ValueError("high must be above low")
+    s = np.asarray(samples, dtype=np.float64)
+    if s.ndim != 2:
+        raise ValueError("samples must have one row per result")
+    result: Floats = np.clip(s.std(axis=1) / ((high - low) / 2.0), 0.0, 1.0)
     return result
 
 

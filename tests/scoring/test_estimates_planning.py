@@ -13,6 +13,7 @@ from scoring.inference import (
     minimum_detectable_difference,
     ppi_mean,
     split_uncertainty,
+    spread_uncertainty,
     stratified_design,
     threshold_uncertainty,
     uniform_design,
@@ -163,6 +164,11 @@ def test_uncertainty_helpers():
     assert np.allclose(
         threshold_uncertainty([3.0, 3.5, 5.0], 3.0, 1.0), [1.0, 0.5, 0.0]
     )
+    # Samples on 1..5: unanimous; split between the ends; one of four off by 2 (sd √3/2).
+    spread = spread_uncertainty([[4, 4, 4, 4], [1, 5, 1, 5], [3, 3, 3, 5]], 1, 5)
+    assert np.allclose(spread, [0.0, 1.0, np.sqrt(3) / 2 / 2])
+    with pytest.raises(ValueError, match="one row per result"):
+        spread_uncertainty([1, 2, 3], 1, 5)
 
 
 def test_draw_sample_draws_the_expected_number_of_labels():
