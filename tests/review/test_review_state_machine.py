@@ -6,7 +6,8 @@ on the real database, with commits (so on-commit work and caches behave as in
 production). Rules: judge results arriving (pass, fail, error), verdict flips, score and
 pass/fail overrides, undo, comments, queue answers by three reviewers (blind or not,
 overlap 1-3, majority or unanimous-or-adjudicate), adjudication, undo on a queue card,
-bulk accept, a saved what-if rescore, and a second run on a new dataset version.
+bulk accept, a saved what-if rescore, a second run on a new dataset version, and
+calibration samples (uniform, stratified, active) answered like any queue.
 
 After every step the invariants read what a user sees (the REST API's aggregates,
 queue, agreement and compare figures, the CSV export) and compare it with a recount
@@ -66,6 +67,10 @@ from evalsite.review.services import (
     run_rescore,
 )
 from evalsite.review.services.bulk import results_accept
+from evalsite.review.services.calibration import (
+    SampleDesign,
+    calibration_sample_create,
+)
 from evalsite.review.services.reviews import review_adjudicate, review_answer
 from scoring import (
     JudgeResult,
@@ -76,6 +81,7 @@ from scoring import (
     validate_options,
 )
 from tests.conftest import bearer
+from tests.estimates.recount import recount as estimates_recount
 from tests.factories import (
     DatasetFactory,
     MembershipFactory,
@@ -285,6 +291,28 @@ class ReviewMachine(RuleBasedStateMachine):
             )
         )
 
+    @precondition(
+        lambda self: (
+            len(self.queues) < 4
+            and Result.objects.filter(run=self.run_a, status=Result.Status.OK).exists()
+        )
+    )
+    @rule(
+        design=st.sampled_from(["uniform", "stratified", "active"]),
+        budget=st.integers(1, N_ITEMS),
+        seed=st.integers(0, 3),
+    )
+    def draw_calibration_sample(self, design: str, budget: int, seed: int) -> None:
+        with contextlib.suppress(ApplicationError):  # a draw that picked nothing
+            self.queues.append(
+                calibration_sample_create(
+                    run=self.run_a,
+                    run_scorer=self.run_a.run_scorers.get(),
+                    user=self.owner,
+                    spec=SampleDesign(design=design, budget=budget, seed=seed),
+                )
+            )
+
     def _entry(self, data: st.DataObject, queue: ReviewQueue) -> QueueEntry:
         entries = list(QueueEntry.objects.filter(queue=queue).order_by("position"))
         return data.draw(st.sampled_from(entries), label="entry")
@@ -490,6 +518,23 @@ class ReviewMachine(RuleBasedStateMachine):
             if ok:
                 assert got["histogram"]["judge"] == judge_hist
                 assert got["histogram"]["final"] == final_hist
+
+    @invariant()
+    def corrected_figures_equal_a_recount(self) -> None:
+        for run in self._runs():
+            got = {
+                e["run_scorer_id"]: e
+                for e in self._get(f"/api/runs/{run.pk}/estimates")
+            }
+            for rs in run.run_scorers.all():
+                for metric in ("pass_rate", "mean"):
+                    figure = got[rs.pk][metric]
+                    want = estimates_recount(rs, metric)
+                    if want is None:
+                        assert figure is None or figure["estimate"] is None
+                        continue
+                    assert close(figure["estimate"], want[0]), (metric, figure, want)
+                    assert close(figure["half_width"], want[1]), (metric, figure, want)
 
     @invariant()
     def queue_progress_equals_a_recount(self) -> None:
