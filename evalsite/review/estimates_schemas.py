@@ -50,7 +50,7 @@ class CalibrationSampleIn(Schema):
     run_scorer_id: int
     design: Literal["uniform", "stratified", "active"] = "active"
     budget: int = Field(default=50, ge=1, le=5000)
-    floor: float = Field(default=0.05, gt=0, le=1)
+    floor: float = Field(default=0.5, gt=0, le=1)
     strata: Literal["verdict", "score_bin"] = "verdict"
     seed: int = Field(default=0, ge=0)
     name: str = Field(default="", max_length=200)

@@ -45,7 +45,15 @@ from scoring.inference.designs import (
 
 DESIGNS = ("uniform", "stratified", "active")
 STRATA = ("verdict", "score_bin")
-DEFAULT_FLOOR = 0.05
+# The active design's floor (each result keeps at least this share of the uniform
+# chance). Low floors pay off only when the judge's uncertainty predicts its errors; a
+# judge that is confidently wrong puts labels with weights 1/π in the estimate. In a
+# simulation of both cases (2,000 results, 500 labels, 300 draws): a judge wrong on
+# its threshold results gave intervals 34 % narrower than uniform at floor 0.05, 25 %
+# at 0.5; a judge also wrong on 1 in 5 of its sure passes gave, at 0.05, intervals
+# 2.5 × uniform's that covered the truth 88 % of the time, at 0.5 within 5 % of
+# uniform's, covering 96 %. Hence half uniform, half by uncertainty by default.
+DEFAULT_FLOOR = 0.5
 SCORE_BINS = 5
 
 
