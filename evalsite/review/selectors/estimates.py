@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 from django.core.cache import cache
-from django.db.models import Count, Q
+from django.db.models import Count
 
 from evalsite.evals.models import Result, Run, RunScorer
 from evalsite.review.models import QueueEntry, ReviewQueue
@@ -212,6 +212,31 @@ def _labels(queue: ReviewQueue) -> list[_Label]:
     ]
 
 
+def _sample_labels(samples: Sequence[ReviewQueue]) -> dict[int, list[_Label]]:
+    """Every sample's labels in one query (see `_labels`), by queue id."""
+    out: dict[int, list[_Label]] = {q.pk: [] for q in samples}
+    if not samples:
+        return out
+    rows = QueueEntry.objects.filter(
+        queue_id__in=list(out),
+        result__reviewed=True,
+        result__status=Result.Status.OK,
+        inclusion_probability__isnull=False,
+    ).values_list(
+        "queue_id",
+        "inclusion_probability",
+        "result__judge_score",
+        "result__judge_passed",
+        "result__final_score",
+        "result__final_passed",
+    )
+    for queue_id, pi, score, passed, human_score, human_passed in rows:
+        out[queue_id].append(
+            _Label(float(pi or 0.0), score, passed, human_score, human_passed)
+        )
+    return out
+
+
 def _pick_sample(
     samples: Sequence[ReviewQueue], answered: dict[int, int]
 ) -> ReviewQueue | None:
@@ -389,12 +414,15 @@ def scorer_estimates(
     """The corrected pass rate and mean of one run scorer (see the module doc).
 
     `reviewed`, `final_pass_rate`, `final_mean`: the aggregates' figures when the
-    caller has them (the run page does), else counted here.
+    caller has them (the run page does); without them the reviewed results are
+    counted and the human-adjusted figures left out. Three queries: the samples,
+    the labels of all of them at once, and (uncached) the judge's values.
     """
     options = run_scorer.options or {}
     scale = float(options.get("scale") or 1.0)
     samples = calibration_samples(run_scorer_id=run_scorer.pk)
-    answered = _answered_counts(samples)
+    by_sample = _sample_labels(samples)
+    answered = {pk: len(labels) for pk, labels in by_sample.items()}
     infos = [
         SampleInfo(
             queue_id=q.pk,
@@ -407,21 +435,15 @@ def scorer_estimates(
     ]
     sample = _pick_sample(samples, answered)
     if reviewed is None:
-        counts = Result.objects.filter(
-            run_scorer_id=run_scorer.pk, status=Result.Status.OK
-        ).aggregate(
-            reviewed=Count("pk", filter=Q(reviewed=True)),
-            n_pass=Count("final_passed"),
-            passed=Count("pk", filter=Q(final_passed=True)),
-        )
-        reviewed = counts["reviewed"]
-        if counts["n_pass"]:
-            final_pass_rate = counts["passed"] / counts["n_pass"]
+        # The partial index review_result_touched_idx holds just these rows.
+        reviewed = Result.objects.filter(
+            run_scorer_id=run_scorer.pk, status=Result.Status.OK, reviewed=True
+        ).count()
     population = _population(run_scorer)
     used: list[_Label] = []
     info = None
     if sample is not None:
-        used = _labels(sample)
+        used = by_sample[sample.pk]
         info = next(i for i in infos if i.queue_id == sample.pk)
     pass_labels, mean_labels = _labels_of(used, len(used), sample.size if sample else 0)
     labels_used = len(used)
