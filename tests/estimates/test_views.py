@@ -188,3 +188,15 @@ def test_api_calibration_sample_create(client, run, owner, viewer):
         url, {**payload, "budget": 0}, content_type="application/json", **bearer(owner)
     )
     assert bad.status_code == 422
+
+
+def test_calibration_queue_page_says_how_it_was_drawn(client, project, owner, answered):
+    login(client, owner)
+    html = client.get(reverse("review:queue", args=[project.pk, answered.pk])).content
+    assert b'id="calibration-note"' in html and b"active design, seed 2" in html
+
+
+def test_explorer_points_to_the_calibration_sample(client, project, run, owner):
+    login(client, owner)
+    html = client.get(_url("explorer", project, run)).content
+    assert _url("calibration_create", project, run).encode() in html
