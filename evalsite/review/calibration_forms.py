@@ -68,3 +68,9 @@ class AlternativeTestForm(forms.Form):
     epsilon = forms.FloatField(
         min_value=0, max_value=1, initial=0.1, required=False, label="Margin ε"
     )
+
+
+class DetectForm(forms.Form):
+    """The compare page's difference to plan labels for, in pass-rate points."""
+
+    detect = forms.FloatField(min_value=0.1, max_value=100, required=False)

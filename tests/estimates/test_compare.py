@@ -101,3 +101,44 @@ def test_compare_page_shows_the_corrected_difference(client, project, runs, owne
     html = client.get(f"{url}?a={a.pk}&b={b.pk}").content.decode()
     assert 'id="compare-corrected"' in html
     assert "corrected by the calibration samples" in html and "± " in html
+
+
+def test_corrected_difference_plans_the_labels_to_detect_a_difference(runs, owner):
+    a, b = runs
+    _sample_and_answer(a, owner, 30)
+    _sample_and_answer(b, owner, 30)
+    rs_a, rs_b = a.run_scorers.get(), b.run_scorers.get()
+    plans = [
+        corrected_difference(
+            run_scorer_a=rs_a,
+            run_scorer_b=rs_b,
+            same_dataset=True,
+            match_id=None,
+            detect=detect,
+        )
+        for detect in (0.02, 0.10)
+    ]
+    assert plans[0].labels_to_detect > plans[1].labels_to_detect
+    # Detecting exactly today's detectable difference needs about today's labels.
+    today = plans[1]
+    at_today = corrected_difference(
+        run_scorer_a=rs_a,
+        run_scorer_b=rs_b,
+        same_dataset=True,
+        match_id=None,
+        detect=today.detectable,
+    )
+    mean_labels = (today.labels_a + today.labels_b) / 2
+    assert abs(at_today.labels_to_detect - mean_labels) <= 1
+
+
+def test_compare_page_takes_the_difference_to_detect(client, project, runs, owner):
+    a, b = runs
+    _sample_and_answer(a, owner, 30)
+    _sample_and_answer(b, owner, 30)
+    login(client, owner)
+    url = reverse("review:compare", args=[project.pk])
+    html = client.get(f"{url}?a={a.pk}&b={b.pk}&detect=2").content.decode()
+    assert "To find 2 points, about" in html
+    default = client.get(f"{url}?a={a.pk}&b={b.pk}&detect=oops").content.decode()
+    assert "To find 5 points, about" in default

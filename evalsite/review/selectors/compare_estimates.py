@@ -33,6 +33,7 @@ from evalsite.review.selectors.estimates import (
 from scoring.inference import NotEnoughData, ppi_mean_ipw, z_quantile
 
 POWER = 0.8
+DEFAULT_DETECT = 0.05
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class CorrectedDifference:
     labels_a: int = 0
     labels_b: int = 0
     message: str = ""
+    detect: float = DEFAULT_DETECT  # the difference to plan for
+    labels_to_detect: int | None = None  # labels per run to find it 80 % of the time
 
     @property
     def sentence(self) -> str:
@@ -72,6 +75,12 @@ class CorrectedDifference:
                 f" These labels find a true difference of "
                 f"{self.detectable * 100:.1f} points 80 % of the time."
                 if self.detectable is not None
+                else ""
+            )
+            + (
+                f" To find {self.detect * 100:g} points, about "
+                f"{self.labels_to_detect} labels per run."
+                if self.labels_to_detect is not None
                 else ""
             )
         )
@@ -142,10 +151,16 @@ def corrected_difference(
     run_scorer_b: RunScorer,
     same_dataset: bool,
     match_id: int | None,
+    detect: float = DEFAULT_DETECT,
 ) -> CorrectedDifference:
     """The pass-rate difference B − A on matched items with a 95 % interval, or why
     there is none yet (a run without an answered calibration sample, too few labels
-    on the matched items)."""
+    on the matched items).
+
+    The labels to detect `detect` assume the standard error falls as 1/√labels with
+    the same designs (the weighted label terms dominate it): n × (SE / SE_needed)²
+    with SE_needed = detect / (z_{1−α/2} + z_power), n the mean labels per run.
+    """
     judge_a, judge_b = _judge(run_scorer_a), _judge(run_scorer_b)
     if same_dataset:
         pairs = [(i, i) for i in judge_a if i in judge_b]
@@ -193,13 +208,18 @@ def corrected_difference(
     estimate = float(diff.mean())
     std_error = float(diff.std()) / math.sqrt(diff.shape[0])
     half = z_quantile(ALPHA) * std_error
+    factor = z_quantile(ALPHA) + NormalDist().inv_cdf(POWER)
+    n_a, n_b = int(side_a[2].sum()), int(side_b[2].sum())
+    needed = (n_a + n_b) / 2 * (std_error * factor / detect) ** 2
     return replace(
         base,
+        detect=detect,
+        labels_to_detect=math.ceil(needed) if detect > 0 else None,
         estimate=estimate,
         ci_low=estimate - half,
         ci_high=estimate + half,
         half_width=half,
-        detectable=(z_quantile(ALPHA) + NormalDist().inv_cdf(POWER)) * std_error,
-        labels_a=int(side_a[2].sum()),
-        labels_b=int(side_b[2].sum()),
+        detectable=factor * std_error,
+        labels_a=n_a,
+        labels_b=n_b,
     )

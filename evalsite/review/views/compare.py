@@ -15,6 +15,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.review import selectors
+from evalsite.review.calibration_forms import DetectForm
 from evalsite.review.forms import CompareForm
 from evalsite.review.selectors.blind import compare_rows_mask, results_mask
 from evalsite.review.selectors.compare import (
@@ -26,7 +27,10 @@ from evalsite.review.selectors.compare import (
     ScorerDelta,
     Unmatched,
 )
-from evalsite.review.selectors.compare_estimates import corrected_difference
+from evalsite.review.selectors.compare_estimates import (
+    DEFAULT_DETECT,
+    corrected_difference,
+)
 from evalsite.review.selectors.diff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.selectors.matching import MatchSpec, normalise_input
 
@@ -64,6 +68,13 @@ def _swap_query(
         if isinstance(unmatched, str) and unmatched in _SWAPPED_UNMATCHED:
             swapped["unmatched"] = _SWAPPED_UNMATCHED[unmatched]
     return str(swapped.urlencode())
+
+
+def _detect(request: AuthenticatedHttpRequest) -> float:
+    """The difference (share) to plan labels for: ?detect= in points, else 5."""
+    form = DetectForm(request.GET)
+    points = form.cleaned_data.get("detect") if form.is_valid() else None
+    return (points or DEFAULT_DETECT * 100) / 100
 
 
 def _compare_context(
@@ -120,6 +131,7 @@ def _compare_context(
             run_scorer_b=delta.b,
             same_dataset=candidate.match.same_dataset,
             match_id=candidate.match.match_id,
+            detect=_detect(request),
         )
         if delta is not None
         else None,
