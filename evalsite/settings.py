@@ -343,7 +343,7 @@ CELERY_BEAT_SCHEDULE = {
     # Every 10 minutes: delete dataset uploads abandoned between the preview and
     # mapping steps for over an hour.
     "dataset-uploads-cleanup": {
-        "task": "evalsite.datasets.tasks.dataset_uploads_cleanup",
+        "task": "datasets.uploads_cleanup",
         "schedule": 600.0,
         "options": {"expires": 600},
     },

@@ -43,21 +43,13 @@ from scoring.errors import AnalysisError, CaseError, JudgeError, JudgeURLError
 from scoring.formulas import compute_score, passes
 from scoring.kinds.agent import (
     AGENT_STEPS,
-    agent_analyse,
     agent_first_messages,
     validate_agent_case,
 )
-from scoring.kinds.answer_relevancy import StatementsReply
-from scoring.kinds.bias import OpinionsReply
-from scoring.kinds.context_precision import ContextPrecisionReply
-from scoring.kinds.context_relevance import ContextRelevanceReply
-from scoring.kinds.custom_rubric import RubricReply
-from scoring.kinds.factuality import FactualityReply
-from scoring.kinds.rag import RAG_KINDS, check_case, rag_analyse
+from scoring.kinds.rag import RAG_KINDS, check_case
 from scoring.options import validate_options
 from scoring.prompts import (
     STEPS,
-    ClaimsReply,
     Messages,
     Reply,
     first_step_messages,
@@ -66,7 +58,7 @@ from scoring.prompts import (
     sentences_for_estimate,
     verdict_messages,
 )
-from scoring.registry import KINDS
+from scoring.registry import ANALYSERS, KINDS
 
 __all__ = [
     "JudgeResult",
@@ -285,62 +277,8 @@ class _Run:
 def _analyse(
     run: _Run, case: Mapping[str, Any], options: Mapping[str, Any]
 ) -> Plan[dict[str, Any]]:
-    kind = run.kind
-    context = list(case.get("context") or [])
-    if kind in AGENT_STEPS:  # scoring.kinds.agent: one step each
-        return (yield from agent_analyse(run, case, options))
-    if kind in RAG_KINDS:  # scoring.kinds.rag
-        return (yield from rag_analyse(run, case, options))
-    first = STEPS[kind][0].name
-    if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
-        reply = yield from run.step(first, first_step_messages(kind, case, options))
-        assert isinstance(reply, ClaimsReply | StatementsReply | OpinionsReply)
-        items = [s for s in reply.model_dump()[first] if s.strip()]
-        verdicts: list[dict[str, Any]] = []
-        if items:  # nothing extracted: no verdict call, no verdicts
-            verdict_reply = yield from run.step(
-                "verdicts", verdict_messages(kind, case, items)
-            )
-            verdicts = list(verdict_reply.model_dump()["verdicts"])
-        return {first: items, "verdicts": verdicts}
-    if kind == "toxicity":
-        reply = yield from run.step(first, first_step_messages(kind, case, options))
-        return {"verdicts": list(reply.model_dump()["verdicts"])}
-    if kind == "context_relevance":
-        if not context:
-            return {"evaluations": [], "missing_context": [], "context_count": 0}
-        reply = yield from run.step(first, first_step_messages(kind, case, options))
-        assert isinstance(reply, ContextRelevanceReply)
-        _check_indexes(run, [e.context_index for e in reply.evaluations], len(context))
-        return {
-            "evaluations": [e.model_dump() for e in reply.evaluations],
-            "missing_context": list(reply.missing_context),
-            "context_count": len(context),
-        }
-    if kind == "context_precision":
-        reply = yield from run.step(first, first_step_messages(kind, case, options))
-        assert isinstance(reply, ContextPrecisionReply)
-        _check_indexes(run, [v.context_index for v in reply.verdicts], len(context))
-        return {"verdicts": [v.model_dump() for v in reply.verdicts]}
-    if kind == "factuality":
-        reply = yield from run.step(first, first_step_messages(kind, case, options))
-        assert isinstance(reply, FactualityReply)
-        return {"category": reply.category, "reason": reply.reason}
-    if kind == "custom_rubric":
-        reply = yield from run.step(first, first_step_messages(kind, case, options))
-        assert isinstance(reply, RubricReply)
-        return {"score": reply.score, "reason": reply.reason}
-    raise KeyError(kind)
-
-
-def _check_indexes(run: _Run, indexes: list[int], count: int) -> None:
-    bad = [i for i in indexes if i >= count]
-    if bad:
-        record = run.steps[-1]
-        record.error = (
-            f"context_index {bad[0]} is out of range (the item has {count} chunks)"
-        )
-        raise JudgeError(f"{run.kind}: {record.error}", raw=record.raw, steps=run.steps)
+    """The kind's steps before the reason (in its module under scoring.kinds)."""
+    return (yield from ANALYSERS[run.kind](run, case, options))
 
 
 def _local_reason(kind: str, analysis: Mapping[str, Any], score: float) -> str | None:

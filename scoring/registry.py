@@ -34,6 +34,7 @@ from scoring.kinds import (
     trajectory,
 )
 from scoring.kinds.base import (
+    Analyse,
     CommonOptions,
     KindDef,
     ScoreFunction,
@@ -41,6 +42,7 @@ from scoring.kinds.base import (
 )
 
 __all__ = [
+    "ANALYSERS",
     "ANALYSIS_MODELS",
     "KINDS",
     "KIND_DEFS",
@@ -108,6 +110,10 @@ KIND_DEFS: tuple[KindDef, ...] = (
 OPTIONS_MODELS: dict[str, type[CommonOptions]] = {k.name: k.options for k in KIND_DEFS}
 ANALYSIS_MODELS: dict[str, type[BaseModel]] = {k.name: k.analysis for k in KIND_DEFS}
 SCORE_FUNCTIONS: dict[str, ScoreFunction] = {k.name: k.score for k in KIND_DEFS}
+# The judged kinds' steps before the reason (scoring.judge runs them).
+ANALYSERS: dict[str, Analyse] = {
+    k.name: k.analyse for k in KIND_DEFS if k.analyse is not None
+}
 
 
 def _spec(kind: KindDef) -> KindSpec:

@@ -4,18 +4,19 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.urls import reverse
-from ninja import Router, Status
+from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
 from evalsite.accounts import services
 from evalsite.accounts.models import (
-    AuditEvent,
     Invitation,
     InvitationStatus,
     Membership,
     Project,
 )
 from evalsite.accounts.schemas import (
+    AuditListQuery,
+    AuditPageOut,
     InvitationCreatedOut,
     InvitationIn,
     InvitationOut,
@@ -28,7 +29,8 @@ from evalsite.accounts.schemas import (
     ProjectOut,
 )
 from evalsite.accounts.selectors import (
-    MembershipEventsWithoutEmails,
+    AuditEventsReadable,
+    audit_event_list_for,
     invitation_get_for_user,
     invitation_list,
     invitation_list_for_invitee,
@@ -288,6 +290,28 @@ def invitation_decline_mine(
 @paginate(LimitOffsetPagination)
 def membership_event_list_endpoint(
     request: AuthenticatedHttpRequest, project_id: int
-) -> QuerySet[AuditEvent] | MembershipEventsWithoutEmails:
+) -> AuditEventsReadable:
     project = project_get_for_user(user=request.user, pk=project_id)
     return membership_event_list_for(project=project, membership=project.membership)
+
+
+@router.get(
+    "/projects/{project_id}/audit",
+    response={200: AuditPageOut, **_READ_ERRORS},
+    summary="The project's audit log, filtered, newest first (any member)",
+)
+def audit_event_list_endpoint(
+    request: AuthenticatedHttpRequest,
+    project_id: int,
+    query: AuditListQuery = Query(...),  # type: ignore[type-arg]  # noqa: B008 - ninja types Query as an Annotated alias
+) -> dict[str, Any]:
+    """Paginated by hand: ninja's @paginate wrapper breaks postponed annotations of a
+    Query schema."""
+    project = project_get_for_user(user=request.user, pk=project_id)
+    events = audit_event_list_for(
+        project=project, user=request.user, filters=query.filters()
+    )
+    return {
+        "count": len(events),
+        "items": events[query.offset : query.offset + query.limit],
+    }

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from evalsite.accounts.models import MAX_OVERLAP, Role
+from evalsite.accounts.selectors import AuditFilters
 from evalsite.accounts.services import (
     INVITATION_DAYS_DEFAULT,
     INVITATION_DAYS_MAX,
@@ -72,6 +73,29 @@ class AccessLogForm(forms.Form):
     """The access log's page number (a fragment's GET parameters)."""
 
     page = forms.IntegerField(required=False, min_value=1, max_value=10**6)
+
+
+class AuditLogForm(forms.Form):
+    """The audit log's filters and page (GET parameters of the page, its fragments
+    and its CSV export)."""
+
+    action = forms.CharField(required=False, max_length=40)
+    actor = forms.CharField(required=False, max_length=150)
+    object_type = forms.CharField(required=False, max_length=40)
+    since = forms.DateField(required=False)
+    until = forms.DateField(required=False)
+    page = forms.IntegerField(required=False, min_value=1, max_value=10**6)
+
+    def filters(self) -> AuditFilters:
+        """The cleaned filters (call after is_valid())."""
+        data = self.cleaned_data
+        return AuditFilters(
+            action=data.get("action") or "",
+            actor=data.get("actor") or "",
+            object_type=data.get("object_type") or "",
+            since=data.get("since"),
+            until=data.get("until"),
+        )
 
 
 def form_add_application_error(form: forms.Form, exc: ApplicationError) -> None:

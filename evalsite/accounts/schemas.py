@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from ninja import Schema
@@ -12,7 +12,9 @@ from evalsite.accounts.models import (
     InvitationStatus,
     Role,
 )
+from evalsite.accounts.selectors import AuditFilters
 from evalsite.accounts.services import INVITATION_DAYS_DEFAULT, INVITATION_DAYS_MAX
+from evalsite.core.pagination import LimitOffsetPagination
 
 
 class ProjectIn(Schema):
@@ -119,3 +121,57 @@ class MembershipEventOut(Schema):
     @staticmethod
     def resolve_subject(obj: AuditEvent) -> str | None:
         return obj.subject.get_username() if obj.subject else None
+
+
+class AuditQuery(Schema):
+    """The audit log's filters (GET /api/projects/{id}/audit and its CSV export)."""
+
+    action: str = Field("", max_length=40, description="Exactly this action.")
+    actor: str = Field("", max_length=150, description="Done by this username.")
+    object_type: str = Field(
+        "", max_length=40, description="About this kind of object (run, judge, …)."
+    )
+    since: date | None = Field(None, description="On or after this day.")
+    until: date | None = Field(None, description="On or before this day.")
+
+    def filters(self) -> AuditFilters:
+        return AuditFilters(
+            action=self.action,
+            actor=self.actor,
+            object_type=self.object_type,
+            since=self.since,
+            until=self.until,
+        )
+
+
+class AuditListQuery(AuditQuery, LimitOffsetPagination.Input):
+    """The filters and the page (limit/offset, as on every list)."""
+
+
+class AuditEventOut(Schema):
+    id: int
+    created_at: datetime
+    actor: str | None
+    action: str
+    object_type: str
+    object_id: int | None
+    object_label: str
+    run_id: int | None
+    result_id: int | None
+    subject: str | None
+    summary: str
+    before: Any
+    after: Any
+
+    @staticmethod
+    def resolve_actor(obj: AuditEvent) -> str | None:
+        return obj.actor.get_username() if obj.actor else None
+
+    @staticmethod
+    def resolve_subject(obj: AuditEvent) -> str | None:
+        return obj.subject.get_username() if obj.subject else None
+
+
+class AuditPageOut(Schema):
+    count: int
+    items: list[AuditEventOut]

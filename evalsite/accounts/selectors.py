@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
 from typing import Any, Protocol, overload
 
 from django.conf import settings
@@ -191,17 +193,121 @@ def _event_without_emails(event: AuditEvent) -> AuditEvent:
     return event
 
 
-class MembershipEventsWithoutEmails(Sequence[AuditEvent]):
-    """The access log as a non-owner reads it: invitee and new-account emails are
-    dropped from each event's details (only owners, who manage invitations and
-    accounts, see them). Lazy like the queryset it wraps: Django's Paginator and
-    ninja's pagination count it with len() and read one slice."""
+def membership_event_list_for(
+    *, project: Project, membership: Membership
+) -> AuditEventsReadable:
+    """The access log as `membership` may read it: emails for owners only."""
+    return AuditEventsReadable(
+        membership_event_list(project=project),
+        membership=membership,
+        user=membership.user,
+    )
 
-    def __init__(self, events: QuerySet[AuditEvent]) -> None:
+
+# ------------------------------------------------------------------ the audit log
+
+# Turn a page of events into what `user` may read of them (another app's rule, e.g.
+# review's blind queues hiding a verdict's details); registered once at start-up.
+AuditReader = Callable[
+    [list[AuditEvent], User | AnonymousUser, Project], list[AuditEvent]
+]
+_audit_readers: list[AuditReader] = []
+
+
+def on_audit_read(reader: AuditReader) -> None:
+    """Register `reader(events, user, project) -> events` for every read of the log:
+    the events as that user may see them (masked in memory only)."""
+    if reader not in _audit_readers:
+        _audit_readers.append(reader)
+
+
+@dataclass(frozen=True)
+class AuditFilters:
+    """The audit log's filters: an exact action, the actor's username, an object
+    type, and a date range (both ends included, in the server's time zone)."""
+
+    action: str = ""
+    actor: str = ""
+    object_type: str = ""
+    since: date | None = None
+    until: date | None = None
+
+    def is_filtered(self) -> bool:
+        return any((self.action, self.actor, self.object_type, self.since, self.until))
+
+
+def audit_event_list(
+    *, project: Project, filters: AuditFilters | None = None
+) -> QuerySet[AuditEvent]:
+    """The project's audit log, newest first, filtered."""
+    events = AuditEvent.objects.filter(project=project)
+    f = filters or AuditFilters()
+    if f.action:
+        events = events.filter(action=f.action)
+    if f.actor:
+        events = events.filter(actor__username=f.actor)
+    if f.object_type:
+        events = events.filter(object_type=f.object_type)
+    if f.since is not None:
+        events = events.filter(created_at__date__gte=f.since)
+    if f.until is not None:
+        events = events.filter(created_at__date__lte=f.until)
+    return events.select_related("actor", "subject").order_by("-created_at", "-id")
+
+
+def audit_filter_choices(*, project: Project) -> dict[str, list[str]]:
+    """What the filters can pick from: the actions, object types and actors that
+    occur in the project's log."""
+    events = AuditEvent.objects.filter(project=project).order_by()
+    return {
+        "actions": sorted(set(events.values_list("action", flat=True).distinct())),
+        "object_types": sorted(
+            set(events.values_list("object_type", flat=True).distinct()) - {""}
+        ),
+        "actors": sorted(
+            set(
+                events.filter(actor__isnull=False)
+                .values_list("actor__username", flat=True)
+                .distinct()
+            )
+        ),
+    }
+
+
+def audit_events_readable(
+    events: Iterable[AuditEvent], *, membership: Membership, user: User | AnonymousUser
+) -> list[AuditEvent]:
+    """The events as `membership` may read them: emails only for owners (as in the
+    access log), then every registered reader's rule."""
+    readable = list(events)
+    if not membership.can_manage:
+        readable = [_event_without_emails(e) for e in readable]
+    for reader in _audit_readers:
+        readable = reader(readable, user, membership.project)
+    return readable
+
+
+class AuditEventsReadable(Sequence[AuditEvent]):
+    """A filtered log as one reader may read it, lazy like the queryset it wraps:
+    Django's Paginator and ninja's pagination count it with len() and read one
+    slice, which is masked (`audit_events_readable`) alone."""
+
+    def __init__(
+        self,
+        events: QuerySet[AuditEvent],
+        *,
+        membership: Membership,
+        user: User | AnonymousUser,
+    ) -> None:
         self._events = events
+        self._membership = membership
+        self._user = user
 
     def __len__(self) -> int:
         return self._events.count()
+
+    def count(self) -> int:  # type: ignore[override]
+        return len(self)
 
     @overload
     def __getitem__(self, index: int) -> AuditEvent: ...
@@ -209,19 +315,22 @@ class MembershipEventsWithoutEmails(Sequence[AuditEvent]):
     def __getitem__(self, index: slice) -> list[AuditEvent]: ...
     def __getitem__(self, index: int | slice) -> AuditEvent | list[AuditEvent]:
         if isinstance(index, slice):
-            return [_event_without_emails(e) for e in self._events[index]]
-        return _event_without_emails(self._events[index])
+            return audit_events_readable(
+                self._events[index], membership=self._membership, user=self._user
+            )
+        return self[index : index + 1][0]
 
 
-def membership_event_list_for(
-    *, project: Project, membership: Membership
-) -> QuerySet[AuditEvent] | MembershipEventsWithoutEmails:
-    """The access log as `membership` may read it: whole for owners, without emails
-    for everyone else."""
-    events = membership_event_list(project=project)
-    if membership.can_manage:
-        return events
-    return MembershipEventsWithoutEmails(events)
+def audit_event_list_for(
+    *, project: Project, user: User | AnonymousUser, filters: AuditFilters | None = None
+) -> AuditEventsReadable:
+    """The project's filtered log as `user` (a member: see project_get_for_user) may
+    read it."""
+    return AuditEventsReadable(
+        audit_event_list(project=project, filters=filters),
+        membership=project.membership,
+        user=user,
+    )
 
 
 def require_role(

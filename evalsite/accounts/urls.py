@@ -15,6 +15,7 @@ urlpatterns = [
     path(
         "projects/<int:project_id>/settings/", views.project_settings, name="settings"
     ),
+    path("projects/<int:project_id>/audit/", views.audit_log, name="audit"),
     path("projects/<int:project_id>/members/", views.member_set, name="member_set"),
     path(
         "projects/<int:project_id>/members/new/",

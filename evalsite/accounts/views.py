@@ -20,6 +20,7 @@ from evalsite.accounts.backends import LOGIN_THROTTLED_MESSAGE, login_throttled
 from evalsite.accounts.forms import (
     AccessLogForm,
     ApiTokenForm,
+    AuditLogForm,
     InvitationForm,
     InvitationSignupForm,
     MemberCreateForm,
@@ -37,6 +38,8 @@ from evalsite.accounts.models import (
     Role,
 )
 from evalsite.accounts.selectors import (
+    audit_event_list_for,
+    audit_filter_choices,
     invitation_find,
     invitation_get_for_user,
     invitation_list_for_invitee,
@@ -125,6 +128,7 @@ def project_detail(request: AuthenticatedHttpRequest, project_id: int) -> HttpRe
 
 
 ACCESS_LOG_PAGE_SIZE = 25
+AUDIT_PAGE_SIZE = 50
 
 
 def _settings_page(
@@ -180,6 +184,34 @@ def _project_settings_form(project: Project) -> ProjectSettingsForm:
             "default_overlap": project.default_overlap,
         }
     )
+
+
+@require_GET
+@vary_on_htmx
+def audit_log(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
+    """The project's audit log, filtered and paged; htmx asks for the events only."""
+    project = project_get_for_user(user=request.user, pk=project_id)
+    form = AuditLogForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse("Invalid filters.", status=400, content_type="text/plain")
+    filters = form.filters()
+    events = audit_event_list_for(project=project, user=request.user, filters=filters)
+    page_obj = Paginator(events, AUDIT_PAGE_SIZE).get_page(
+        form.cleaned_data.get("page") or 1
+    )
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "project": project,
+        "page_obj": page_obj,
+        "filters": filters,
+        "choices": audit_filter_choices(project=project),
+        "query": query.urlencode(),
+        "audit_url": reverse("accounts:audit", args=[project.pk]),
+        "export_url": reverse("exports:audit_csv", args=[project.pk]),
+    }
+    template = partial(request, "accounts/audit/log.html", "audit-events")
+    return render(request, template, context)
 
 
 @require_http_methods(["GET", "POST"])

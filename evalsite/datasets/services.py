@@ -15,6 +15,7 @@ from django.db import DataError, transaction
 from django.db.models import Max
 
 from evalsite.accounts.models import Project
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.datasets.models import Dataset, Item
@@ -342,6 +343,26 @@ def dataset_create(
         dataset.item_count = count
         dataset.columns = columns
         dataset.save(update_fields=["item_count", "columns"])
+        who = user.get_username() if user is not None else "system"
+        upload = "uploaded" if dataset.version == 1 else "uploaded a new version of"
+        audit_event(
+            project=project,
+            actor=user,
+            action="dataset.upload" if dataset.version == 1 else "dataset.version",
+            summary=(
+                f"{who} {upload} dataset “{dataset}” "
+                f"({count} items from {source_filename or 'a file'})"
+            ),
+            object_type="dataset",
+            object_id=dataset.pk,
+            object_label=str(dataset),
+            after={
+                "version": dataset.version,
+                "items": count,
+                "file": source_filename,
+                "format": fmt,
+            },
+        )
         if dataset.version > 1:
             for listener in _version_listeners:
                 listener(dataset.pk)

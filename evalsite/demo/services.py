@@ -2,31 +2,24 @@
 pass of reviews; and a support agent's tool calls, scored by the code scorers of tool
 calls in a run of their own.
 
-`make run` loads it before any worker is up, so the run is executed here, in-process,
-against a private offline judge server on a free port (never through the broker).
+`make run` loads it before any worker is up, so the runs are judged here, in-process,
+by the evals dispatcher (as a worker would judge them), against a private offline
+judge server on a free port (never through the broker).
 """
 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
 from django.contrib.auth.models import User
-from django.db import connection
-from django.utils import timezone
 
 from evalsite.accounts.models import Membership, Project, Role
 from evalsite.datasets.services import dataset_create_from_path
+from evalsite.evals.engine.dispatch import run_dispatch_here
 from evalsite.evals.models import Result, Run, ScorerConfig
-from evalsite.evals.services import (
-    judge_create_offline,
-    result_score,
-    run_finish_if_complete,
-    run_start,
-    scorer_create,
-)
+from evalsite.evals.services import judge_create_offline, run_start, scorer_create
 from evalsite.review.models import FinalRule, QueueEntry
 from evalsite.review.schemas import ResultQuery
 from evalsite.review.services import override_create, queue_create, result_accept
@@ -55,7 +48,6 @@ DEMO_AGENT_SCORERS: list[tuple[str, str, dict[str, Any]]] = [
     ("Tool call accuracy", "tool_call_accuracy", {}),
     ("Trajectory accuracy", "trajectory_accuracy", {"ordering": "relaxed"}),
 ]
-_THREADS = 4
 
 
 class _Writer(Protocol):
@@ -82,7 +74,7 @@ def demo_load(
     2. The demo dataset, when the project has no dataset.
     3. The six demo scorers (matched by name).
     4. With `with_run` and no finished run yet: a run of all six, judged to completion
-       here by a thread pool against a private offline judge.
+       here by the dispatcher against a private offline judge.
     5. The agent dataset, its two scorers and (with `with_run`) their run.
     """
     judge = judge_create_offline(project)
@@ -126,23 +118,15 @@ def demo_load(
         name="Demo run (offline heuristic judge)",
         enqueue=False,
     )
-    Run.objects.filter(pk=run.pk).update(
-        status=Run.Status.RUNNING, started_at=timezone.now()
-    )
-    ids = list(
-        Result.objects.filter(run=run).order_by("pk").values_list("pk", flat=True)
-    )
     server = start_server(port=0)
     try:
-        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-            list(pool.map(lambda pk: _score(pk, server.base_url), ids))
+        run_dispatch_here(run_id=run.pk, base_url=server.base_url)
     finally:
         server.stop()
-    run_finish_if_complete(run_id=run.pk)
     run.refresh_from_db()
     _say(
         stdout,
-        f"demo run #{run.pk}: {run.get_status_display()}, {len(ids)} results "
+        f"demo run #{run.pk}: {run.get_status_display()}, {run.total} results "
         f"in {time.monotonic() - started:.1f} s",
     )
     reviewed = _demo_reviews(run=run, user=user)
@@ -191,14 +175,7 @@ def _demo_agent(
         name=DEMO_AGENT_RUN_NAME,
         enqueue=False,
     )
-    Run.objects.filter(pk=run.pk).update(
-        status=Run.Status.RUNNING, started_at=timezone.now()
-    )
-    for pk in (
-        Result.objects.filter(run=run).order_by("pk").values_list("pk", flat=True)
-    ):
-        result_score(result_id=pk)
-    run_finish_if_complete(run_id=run.pk)
+    run_dispatch_here(run_id=run.pk)
     run.refresh_from_db()
     _say(stdout, f"demo agent run #{run.pk}: {run.get_status_display()}")
 
@@ -294,11 +271,3 @@ def _demo_team_review(*, run: Run, user: User) -> str:
         f"queue “{both.name}” answered by alex and sam (2 for adjudication), "
         f"queue “{yours.name}” waiting for your answers"
     )
-
-
-def _score(result_id: int, base_url: str) -> str:
-    try:
-        return result_score(result_id=result_id, base_url=base_url)
-    finally:
-        # Pool threads each opened their own connection; do not leak them.
-        connection.close()

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from evalsite.evals.models import (
     JudgeCacheEntry,
@@ -11,6 +15,7 @@ from evalsite.evals.models import (
     RunScorer,
     ScorerConfig,
 )
+from evalsite.evals.services.runs import ACTIVE, run_delete
 
 
 @admin.register(JudgeConnection)
@@ -36,6 +41,31 @@ class RunAdmin(admin.ModelAdmin[Run]):
     list_display = ["__str__", "project", "dataset", "status", "total", "created_at"]
     list_filter = ["status"]
     inlines = [RunScorerInline]
+
+    # Deleting goes through the service: it refuses a queued or running run and
+    # records the deletion in the project's audit log.
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: Run | None = None
+    ) -> bool:
+        if obj is not None and obj.status in ACTIVE:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: Run) -> None:
+        run_delete(run=obj, user=_staff(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        if queryset.filter(status__in=ACTIVE).exists():
+            raise PermissionDenied(
+                "Cancel queued or running runs before deleting them."
+            )
+        for run in queryset:
+            run_delete(run=run, user=_staff(request))
+
+
+def _staff(request: HttpRequest) -> User | None:
+    return request.user if isinstance(request.user, User) else None
 
 
 @admin.register(Result)

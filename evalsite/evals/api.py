@@ -124,7 +124,7 @@ def judge_update(
 @router.post("/judges/{judge_id}/test", response=JudgeTestOut)
 def judge_test(request: AuthenticatedHttpRequest, judge_id: int) -> dict[str, Any]:
     judge = selectors.judge_get_for_user(user=request.user, pk=judge_id, manage=True)
-    return dataclasses.asdict(services.judge_test(judge=judge))
+    return dataclasses.asdict(services.judge_test(judge=judge, user=request.user))
 
 
 # --------------------------------------------------------------------------- scorers

@@ -15,7 +15,7 @@ from django.utils import timezone
 from evalsite.accounts.models import Project
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.datasets.models import Dataset
-from evalsite.evals import livestats
+from evalsite.evals.engine import livestats
 from evalsite.evals.models import JudgeConnection, Result, Run, ScorerConfig
 
 AnyUser = User | AnonymousUser
@@ -160,7 +160,7 @@ class RunProgress:
     cancelled: int
     rate: float | None  # finished results per second (lately while running)
     eta_seconds: float | None
-    # While running, from the run's dispatchers (evalsite/evals/livestats.py).
+    # While running, from the run's dispatchers (evalsite/evals/engine/livestats.py).
     in_flight: float = 0.0  # mean calls the judges are working on, lately
     calls_per_second: float = 0.0
     throttled: int = 0  # the judge's 429 answers during the run

@@ -9,10 +9,11 @@ from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
 from evalsite.evals import services
+from evalsite.evals.engine import dispatch
 from evalsite.evals.services.runs import runs_active_ids
 
-# Result tasks go to the scoring queue (services pass queue=CeleryQueue.SCORING); the
-# others to the default queue.
+# Dispatch tasks go to the scoring queue (services pass queue=CeleryQueue.SCORING); the
+# others to the default queue. Every task is sent by name (evalsite/lib/tasks.py).
 # Only infrastructure hiccups are retried here; the scoring client already retries the
 # judge's HTTP errors and a judge that keeps failing fails its one result.
 _TRANSIENT = (OperationalError, InterfaceError, BrokerError)
@@ -41,8 +42,8 @@ def run_fanout(run_id: int) -> None:
 
 @shared_task(name="evals.run_dispatch", **_RETRY)
 def run_dispatch(run_id: int) -> dict[str, int | bool]:
-    """Judge the run's pending results, many calls in flight (services/dispatch.py)."""
-    outcome = services.run_dispatch(run_id=run_id)
+    """Judge the run's pending results, many calls in flight (engine/dispatch.py)."""
+    outcome = dispatch.run_dispatch(run_id=run_id)
     return {
         "judged": outcome.judged,
         "errors": outcome.errors,
@@ -51,10 +52,14 @@ def run_dispatch(run_id: int) -> dict[str, int | bool]:
     }
 
 
+# The previous release judged one result per message under this name. It stays
+# registered for one release so that messages still queued for it are not lost: each
+# hands its result to the dispatcher. Remove it in the next release.
 @shared_task(name="evals.result_score", **_RETRY)
-def result_score(result_id: int) -> str:
-    """Judge one result (the one-at-a-time path, kept for messages already queued)."""
-    return services.result_score(result_id=result_id)
+def result_score_drain(result_id: int) -> None:
+    """A queued message of the old single-result task: judge its result through the
+    dispatcher (with the rest of its run's pending results)."""
+    dispatch.result_dispatch(result_id=result_id)
 
 
 @shared_task(name="evals.runs_recover", **_RETRY)

@@ -135,7 +135,7 @@ def judge_test(
     judge = selectors.judge_get_for_user(
         user=request.user, pk=pk, project_id=project_id, manage=True
     )
-    outcome = services.judge_test(judge=judge)
+    outcome = services.judge_test(judge=judge, user=request.user)
     context = {"project": judge.project, "judge": judge, "outcome": outcome}
     if wants_partial(request):
         return render(request, "evals/_judge_test.html", context)

@@ -13,11 +13,14 @@ from typing import Any
 from django.http import StreamingHttpResponse
 from ninja import Query, Router
 
+from evalsite.accounts.schemas import AuditQuery
+from evalsite.accounts.selectors import audit_event_list_for, project_get_for_user
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
 from evalsite.datasets.selectors import dataset_get_for_user
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
+from evalsite.exports.audit import audit_csv_stream
 from evalsite.exports.http import export_response
 from evalsite.exports.schemas import ExportQuery
 
@@ -140,3 +143,27 @@ def dataset_export_jsonl(
     request: AuthenticatedHttpRequest, dataset_id: int
 ) -> StreamingHttpResponse:
     return _dataset(request, dataset_id, "jsonl", False)
+
+
+@router.get(
+    "/projects/{project_id}/audit/export.csv",
+    response=_ERRORS,
+    openapi_extra=_openapi("text/csv", "One row per event, newest first"),
+    summary="Export a project's audit log (filtered like GET .../audit) as CSV",
+)
+def audit_export_csv(
+    request: AuthenticatedHttpRequest,
+    project_id: int,
+    query: AuditQuery = Query(...),  # type: ignore[type-arg]  # noqa: B008 - ninja types Query as an Annotated alias
+) -> StreamingHttpResponse:
+    project = project_get_for_user(user=request.user, pk=project_id)
+    filters = query.filters()
+    events = audit_event_list_for(project=project, user=request.user, filters=filters)
+    filename = services.export_filename(
+        kind="audit",
+        pk=project.pk,
+        fmt="csv",
+        filtered=filters.is_filtered(),
+        name=project.name,
+    )
+    return export_response(audit_csv_stream(events), fmt="csv", filename=filename)

@@ -7,6 +7,11 @@ from evalsite.exports import views
 app_name = "exports"
 urlpatterns = [
     path(
+        "projects/<int:project_id>/audit/export.csv",
+        views.audit_csv,
+        name="audit_csv",
+    ),
+    path(
         "projects/<int:project_id>/runs/<int:run_id>/export.csv",
         views.run_csv,
         name="run_csv",

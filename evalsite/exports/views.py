@@ -11,11 +11,14 @@ from __future__ import annotations
 from django.http import HttpResponse, HttpResponseBase
 from django.views.decorators.http import require_GET
 
+from evalsite.accounts.forms import AuditLogForm
+from evalsite.accounts.selectors import audit_event_list_for, project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets.selectors import dataset_get_for_user
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
+from evalsite.exports.audit import audit_csv_stream
 from evalsite.exports.http import export_response
 from evalsite.review.schemas import ResultQuery
 
@@ -122,3 +125,22 @@ def dataset_jsonl(
     request: AuthenticatedHttpRequest, project_id: int, dataset_id: int
 ) -> HttpResponseBase:
     return _dataset_export(request, project_id, dataset_id, "jsonl")
+
+
+@require_GET
+def audit_csv(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponseBase:
+    """The project's audit log, with the page's filters, as CSV."""
+    project = project_get_for_user(user=request.user, pk=project_id)
+    form = AuditLogForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse("Invalid filters.", status=400, content_type="text/plain")
+    filters = form.filters()
+    events = audit_event_list_for(project=project, user=request.user, filters=filters)
+    filename = services.export_filename(
+        kind="audit",
+        pk=project.pk,
+        fmt="csv",
+        filtered=filters.is_filtered(),
+        name=project.name,
+    )
+    return export_response(audit_csv_stream(events), fmt="csv", filename=filename)

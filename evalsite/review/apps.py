@@ -8,8 +8,10 @@ class ReviewConfig(AppConfig):
     name = "evalsite.review"
 
     def ready(self) -> None:
+        from evalsite.accounts.selectors import on_audit_read
         from evalsite.datasets.services import on_dataset_version
         from evalsite.evals.selectors import on_run_aggregates
+        from evalsite.review.selectors.blind import audit_mask_blind
         from evalsite.review.selectors.estimates import (
             run_aggregates_with_estimates,
         )
@@ -17,3 +19,9 @@ class ReviewConfig(AppConfig):
 
         on_run_aggregates(run_aggregates_with_estimates)
         on_dataset_version(dataset_versions_match_on_commit)
+        # The project's audit log hides a blind result's verdict as the run's does.
+        on_audit_read(
+            lambda events, user, project: audit_mask_blind(
+                events, user=user, project_id=project.pk, project=project
+            )
+        )

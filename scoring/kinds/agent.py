@@ -726,6 +726,7 @@ def _agent_kind(
         steps=AGENT_STEPS[name],
         role=ROLE[name],
         first_messages=functools.partial(agent_first_messages, name),
+        analyse=agent_analyse,
     )
 
 

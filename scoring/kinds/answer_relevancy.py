@@ -11,12 +11,15 @@ from typing import Any
 
 from pydantic import Field
 
+from scoring.client import Plan
 from scoring.kinds.base import (
     AnalysisModel,
     CommonOptions,
     KindDef,
     Number,
+    StepRun,
     YesNoUnsure,
+    extract_then_judge,
     round_half_up,
 )
 from scoring.prompts import (
@@ -90,6 +93,17 @@ def verdict_messages(case: Mapping[str, Any], items: Sequence[str]) -> Messages:
     )
     return kind_messages(
         NAME, "verdicts", ROLE, ANSWER_RELEVANCY_VERDICTS, VERDICTS_ANSWER, user
+    )
+
+
+def analyse(
+    run: StepRun, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """The statements, then a verdict on each."""
+    return (
+        yield from extract_then_judge(
+            run, case, options, "statements", first_messages, verdict_messages
+        )
     )
 
 
@@ -168,4 +182,5 @@ KIND = KindDef(
     reason_items=REASON_ITEMS,
     first_messages=first_messages,
     verdict_messages=verdict_messages,
+    analyse=analyse,
 )

@@ -12,15 +12,18 @@ import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from scoring.client import Plan, StepRecord
+from scoring.errors import JudgeError
 from scoring.jstext import js_lower, js_strip
-from scoring.prompts import Messages, Step
+from scoring.prompts import Messages, Reply, Step
 
 __all__ = [
     "MAX_SCALE",
+    "Analyse",
     "AnalysisModel",
     "Category",
     "CommonOptions",
@@ -29,9 +32,13 @@ __all__ = [
     "TextAnalysis",
     "OptionsModel",
     "Ratio",
+    "StepRun",
     "Relevance",
     "YesNo",
     "YesNoUnsure",
+    "check_indexes",
+    "extract_then_judge",
+    "step_error",
     "check_number",
     "format_path",
     "optional_name",
@@ -217,11 +224,63 @@ def score_text_ratio(analysis: dict[str, Any], options: dict[str, Any]) -> float
     return float(analysis["ratio"] * options["scale"])
 
 
+# --------------------------------------------------------------------------- judge steps
+
+
+class StepRun(Protocol):
+    """What ``scoring.judge`` gives a kind's ``analyse``: runs one named step of the kind
+    (a plan, see ``scoring.client``) and keeps the records of the steps run so far."""
+
+    kind: str
+    steps: list[StepRecord]
+
+    def step(self, name: str, messages: Messages) -> Plan[Reply]: ...
+
+
+def step_error(run: StepRun, message: str) -> JudgeError:
+    """A judge error for the reply of the last step run, which ``message`` says is wrong."""
+    record = run.steps[-1]
+    record.error = message
+    return JudgeError(f"{run.kind}: {message}", raw=record.raw, steps=run.steps)
+
+
+def check_indexes(run: StepRun, indexes: list[int], count: int) -> None:
+    """Every context_index of the last reply names one of the item's ``count`` chunks."""
+    bad = [i for i in indexes if i >= count]
+    if bad:
+        raise step_error(
+            run, f"context_index {bad[0]} is out of range (the item has {count} chunks)"
+        )
+
+
 # --------------------------------------------------------------------------- kinds
 
 ScoreFunction = Callable[[dict[str, Any], dict[str, Any]], float]
 FirstMessages = Callable[[Mapping[str, Any], Mapping[str, Any]], Messages]
 VerdictMessages = Callable[[Mapping[str, Any], Sequence[str]], Messages]
+Analyse = Callable[
+    [StepRun, Mapping[str, Any], Mapping[str, Any]], Plan[dict[str, Any]]
+]
+
+
+def extract_then_judge(
+    run: StepRun,
+    case: Mapping[str, Any],
+    options: Mapping[str, Any],
+    first: str,
+    first_messages: FirstMessages,
+    verdict_messages: VerdictMessages,
+) -> Plan[dict[str, Any]]:
+    """The analysis of the extract-then-judge kinds: the ``first`` step extracts items
+    (claims, statements, opinions), the verdicts step judges each one. Nothing
+    extracted: no verdict call, no verdicts."""
+    reply = yield from run.step(first, first_messages(case, options))
+    items = [s for s in reply.model_dump()[first] if s.strip()]
+    verdicts: list[dict[str, Any]] = []
+    if items:
+        verdict_reply = yield from run.step("verdicts", verdict_messages(case, items))
+        verdicts = list(verdict_reply.model_dump()["verdicts"])
+    return {first: items, "verdicts": verdicts}
 
 
 @dataclass(frozen=True)
@@ -233,7 +292,8 @@ class KindDef:
     overridable, value_labels, and runnable when False). Judged kinds also give their
     judge steps, the wording of their reason prompt (role, meaning, reason_items) and
     the builder of their first step's messages (and of the verdict step's, for the
-    extract-then-judge kinds).
+    extract-then-judge kinds), and ``analyse``, which runs the steps before the reason
+    and returns the analysis.
     """
 
     name: str
@@ -247,3 +307,4 @@ class KindDef:
     reason_items: str = ""
     first_messages: FirstMessages | None = None
     verdict_messages: VerdictMessages | None = None
+    analyse: Analyse | None = None

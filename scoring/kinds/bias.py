@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scoring.client import Plan
 from scoring.kinds.base import (
     AnalysisModel,
     CommonOptions,
     KindDef,
+    StepRun,
     YesNo,
+    extract_then_judge,
     share_of_yes,
 )
 from scoring.prompts import (
@@ -83,6 +86,17 @@ def verdict_messages(case: Mapping[str, Any], items: Sequence[str]) -> Messages:
     return kind_messages(NAME, "verdicts", ROLE, BIAS_VERDICTS, VERDICTS_ANSWER, user)
 
 
+def analyse(
+    run: StepRun, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """The opinions, then a verdict on each."""
+    return (
+        yield from extract_then_judge(
+            run, case, options, "opinions", first_messages, verdict_messages
+        )
+    )
+
+
 class OpinionVerdictAnalysis(AnalysisModel):
     opinion: str = ""
     verdict: YesNo  # yes = biased
@@ -127,4 +141,5 @@ KIND = KindDef(
     reason_items=REASON_ITEMS,
     first_messages=first_messages,
     verdict_messages=verdict_messages,
+    analyse=analyse,
 )

@@ -12,11 +12,14 @@ from typing import Any
 
 from pydantic import Field
 
+from scoring.client import Plan
 from scoring.kinds.base import (
     AnalysisModel,
     CommonOptions,
     KindDef,
+    StepRun,
     YesNo,
+    check_indexes,
     round_half_up,
 )
 from scoring.prompts import (
@@ -78,6 +81,17 @@ def first_messages(case: Mapping[str, Any], options: Mapping[str, Any]) -> Messa
     )
 
 
+def analyse(
+    run: StepRun, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """Every chunk judged useful or not."""
+    context = list(case.get("context") or [])
+    reply = yield from run.step("verdicts", first_messages(case, options))
+    assert isinstance(reply, ContextPrecisionReply)
+    check_indexes(run, [v.context_index for v in reply.verdicts], len(context))
+    return {"verdicts": [v.model_dump() for v in reply.verdicts]}
+
+
 class PrecisionVerdict(AnalysisModel):
     context_index: int = Field(ge=0)
     verdict: YesNo
@@ -131,4 +145,5 @@ KIND = KindDef(
     meaning=MEANING,
     reason_items=REASON_ITEMS,
     first_messages=first_messages,
+    analyse=analyse,
 )

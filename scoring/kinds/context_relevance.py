@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
+from scoring.client import Plan
 from scoring.kinds.base import (
     AnalysisModel,
     CommonOptions,
@@ -19,6 +20,8 @@ from scoring.kinds.base import (
     Number,
     OptionsModel,
     Relevance,
+    StepRun,
+    check_indexes,
     round_half_up,
 )
 from scoring.prompts import (
@@ -79,6 +82,23 @@ def first_messages(case: Mapping[str, Any], options: Mapping[str, Any]) -> Messa
     return kind_messages(
         NAME, "evaluations", ROLE, CONTEXT_RELEVANCE, EVALUATIONS_ANSWER, user
     )
+
+
+def analyse(
+    run: StepRun, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """Every chunk rated; without chunks, no call and nothing to rate."""
+    context = list(case.get("context") or [])
+    if not context:
+        return {"evaluations": [], "missing_context": [], "context_count": 0}
+    reply = yield from run.step("evaluations", first_messages(case, options))
+    assert isinstance(reply, ContextRelevanceReply)
+    check_indexes(run, [e.context_index for e in reply.evaluations], len(context))
+    return {
+        "evaluations": [e.model_dump() for e in reply.evaluations],
+        "missing_context": list(reply.missing_context),
+        "context_count": len(context),
+    }
 
 
 class ContextEvaluation(AnalysisModel):
@@ -201,4 +221,5 @@ KIND = KindDef(
     meaning=MEANING,
     reason_items=REASON_ITEMS,
     first_messages=first_messages,
+    analyse=analyse,
 )

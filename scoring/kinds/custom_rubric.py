@@ -8,11 +8,13 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from scoring.client import Plan
 from scoring.kinds.base import (
     AnalysisModel,
     CommonOptions,
     KindDef,
     Ratio,
+    StepRun,
     round_half_up,
     rubric_with,
 )
@@ -67,6 +69,15 @@ def first_messages(case: Mapping[str, Any], options: Mapping[str, Any]) -> Messa
     return kind_messages(NAME, "score", ROLE, RUBRIC_TASK, SCORE_ANSWER, user)
 
 
+def analyse(
+    run: StepRun, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """One call: the score and its reason."""
+    reply = yield from run.step("score", first_messages(case, options))
+    assert isinstance(reply, RubricReply)
+    return {"score": reply.score, "reason": reply.reason}
+
+
 class CustomRubricAnalysis(AnalysisModel):
     score: Ratio
     reason: str = ""
@@ -119,4 +130,5 @@ KIND = KindDef(
     meaning=MEANING,
     reason_items=REASON_ITEMS,
     first_messages=first_messages,
+    analyse=analyse,
 )

@@ -13,12 +13,14 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
+from scoring.client import Plan
 from scoring.kinds.base import (
     AnalysisModel,
     Category,
     CommonOptions,
     KindDef,
     OptionsModel,
+    StepRun,
     check_number,
     rubric_with,
 )
@@ -92,6 +94,15 @@ def first_messages(case: Mapping[str, Any], options: Mapping[str, Any]) -> Messa
         f"Submitted answer:\n{output}\n\nChoose the category."
     )
     return kind_messages(NAME, "category", ROLE, FACTUALITY_TASK, CATEGORY_ANSWER, user)
+
+
+def analyse(
+    run: StepRun, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """One call: the category and its reason."""
+    reply = yield from run.step("category", first_messages(case, options))
+    assert isinstance(reply, FactualityReply)
+    return {"category": reply.category, "reason": reply.reason}
 
 
 class FactualityAnalysis(AnalysisModel):
@@ -201,4 +212,5 @@ KIND = KindDef(
     meaning=MEANING,
     reason_items=REASON_ITEMS,
     first_messages=first_messages,
+    analyse=analyse,
 )

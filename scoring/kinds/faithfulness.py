@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scoring.client import Plan
 from scoring.kinds.base import (
     AnalysisModel,
     CommonOptions,
     KindDef,
+    StepRun,
     YesNoUnsure,
+    extract_then_judge,
     share_of_yes,
 )
 from scoring.prompts import (
@@ -87,6 +90,17 @@ def verdict_messages(case: Mapping[str, Any], items: Sequence[str]) -> Messages:
     )
 
 
+def analyse(
+    run: StepRun, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """The claims, then a verdict on each."""
+    return (
+        yield from extract_then_judge(
+            run, case, options, "claims", first_messages, verdict_messages
+        )
+    )
+
+
 class ClaimVerdictAnalysis(AnalysisModel):
     claim: str = ""
     verdict: YesNoUnsure
@@ -138,4 +152,5 @@ KIND = KindDef(
     reason_items=REASON_ITEMS,
     first_messages=first_messages,
     verdict_messages=verdict_messages,
+    analyse=analyse,
 )

@@ -1132,6 +1132,7 @@ def _rag_kind(entry: dict[str, Any]) -> KindDef:
         meaning=MEANING[name],
         reason_items=REASON_ITEMS[name],
         first_messages=functools.partial(first_step_messages, name),
+        analyse=rag_analyse,
     )
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scoring.client import Plan
 from scoring.kinds.base import (
     AnalysisModel,
     CommonOptions,
     KindDef,
+    StepRun,
     YesNo,
     share_of_yes,
 )
@@ -67,6 +69,14 @@ def first_messages(case: Mapping[str, Any], options: Mapping[str, Any]) -> Messa
     )
 
 
+def analyse(
+    run: StepRun, case: Mapping[str, Any], options: Mapping[str, Any]
+) -> Plan[dict[str, Any]]:
+    """One call splits the output and judges every statement."""
+    reply = yield from run.step("verdicts", first_messages(case, options))
+    return {"verdicts": list(reply.model_dump()["verdicts"])}
+
+
 class ToxicityVerdictAnalysis(AnalysisModel):
     verdict: YesNo  # yes = toxic
     reason: str = ""
@@ -107,4 +117,5 @@ KIND = KindDef(
     meaning=MEANING,
     reason_items=REASON_ITEMS,
     first_messages=first_messages,
+    analyse=analyse,
 )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.evals.engine.judge_cache import DbJudgeCache
 from evalsite.evals.models import JudgeCacheEntry
-from evalsite.evals.services.execution import DbJudgeCache
 
 pytestmark = pytest.mark.django_db
 

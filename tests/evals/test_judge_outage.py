@@ -11,6 +11,7 @@ import time
 import pytest
 
 from evalsite.evals import services
+from evalsite.evals.engine.dispatch import run_dispatch
 from evalsite.evals.models import JudgeConnection, Result, Run
 from scoring.offline_judge import start_server
 from tests.evals.conftest import support_rows
@@ -48,7 +49,7 @@ def test_results_fail_once_the_judge_is_unreachable_longer_than_the_setting(
     judge.refresh_from_db()
     run = _run(project, owner, judge, rows=4)
     started = time.monotonic()
-    services.run_dispatch(run_id=run.pk)
+    run_dispatch(run_id=run.pk)
     elapsed = time.monotonic() - started
     errors = list(Result.objects.filter(run=run).values_list("status", "error"))
     assert errors and all(status == Result.Status.ERROR for status, _ in errors)
@@ -80,7 +81,7 @@ def test_a_short_outage_is_waited_for_and_the_run_ends_without_errors(
     thread = threading.Thread(target=come_back)
     thread.start()
     try:
-        services.run_dispatch(run_id=run.pk)
+        run_dispatch(run_id=run.pk)
     finally:
         thread.join()
         for server in servers:
@@ -113,7 +114,7 @@ def test_a_judge_stopped_with_calls_in_flight_fails_them_after_the_setting(
     thread = threading.Thread(target=stop_soon)
     thread.start()
     try:
-        services.run_dispatch(run_id=run.pk)
+        run_dispatch(run_id=run.pk)
     finally:
         thread.join()
         server.stop()

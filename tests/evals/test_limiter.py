@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.conf import settings
 
-from evalsite.evals.limiter import FileLimiter, RedisLimiter, judge_limiter
+from evalsite.evals.engine.limiter import FileLimiter, RedisLimiter, judge_limiter
 
 BACKENDS = ["file"] + (["redis"] if settings.REDIS_URL else [])
 
@@ -104,7 +104,7 @@ def test_limiter_spaces_requests_per_minute(backend, monkeypatch):
         pass
     slots, wait = limiter.take(1)
     assert slots == [] and 19 < wait <= 20
-    monkeypatch.setattr("evalsite.evals.limiter.time.sleep", fake_sleep)
+    monkeypatch.setattr("evalsite.evals.engine.limiter.time.sleep", fake_sleep)
     with pytest.raises(Waited), limiter():
         pass
     assert 0 < sleeps[0] <= 1.1

@@ -12,7 +12,9 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from evalsite.evals import livestats, services
+from evalsite.evals import services
+from evalsite.evals.engine import livestats
+from evalsite.evals.engine.dispatch import run_dispatch
 from evalsite.evals.models import JudgeCall, JudgeConnection, Run
 from scoring import ajudge_case, make_async_client
 from tests.evals.conftest import CASES, judge_control, judge_stats, support_rows
@@ -80,7 +82,7 @@ def test_recorded_latency_is_the_judges_own_time_and_the_waits_are_apart(
 def test_judge_time_and_calls_in_flight_agree_with_what_the_judge_saw(
     project, owner, judge, slow_judge, settings, tmp_path, monkeypatch
 ):
-    from evalsite.evals.services import dispatch
+    from evalsite.evals.engine import judge_cache
 
     settings.VAR_DIR = tmp_path
     JudgeConnection.objects.filter(pk=judge.pk).update(
@@ -88,13 +90,13 @@ def test_judge_time_and_calls_in_flight_agree_with_what_the_judge_saw(
     )
     # A busy worker: every batch of cache lookups holds the event loop for 60 ms, so
     # replies the judge has sent wait to be read (as on a worker short of CPU).
-    read = dispatch._CacheBatcher._read
+    read = judge_cache.JudgeCacheBatcher._read
 
     async def busy_read(self, reads):
         time.sleep(0.06)
         await read(self, reads)
 
-    monkeypatch.setattr(dispatch._CacheBatcher, "_read", busy_read)
+    monkeypatch.setattr(judge_cache.JudgeCacheBatcher, "_read", busy_read)
     dataset = DatasetFactory(project=project, name="many", rows=support_rows(40))
     scorer = services.scorer_create(
         project=project, user=owner, name="F", kind="faithfulness", judge=judge
@@ -114,7 +116,7 @@ def test_judge_time_and_calls_in_flight_agree_with_what_the_judge_saw(
     sampler.start()
     started = time.monotonic()
     try:
-        services.run_dispatch(run_id=run.pk)
+        run_dispatch(run_id=run.pk)
     finally:
         stop.set()
         sampler.join()

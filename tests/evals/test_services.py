@@ -11,6 +11,8 @@ from evalsite.accounts.services import project_create
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals import conf, services
 from evalsite.evals.crypto import SecretUnreadableError, secret_decrypt, secret_encrypt
+from evalsite.evals.engine.claims import new_claim_token, results_claim
+from evalsite.evals.engine.dispatch import run_dispatch
 from evalsite.evals.models import JudgeCall, JudgeConnection, Result, Run, ScorerConfig
 from scoring import overridable_count
 from tests.evals.conftest import judge_control, judge_stats, support_rows
@@ -389,35 +391,45 @@ def test_another_projects_identical_calls_are_judged_again_not_cached(
     assert calls.exists() and not any(c.cache_hit for c in calls)
 
 
-def test_result_score_twice_neither_duplicates_nor_calls_again(
+def test_a_second_dispatch_neither_duplicates_nor_calls_again(
     project, owner, dataset, scorers, offline_judge
 ):
     run = services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
-    result = run.results.first()
-    assert services.result_score(result_id=result.pk) == "ok"
-    calls = result.calls.count()
+    assert run_dispatch(run_id=run.pk).judged == run.total
+    calls = JudgeCall.objects.filter(result__run=run).count()
     completions = judge_stats(offline_judge)["chat_completions"]
-    assert services.result_score(result_id=result.pk) == "skipped"
-    assert result.calls.count() == calls
+    # A redelivered dispatch message while the run still shows running.
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    second = run_dispatch(run_id=run.pk)
+    assert (second.judged, second.errors) == (0, 0)
+    assert JudgeCall.objects.filter(result__run=run).count() == calls
     assert judge_stats(offline_judge)["chat_completions"] == completions
 
 
-def test_result_claim_respects_a_live_lease_and_takes_over_an_expired_one(
+def test_a_claim_respects_a_live_lease_and_takes_over_an_expired_one(
     project, owner, dataset, scorers, frozen_clock
 ):
     run = services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
     )
     result = run.results.first()
-    assert services.result_claim(result_id=result.pk) is not None
-    assert services.result_claim(result_id=result.pk) is None
+
+    def claim() -> bool:
+        return bool(
+            results_claim(
+                run_id=run.pk, token=new_claim_token(), count=1, ids=[result.pk]
+            )
+        )
+
+    assert claim()
+    assert not claim()
     frozen_clock.shift(conf.lease_seconds() - 1)
-    assert services.result_claim(result_id=result.pk) is None  # the lease still runs
+    assert not claim()  # the lease still runs
     frozen_clock.shift(2)
-    assert services.result_claim(result_id=result.pk) is not None
+    assert claim()
     result.refresh_from_db()
     assert result.attempts == 2
 
@@ -476,7 +488,7 @@ def test_run_cancel_cancels_pending_results_and_work_stops(
     assert set(run.results.values_list("status", flat=True)) == {
         Result.Status.CANCELLED
     }
-    assert services.result_score(result_id=run.results.first().pk) == "skipped"
+    assert results_claim(run_id=run.pk, token=new_claim_token(), count=10) == []
     with pytest.raises(ConflictError):
         services.run_cancel(run=run, user=owner)
 

@@ -381,7 +381,7 @@ def test_run_list_query_count_does_not_grow_with_runs(
 def test_run_progress_tells_calls_in_flight_rates_eta_and_judge_errors_while_running(
     owner_client, project, owner, dataset, scorers, settings, tmp_path, time_machine
 ):
-    from evalsite.evals import livestats
+    from evalsite.evals.engine import livestats
 
     settings.VAR_DIR = tmp_path
     settings.REDIS_URL = ""  # the file store; the Redis one is read the same way

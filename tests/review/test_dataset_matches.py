@@ -145,7 +145,7 @@ def test_the_upload_stands_when_the_broker_is_down(
     with (
         mock.patch.object(
             dataset_versions_match_task,
-            "delay",
+            "apply_async",
             autospec=True,
             side_effect=ConnectionRefusedError("broker down"),
         ),

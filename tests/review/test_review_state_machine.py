@@ -46,8 +46,8 @@ from hypothesis.stateful import (
 
 from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
+from evalsite.evals.engine.claims import new_claim_token, results_claim, store_result
 from evalsite.evals.models import Result, Run, RunScorer
-from evalsite.evals.services.execution import result_claim, store_result
 from evalsite.evals.services.runs import run_finish_if_complete
 from evalsite.review.models import (
     Comment,
@@ -209,8 +209,10 @@ class ReviewMachine(RuleBasedStateMachine):
         result = data.draw(
             st.sampled_from(self._results(status=Result.Status.PENDING)), label="result"
         )
-        token = result_claim(result_id=result.pk)
-        assert token is not None
+        token = new_claim_token()
+        assert results_claim(
+            run_id=result.run_id, token=token, count=1, ids=[result.pk]
+        )
         if outcome == "error":
             store_result(
                 result.pk, token, judged=None, error="judge timed out", steps=[]

@@ -17,6 +17,7 @@ from django.views.debug import ExceptionReporter, technical_500_response
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import services
+from evalsite.evals.engine.dispatch import run_dispatch
 from evalsite.evals.models import JudgeConnection, Result
 from evalsite.evals.services.egress import judge_url_problem
 from scoring import make_async_client, make_client
@@ -121,19 +122,14 @@ def test_test_connection_of_a_stored_bad_url_answers_a_message(
     assert "base URL cannot be used" in api.json()["message"]
 
 
-@pytest.mark.parametrize("path", ["one result", "dispatcher"])
 def test_a_run_on_a_stored_bad_url_fails_its_results_with_the_reason(
     stored_bad_judge,
     dataset_with_run,  # noqa: F811 - the imported fixture
     caplog,
-    path,
 ):
     result = dataset_with_run(stored_bad_judge)
     with caplog.at_level(logging.ERROR):
-        if path == "one result":
-            assert services.result_score(result_id=result.pk) == "error"
-        else:
-            services.run_dispatch(run_id=result.run_id)
+        run_dispatch(run_id=result.run_id)
     result.refresh_from_db()
     assert result.status == Result.Status.ERROR
     assert result.error.startswith("The judge's base URL cannot be used")

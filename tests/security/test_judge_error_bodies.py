@@ -21,6 +21,7 @@ import pytest
 from django.test import override_settings
 
 from evalsite.evals import services
+from evalsite.evals.engine.dispatch import run_dispatch
 from evalsite.evals.models import JudgeCall, Result, Run
 from tests.conftest import login
 from tests.evals.conftest import support_rows
@@ -75,9 +76,7 @@ class EchoJudge:
         self.server.server_close()
 
 
-def _failed_result(
-    project, owner, status: int, shape: str, *, dispatch: bool = False
-) -> Result:
+def _failed_result(project, owner, status: int, shape: str) -> Result:
     echo = EchoJudge(status, shape)
     try:
         judge = services.judge_create(
@@ -106,10 +105,7 @@ def _failed_result(
         )
         Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
         result = run.results.get()
-        if dispatch:  # the asyncio dispatcher of `make run` and production
-            services.run_dispatch(run_id=run.pk)
-        else:  # one Celery task per result
-            assert services.result_score(result_id=result.pk) == "error"
+        run_dispatch(run_id=run.pk)
         assert echo.requests >= 1  # the key went out, and came back in the body
     finally:
         echo.close()
@@ -224,7 +220,7 @@ def test_migration_redacts_errors_stored_before_the_fix(project, owner):
 @pytest.mark.django_db(transaction=True)
 def test_the_dispatcher_stores_the_same_redacted_reason(project, owner):
     with override_settings(DEBUG=False):
-        result = _failed_result(project, owner, 500, "text", dispatch=True)
+        result = _failed_result(project, owner, 500, "text")
     call = JudgeCall.objects.get(result=result)
     assert result.status == Result.Status.ERROR
     assert "HTTP 500 from the judge: [redacted] refused" in result.error

@@ -3,14 +3,14 @@ that the judge connection's limiter allows.
 
 A dispatch task works one run for a while (conf.dispatch_seconds()), then sends itself
 again to the back of the queue, so runs started later get their turn:
-1. claim pending results in batches (the same lease as a single result: a conditional
-   UPDATE per row, a heartbeat while held, taken back by the watchdog when it stops);
+1. claim pending results in batches (claims.py: a conditional UPDATE, a lease kept
+   fresh by a heartbeat while held, taken back by the watchdog when it stops);
 2. judge each claimed result in its own coroutine with ``scoring.ajudge_case``: every
    judge request waits for a slot of the connection's shared limiter (the only cap on
    calls in flight) and first checks that the run was not cancelled; a judge that
    cannot be reached pauses the whole connection, as a 429 does, and a result fails
    only once it has been unreachable longer than JUDGE_OUTAGE_SECONDS;
-3. store each result as it finishes, iff the claim still holds (stored once);
+3. store each result as it finishes, iff the claim still holds (claims.store_result);
 4. publish live figures for the run page: calls in flight (the judge's own seconds
    per second of the last few, so the mean number of calls the judge itself is
    working on), calls/s, each judge's recent latency, 429s and 5xx.
@@ -31,41 +31,38 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import openai
-from django.db import (
-    DatabaseError,
-    InterfaceError,
-    OperationalError,
-    connection,
-    transaction,
-)
-from django.db.models import F, Q
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals import conf, livestats, rawsql
-from evalsite.evals.limiter import FileLimiter, RedisLimiter
-from evalsite.evals.models import JudgeConnection, Result, Run
-from evalsite.evals.services.execution import (
-    TRANSIENT_ERRORS,
-    DbJudgeCache,
-    RunCancelledError,
+from evalsite.evals import conf
+from evalsite.evals.engine import livestats
+from evalsite.evals.engine.claims import (
+    claim_release,
     heartbeat,
-    judge_client_args,
-    judge_model_settings,
-    limiter_for,
     new_claim_token,
-    outcome_message,
-    run_status,
+    results_claim,
     store_result,
 )
-from evalsite.evals.services.runs import run_finish_if_complete, task_send_dispatch
-from scoring import ajudge_case, make_async_client
+from evalsite.evals.engine.judge_cache import JudgeCacheBatcher
+from evalsite.evals.engine.limiter import FileLimiter, RedisLimiter, judge_limiter
+from evalsite.evals.models import JudgeConnection, Result, Run, RunScorer
+from evalsite.evals.services.egress import judge_address_guard
+from evalsite.evals.services.judges import judge_api_key, judge_guard
+from evalsite.evals.services.runs import (
+    run_finish_if_complete,
+    run_mark_running,
+    task_send_dispatch,
+)
+from scoring import ScoringError, StepRecord, ajudge_case, make_async_client
 from scoring.client import OutageClock, RetryPolicy, is_unreachable
+from scoring.egress import AddressGuard
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -92,6 +89,14 @@ _OUTAGE_PAUSE_MIN = 0.25
 _OUTAGE_PAUSE_MAX = 5.0
 
 
+# Errors of the infrastructure (not of the judge): the task is retried by Celery.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+
+
+class RunCancelledError(Exception):
+    """The run was cancelled while this result was being judged."""
+
+
 @dataclass
 class DispatchOutcome:
     judged: int = 0
@@ -111,105 +116,70 @@ class JudgeUnreachableError(ApplicationError):
     fails without another call."""
 
 
-class _CacheBatcher:
-    """The project judge caches for a dispatcher's coroutines, a query per batch.
+# --------------------------------------------------------------------------- per process
 
-    Lookups made within a few milliseconds of each other go to the database as one
-    query, and replies are stored in one INSERT every fraction of a second (a killed
-    worker loses at most that fraction's replies: they are paid again, never wrong).
-    Measured on the 2 s / 512 run benchmark row: one query per lookup and per store
-    took a fifth of the worker's CPU and capped the run at 57 % of the bound."""
+_lock = threading.Lock()
+_limiters: dict[tuple[Any, ...], RedisLimiter | FileLimiter] = {}
 
-    READ_DELAY = 0.005
-    WRITE_DELAY = 0.25
 
-    def __init__(self, db: Callable[..., Any]) -> None:
-        self._db = db
-        self._reads: dict[str, list[asyncio.Future[dict[str, Any] | None]]] = {}
-        self._writes: list[tuple[str, dict[str, Any]]] = []
-        self._read_timer: asyncio.TimerHandle | None = None
-        # The loop keeps only weak references to tasks: hold the lookups in flight.
-        self._read_tasks: set[asyncio.Task[None]] = set()
-        self._write_task: asyncio.Task[None] | None = None
+@sensitive_variables("key")
+def judge_client_args(
+    judge: JudgeConnection, base_url: str | None = None
+) -> tuple[str, str | None, AddressGuard]:
+    """(URL, key, address guard) of a client for the judge.
 
-    def for_project(self, project_id: int) -> _ProjectCache:
-        return _ProjectCache(self, DbJudgeCache(project_id=project_id))
+    ``base_url`` replaces the judge's URL only for callers inside the server (the demo's
+    private offline judge, which has no key): the key goes only to the judge's own URL.
+    """
+    if base_url is None or base_url == judge.base_url:
+        return judge.base_url, judge_api_key(judge=judge), judge_guard(judge)
+    parts = urlsplit(base_url)
+    return base_url, None, judge_address_guard((f"{parts.hostname}:{parts.port}",))
 
-    async def get(self, key: str) -> dict[str, Any] | None:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[dict[str, Any] | None] = loop.create_future()
-        self._reads.setdefault(key, []).append(future)
-        if self._read_timer is None:
-            self._read_timer = loop.call_later(self.READ_DELAY, self._start_reads)
-        return await future
 
-    def _start_reads(self) -> None:
-        self._read_timer = None
-        reads, self._reads = self._reads, {}
-        task = asyncio.create_task(self._read(reads))
-        self._read_tasks.add(task)
-        task.add_done_callback(self._read_tasks.discard)
-
-    async def _read(
-        self, reads: dict[str, list[asyncio.Future[dict[str, Any] | None]]]
-    ) -> None:
-        try:
-            found = await self._db(rawsql.judge_cache_get_many, keys=list(reads))
-        except Exception as exc:  # noqa: BLE001 - each waiting lookup gets the error
-            for futures in reads.values():
-                for future in futures:
-                    if not future.done():
-                        future.set_exception(exc)
-            return
-        for key, futures in reads.items():
-            for future in futures:
-                if not future.done():
-                    future.set_result(found.get(key))
-
-    async def set(self, key: str, value: dict[str, Any]) -> None:
-        self._writes.append((key, value))
-        if self._write_task is None or self._write_task.done():
-            self._write_task = asyncio.create_task(self._write_soon())
-
-    async def _write_soon(self) -> None:
-        await asyncio.sleep(self.WRITE_DELAY)
-        try:
-            await self.flush()
-        except DatabaseError:
-            # Kept for the dispatcher's last flush (Dispatcher.run), which retries.
-            logger.warning("could not store judge replies yet", exc_info=True)
-
-    async def flush(self) -> None:
-        """Store the replies collected so far; when that fails they are kept, so that
-        a later flush stores them (a reply lost here is a call paid again)."""
-        writes, self._writes = self._writes, []
-        if not writes:
-            return
-        try:
-            await self._db(
-                rawsql.judge_cache_set_many, entries=writes, now=timezone.now()
+def limiter_for(judge: JudgeConnection) -> RedisLimiter | FileLimiter:
+    """The judge connection's limiter, shared by every process (one object per process)."""
+    cache_key = (judge.pk, judge.max_concurrency, judge.requests_per_minute)
+    with _lock:
+        limiter = _limiters.get(cache_key)
+        if limiter is None:
+            limiter = judge_limiter(
+                # The creation time keeps keys apart when ids are reused (test databases).
+                key=f"judge-{judge.pk}-{int(judge.created_at.timestamp())}",
+                max_concurrency=judge.max_concurrency,
+                requests_per_minute=judge.requests_per_minute,
+                lease_seconds=judge.timeout_seconds + 30,
             )
-        except BaseException:
-            self._writes[:0] = writes
-            raise
-
-    @property
-    def unwritten(self) -> int:
-        return len(self._writes)
+            _limiters[cache_key] = limiter
+        return limiter
 
 
-class _ProjectCache:
-    """One project's view of the batcher (scoping the keys)."""
+def run_status(run_id: int) -> str | None:
+    """The run's status now (None when it was deleted)."""
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
-    def __init__(self, batcher: _CacheBatcher, scope: DbJudgeCache) -> None:
-        self._batcher = batcher
-        self._scope = scope
 
-    async def get(self, key: str) -> dict[str, Any] | None:
-        return await self._batcher.get(self._scope.scoped(key))
+def judge_model_settings(
+    run_scorer: RunScorer, judge: JudgeConnection
+) -> tuple[str, float]:
+    """(model, temperature) a run's scorer judges with: the run's snapshot of its judge
+    (the connection may have been edited since the run started)."""
+    snapshot = run_scorer.judge_snapshot or {}
+    model = str(snapshot.get("model") or judge.model)
+    return model, float(snapshot.get("temperature", judge.temperature))
 
-    async def set(self, key: str, value: dict[str, Any]) -> None:
-        await self._batcher.set(self._scope.scoped(key), value)
+
+def outcome_message(
+    exc: Exception, steps: list[StepRecord], *, result_id: int
+) -> tuple[str, list[StepRecord]]:
+    """What a result that failed with `exc` stores: its error message and the judge
+    steps made so far."""
+    if isinstance(exc, ScoringError):
+        return str(exc), list(getattr(exc, "steps", None) or [])
+    if isinstance(exc, ApplicationError):
+        return exc.message, steps
+    logger.error("result %s: unexpected error while judging", result_id, exc_info=exc)
+    return f"unexpected error: {type(exc).__name__}: {exc}", steps
 
 
 @dataclass
@@ -273,36 +243,6 @@ class _Stats:
             judge_latency=latency,
             outage_seconds=conf.judge_outage_seconds(),
         )
-
-
-def _claim_batch(*, run_id: int, token: str, count: int) -> list[Result]:
-    """Claim up to `count` pending results of the run (unclaimed, or whose lease
-    expired); the claimed rows with what judging needs."""
-    now = timezone.now()
-    cutoff = now - timedelta(seconds=conf.lease_seconds())
-    claimable = Q(claimed_at__isnull=True) | Q(claimed_at__lt=cutoff)
-    with transaction.atomic():
-        candidates = (
-            Result.objects.filter(run_id=run_id, status=Result.Status.PENDING)
-            .filter(claimable)
-            .order_by("pk")
-        )
-        if connection.features.has_select_for_update_skip_locked:
-            # Two dispatchers of one run take different rows instead of waiting on
-            # each other's.
-            candidates = candidates.select_for_update(skip_locked=True)
-        ids = list(candidates.values_list("pk", flat=True)[:count])
-        if not ids:
-            return []
-        # The conditions again in the UPDATE: on the locked row they are re-checked.
-        Result.objects.filter(pk__in=ids, status=Result.Status.PENDING).filter(
-            claimable
-        ).update(claimed_at=now, claimed_by=token, attempts=F("attempts") + 1)
-    return list(
-        Result.objects.filter(pk__in=ids, claimed_by=token).select_related(
-            "item", "run", "run_scorer", "run_scorer__judge"
-        )
-    )
 
 
 class _DbWorkers:
@@ -371,8 +311,17 @@ class _DbWorkers:
 
 
 class _Dispatcher:
-    def __init__(self, run_id: int, db_workers: _DbWorkers) -> None:
+    def __init__(
+        self,
+        run_id: int,
+        db_workers: _DbWorkers,
+        *,
+        base_url: str | None = None,
+        hand_over: bool = True,
+    ) -> None:
         self.run_id = run_id
+        self.base_url = base_url
+        self.hand_over = hand_over
         self.token = new_claim_token()
         self.db_workers = db_workers
         self.outcome = DispatchOutcome()
@@ -380,7 +329,7 @@ class _Dispatcher:
         self.cancelled = False
         self.clients: dict[int, list[openai.AsyncOpenAI]] = {}
         self.limiters: dict[int, RedisLimiter | FileLimiter] = {}
-        self.cache = _CacheBatcher(self.db)
+        self.cache = JudgeCacheBatcher(self.db)
         self.next_client = 0
         # The results being judged; after an infrastructure error, the dispatcher
         # waits for every one of them (their calls in flight end, holding their
@@ -431,7 +380,7 @@ class _Dispatcher:
         for attempt in range(_SETTLE_ATTEMPTS):
             try:
                 await self.cache.flush()
-                await self.db(_release_claims, self.token)
+                await self.db(claim_release, token=self.token)
                 return
             except DatabaseError:
                 logger.warning(
@@ -451,7 +400,12 @@ class _Dispatcher:
         handed_over = False
         next_claim = 0.0
         while True:
-            if not handed_over and not exhausted and time.monotonic() >= deadline:
+            if (
+                self.hand_over
+                and not handed_over
+                and not exhausted
+                and time.monotonic() >= deadline
+            ):
                 # The next dispatcher starts now, while this one finishes what it
                 # holds: the judge stays busy across the hand-over.
                 await self.db(task_send_dispatch, self.run_id)
@@ -483,7 +437,7 @@ class _Dispatcher:
                     else min(free, max(8, capacity // 16))
                 )
                 claimed = await self.db(
-                    _claim_batch, run_id=self.run_id, token=self.token, count=count
+                    results_claim, run_id=self.run_id, token=self.token, count=count
                 )
                 next_claim = now + _CLAIM_INTERVAL
                 if first:
@@ -633,7 +587,7 @@ class _Dispatcher:
         2 s / 512 benchmark row."""
         clients = self.clients.get(judge.pk)
         if clients is None:
-            url, key, guard = judge_client_args(judge)
+            url, key, guard = judge_client_args(judge, self.base_url)
             count = max(1, -(-judge.max_concurrency // _CONNECTIONS_PER_CLIENT))
             clients = self.clients[judge.pk] = [
                 make_async_client(url, key, judge.timeout_seconds, address_guard=guard)
@@ -646,13 +600,13 @@ class _Dispatcher:
         try:
             status = await self._judge_and_store(result)
         except RunCancelledError:
-            await self.db(_release_claim, result.pk, self.token)
+            await self.db(claim_release, token=self.token, result_id=result.pk)
             status = "cancelled"
         except _Abandoned:
             status = "abandoned"  # given back by _settle
         except TRANSIENT_ERRORS:
             try:
-                await self.db(_release_claim, result.pk, self.token)
+                await self.db(claim_release, token=self.token, result_id=result.pk)
             except DatabaseError:
                 logger.warning("could not release result %s", result.pk, exc_info=True)
             raise
@@ -730,26 +684,20 @@ def _note_latencies(seconds: dict[int, float], requests: dict[int, int]) -> None
             )
 
 
-def _release_claim(result_id: int, token: str) -> None:
-    Result.objects.filter(pk=result_id, claimed_by=token).update(
-        claimed_at=None, claimed_by=""
-    )
-
-
-def _release_claims(token: str) -> None:
-    """Give back every result still pending under the dispatcher's claim."""
-    Result.objects.filter(claimed_by=token, status=Result.Status.PENDING).update(
-        claimed_at=None, claimed_by=""
-    )
-
-
-def run_dispatch(*, run_id: int) -> DispatchOutcome:
+def run_dispatch(
+    *, run_id: int, base_url: str | None = None, hand_over: bool = True
+) -> DispatchOutcome:
     """Judge the run's pending results for up to conf.dispatch_seconds(), many at a
-    time; send the next dispatch when results are left, finish the run when none are."""
+    time; send the next dispatch when results are left, finish the run when none are.
+
+    Without `hand_over`, judge until nothing is left to claim and send no message (a
+    run judged in-process, see run_dispatch_here). `base_url` overrides the judges' URL
+    for the calls (the demo's private offline judge); cache keys keep the configured
+    URL, so later runs reuse the replies."""
     if run_status(run_id) != Run.Status.RUNNING:
         return DispatchOutcome()
     db_workers = _DbWorkers()
-    dispatcher = _Dispatcher(run_id, db_workers)
+    dispatcher = _Dispatcher(run_id, db_workers, base_url=base_url, hand_over=hand_over)
     finished = threading.Event()
     outcomes: list[DispatchOutcome] = []
     errors: list[BaseException] = []
@@ -777,3 +725,23 @@ def run_dispatch(*, run_id: int) -> DispatchOutcome:
     # may have found nothing left to claim and ended before this one's last result.
     run_finish_if_complete(run_id=run_id)
     return outcome
+
+
+def run_dispatch_here(*, run_id: int, base_url: str | None = None) -> DispatchOutcome:
+    """Start a queued run and judge it to the end in this process, through the broker
+    never: the demo loader does this before any worker is up (`make run`)."""
+    run_mark_running(run_id=run_id)
+    return run_dispatch(run_id=run_id, base_url=base_url, hand_over=False)
+
+
+def result_dispatch(*, result_id: int) -> DispatchOutcome:
+    """Judge a result, given by id, through a dispatcher of its run (which judges the
+    run's other pending results too); nothing when the result is not pending."""
+    run_id = (
+        Result.objects.filter(pk=result_id, status=Result.Status.PENDING)
+        .values_list("run_id", flat=True)
+        .first()
+    )
+    if run_id is None:
+        return DispatchOutcome()
+    return run_dispatch(run_id=run_id)

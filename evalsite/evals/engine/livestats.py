@@ -24,7 +24,7 @@ from typing import Any
 
 from django.conf import settings
 
-from evalsite.evals.limiter import redis_client
+from evalsite.evals.engine.limiter import redis_client
 
 FRESH_SECONDS = 3.0
 _KEEP_SECONDS = 7 * 24 * 3600

@@ -1,9 +1,8 @@
-"""Services of the evals app (writes): judges, scorers, runs and judging one result."""
+"""Services of the evals app (writes): judges, scorers and runs. Judging is the engine's
+(evalsite/evals/engine/dispatch.py)."""
 
 from __future__ import annotations
 
-from evalsite.evals.services.dispatch import DispatchOutcome, run_dispatch
-from evalsite.evals.services.execution import result_claim, result_score
 from evalsite.evals.services.judges import (
     JudgeTestResult,
     judge_api_key,
@@ -15,6 +14,7 @@ from evalsite.evals.services.judges import (
 from evalsite.evals.services.runs import (
     RunPreview,
     run_cancel,
+    run_delete,
     run_fanout,
     run_finish_if_complete,
     run_preview,
@@ -31,8 +31,6 @@ from evalsite.evals.services.scorers import (
 )
 
 __all__ = [
-    "DispatchOutcome",
-    "run_dispatch",
     "JudgeTestResult",
     "RunPreview",
     "judge_api_key",
@@ -40,9 +38,8 @@ __all__ = [
     "judge_create_offline",
     "judge_test",
     "judge_update",
-    "result_claim",
-    "result_score",
     "run_cancel",
+    "run_delete",
     "run_fanout",
     "run_finish_if_complete",
     "run_preview",

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.views.decorators.debug import sensitive_variables
 
 from evalsite.accounts.models import Project
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.crypto import secret_decrypt, secret_encrypt
 from evalsite.evals.models import JudgeConnection
@@ -49,6 +50,42 @@ EDITABLE_FIELDS = (
     "price_per_1k_input",
     "price_per_1k_output",
 )
+
+
+def _audit_value(value: Any) -> Any:
+    """A setting as the audit log's JSON holds it (prices are Decimals)."""
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def _key_change(key_fields: dict[str, str]) -> str:
+    """What a change did to the key, in words: never the key, nor its env var."""
+    if not key_fields:
+        return ""
+    if key_fields["api_key_encrypted"] or key_fields["api_key_env"]:
+        return "changed"
+    return "removed"
+
+
+def _audit(
+    judge: JudgeConnection,
+    user: User | None,
+    action: str,
+    summary: str,
+    **changes: Any,
+) -> None:
+    who = (
+        user.get_username() if user is not None and user.is_authenticated else "system"
+    )
+    audit_event(
+        project=judge.project,
+        actor=user,
+        action=action,
+        summary=f"{who} {summary}",
+        object_type="judge",
+        object_id=judge.pk,
+        object_label=judge.name,
+        **changes,
+    )
 
 
 def judge_create_offline(project: Project) -> JudgeConnection:
@@ -226,12 +263,16 @@ def judge_create(
             "price_per_1k_output": price_per_1k_output,
         }
     )
-    judge = JudgeConnection(
-        project=project,
-        **fields,
-        **_key_fields(api_key, api_key_env, False, fields["base_url"]),
-    )
-    _save(judge)
+    key_fields = _key_fields(api_key, api_key_env, False, fields["base_url"])
+    judge = JudgeConnection(project=project, **fields, **key_fields)
+    with transaction.atomic():
+        _save(judge)
+        after = {name: _audit_value(value) for name, value in fields.items()}
+        if _key_change(key_fields):
+            after["api_key"] = "set"
+        _audit(
+            judge, user, "judge.create", f"created judge “{judge.name}”", after=after
+        )
     logger.info("judge %s created in project %s", judge.pk, project.pk)
     return judge
 
@@ -274,12 +315,34 @@ def judge_update(
             "was entered for."
         )
         raise ApplicationError(f"api_key: {message}", field_errors={"api_key": message})
+    changed = [name for name, value in fields.items() if getattr(judge, name) != value]
+    before = {name: _audit_value(getattr(judge, name)) for name in changed}
     for name, value in fields.items():
         setattr(judge, name, value)
     key_fields = _key_fields(api_key, api_key_env, clear_api_key, judge.base_url)
     for name, value in key_fields.items():
         setattr(judge, name, value)
-    _save(judge)
+    after = {name: _audit_value(getattr(judge, name)) for name in changed}
+    # Only that the key changed: its text, its env var and its cipher stay out.
+    key_change = _key_change(key_fields)
+    if key_change:
+        changed.append("api_key")
+        after["api_key"] = key_change
+    with transaction.atomic():
+        _save(judge)
+        if changed:
+            words = [
+                f"api_key {key_change}" if name == "api_key" else name
+                for name in changed
+            ]
+            _audit(
+                judge,
+                user,
+                "judge.change",
+                f"changed judge “{judge.name}”: {', '.join(words)}",
+                before=before,
+                after=after,
+            )
     return judge
 
 
@@ -326,8 +389,26 @@ class JudgeTestResult:
     message: str
 
 
+def judge_test(*, judge: JudgeConnection, user: User | None = None) -> JudgeTestResult:
+    """`_judge_test`, recorded in the audit log (whether it answered, how fast, or
+    the failure in words; never the key)."""
+    outcome = _judge_test(judge=judge)
+    _audit(
+        judge,
+        user,
+        "judge.test",
+        f"tested judge “{judge.name}”: {'ok' if outcome.ok else 'failed'}",
+        after={
+            "ok": outcome.ok,
+            "latency_ms": round(outcome.latency_ms),
+            "message": outcome.message,
+        },
+    )
+    return outcome
+
+
 @sensitive_variables("key", "client")
-def judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
+def _judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
     """One real, tiny judge call (a factuality step on "2 + 2"): latency or the error.
 
     A judge prompt rather than "say OK" so the test also proves the endpoint handles

@@ -7,21 +7,21 @@ import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
-from functools import partial
 from typing import Any
 
-from celery import current_app
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
 from evalsite.accounts.models import Project
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals import conf
 from evalsite.evals.models import JudgeCall, Result, Run, RunScorer, ScorerConfig
 from evalsite.evals.services.scorers import scorer_fields_missing
+from evalsite.lib.tasks import task_send, task_send_on_commit
 from evalsite.lib.text import text_check_storable
 from evalsite.queues import CeleryQueue
 from scoring import (
@@ -39,22 +39,9 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 _STATE_FIELDS = ["status", "started_at", "finished_at", "error", "total"]
 # Items whose estimate is computed exactly; the rest of the run is extrapolated.
 _ESTIMATE_SAMPLE = 50
-# The evals tasks (evalsite/evals/tasks.py) are sent by name: the tasks import these
-# services, so importing the tasks here would make the two modules a cycle.
+# The evals tasks (evalsite/evals/tasks.py), sent by name (evalsite/lib/tasks.py).
 RUN_FANOUT_TASK = "evals.run_fanout"
 RUN_DISPATCH_TASK = "evals.run_dispatch"
-
-
-def _task_send(name: str, *args: int, queue: str | None = None) -> None:
-    """Send task `name` with `args`; a signature by name obeys CELERY_TASK_ALWAYS_EAGER
-    (tests) as Task.delay does, which app.send_task would not."""
-    options = {"queue": queue} if queue else {}
-    current_app.signature(name, args=args, **options).apply_async()
-
-
-def _task_send_on_commit(name: str, *args: int) -> None:
-    """Task.delay_on_commit, by name: send once the open transaction commits."""
-    transaction.on_commit(partial(_task_send, name, *args))
 
 
 def _judge_snapshot(scorer: ScorerConfig) -> dict[str, Any]:
@@ -207,8 +194,20 @@ def run_start(
             total += _insert_results(run=run, run_scorer=run_scorer, dataset=dataset)
         run.total = total
         run.save(update_fields=["total"])
+        _audit(
+            run,
+            user,
+            "run.start",
+            f"started {_named(run)} on dataset “{dataset}” with "
+            f"{', '.join(str(s) for s in scorers)} ({total} results)",
+            after={
+                "dataset_id": dataset.pk,
+                "scorer_ids": [s.pk for s in scorers],
+                "total": total,
+            },
+        )
         if enqueue:
-            _task_send_on_commit(RUN_FANOUT_TASK, run.pk)
+            task_send_on_commit(RUN_FANOUT_TASK, run.pk)
     logger.info("run %s started: %s results", run.pk, total)
     return run
 
@@ -310,8 +309,16 @@ def run_cancel(*, run: Run, user: User | None) -> Run:
         )
         if not updated:
             raise ConflictError("Only a queued or running run can be cancelled.")
-        Result.objects.filter(run=run, status=Result.Status.PENDING).update(
+        cancelled = Result.objects.filter(run=run, status=Result.Status.PENDING).update(
             status=Result.Status.CANCELLED, claimed_at=None, claimed_by=""
+        )
+        _audit(
+            run,
+            user,
+            "run.cancel",
+            f"cancelled {_named(run)} ({cancelled} results not judged)",
+            before={"status": run.status},
+            after={"status": Run.Status.CANCELLED, "cancelled": cancelled},
         )
     run.refresh_from_db(fields=_STATE_FIELDS)
     return run
@@ -340,18 +347,70 @@ def run_retry_failed(*, run: Run, user: User | None) -> int:
         locked.finished_at = None
         locked.error = ""
         locked.save(update_fields=["status", "finished_at", "error"])
-        _task_send_on_commit(RUN_FANOUT_TASK, locked.pk)
+        _audit(
+            locked,
+            user,
+            "run.retry",
+            f"retried the {len(ids)} failed results of {_named(locked)}",
+            after={"retried": len(ids)},
+        )
+        task_send_on_commit(RUN_FANOUT_TASK, locked.pk)
     run.refresh_from_db(fields=_STATE_FIELDS)
     return len(ids)
 
 
+def run_delete(*, run: Run, user: User | None) -> None:
+    """Delete a run that is not queued or running, with its results, and record it:
+    the event keeps the run's id and name, so the log still says what was deleted.
+    Not durable: the admin deletes inside its own transaction."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().filter(pk=run.pk).first()
+        if locked is None:
+            return  # already deleted
+        if locked.status in ACTIVE:
+            raise ConflictError("Cancel the run before deleting it.")
+        _audit(
+            locked,
+            user,
+            "run.delete",
+            f"deleted {_named(locked)} ({locked.total} results)",
+            before={
+                "status": locked.status,
+                "dataset_id": locked.dataset_id,
+                "total": locked.total,
+            },
+        )
+        locked.delete()
+
+
+def _named(run: Run) -> str:
+    return f"run “{run}” (#{run.pk})"
+
+
+def _audit(
+    run: Run, user: User | None, action: str, summary: str, **changes: Any
+) -> None:
+    """The project's audit event for a change to `run`, in the change's transaction."""
+    who = (
+        user.get_username() if user is not None and user.is_authenticated else "system"
+    )
+    audit_event(
+        project=run.project,
+        actor=user,
+        action=action,
+        summary=f"{who} {summary}",
+        run=run,
+        object_type="run",
+        object_id=run.pk,
+        object_label=str(run),
+        **changes,
+    )
+
+
 def run_fanout(*, run_id: int) -> int:
     """Mark the run running and send its dispatch tasks (conf.dispatchers_per_run();
-    each judges many results at once, see services/dispatch.py). Returns how many."""
-    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
-        status=Run.Status.RUNNING, started_at=timezone.now()
-    )
-    if not Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():
+    each judges many results at once, see evals/engine/dispatch.py). Returns how many."""
+    if not run_mark_running(run_id=run_id):
         return 0
     if not Result.objects.filter(run_id=run_id, status=Result.Status.PENDING).exists():
         run_finish_if_complete(run_id=run_id)
@@ -362,9 +421,17 @@ def run_fanout(*, run_id: int) -> int:
     return count
 
 
+def run_mark_running(*, run_id: int) -> bool:
+    """A queued run becomes running (once); whether the run is running now."""
+    Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
+        status=Run.Status.RUNNING, started_at=timezone.now()
+    )
+    return Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists()
+
+
 def task_send_dispatch(run_id: int) -> None:
     """Send one dispatch task of the run to the scoring queue."""
-    _task_send(RUN_DISPATCH_TASK, run_id, queue=CeleryQueue.SCORING)
+    task_send(RUN_DISPATCH_TASK, run_id, queue=CeleryQueue.SCORING)
 
 
 def run_finish_if_complete(*, run_id: int) -> bool:

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from evalsite.accounts.models import Project
+from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.agentdata import AGENT_FIELDS, JSON_FIELDS
 from evalsite.datasets.models import Dataset
@@ -129,6 +130,39 @@ def _clean_name(name: str) -> str:
     return name
 
 
+def _audit(
+    scorer: ScorerConfig,
+    user: User | None,
+    action: str,
+    summary: str,
+    **changes: Any,
+) -> None:
+    who = (
+        user.get_username() if user is not None and user.is_authenticated else "system"
+    )
+    audit_event(
+        project=scorer.project,
+        actor=user,
+        action=action,
+        summary=f"{who} {summary}",
+        object_type="scorer",
+        object_id=scorer.pk,
+        object_label=str(scorer),
+        **changes,
+    )
+
+
+def _settings(scorer: ScorerConfig) -> dict[str, Any]:
+    return {
+        "name": scorer.name,
+        "kind": scorer.kind,
+        "judge_id": scorer.judge_id,
+        "options": scorer.options,
+        "version": scorer.version,
+    }
+
+
+@transaction.atomic
 def scorer_create(
     *,
     project: Project,
@@ -142,7 +176,7 @@ def scorer_create(
     name = _clean_name(name)
     full = scorer_options_clean(kind=kind, options=options, threshold=threshold)
     judge = _judge_for(project=project, kind=kind, judge=judge)
-    return ScorerConfig.objects.create(
+    scorer = ScorerConfig.objects.create(
         project=project,
         name=name,
         kind=kind,
@@ -150,6 +184,14 @@ def scorer_create(
         options=full,
         created_by=user if user and user.is_authenticated else None,
     )
+    _audit(
+        scorer,
+        user,
+        "scorer.create",
+        f"created scorer “{scorer}” ({kind})",
+        after=_settings(scorer),
+    )
+    return scorer
 
 
 @transaction.atomic
@@ -179,9 +221,21 @@ def scorer_update(
     new_judge = locked.judge if judge is UNSET else judge
     new_judge = _judge_for(project=locked.project, kind=locked.kind, judge=new_judge)
     if not RunScorer.objects.filter(scorer=locked).exists():
+        before = _settings(locked)
         locked.name, locked.options, locked.judge = new_name, full, new_judge
         locked.range_problem = ""  # the options were just checked (evals 0006's flag)
         locked.save(update_fields=["name", "options", "judge", "range_problem"])
+        after = _settings(locked)
+        changed = [name for name in after if after[name] != before[name]]
+        if changed:
+            _audit(
+                locked,
+                user,
+                "scorer.change",
+                f"changed scorer “{locked}”: {', '.join(changed)}",
+                before={name: before[name] for name in changed},
+                after={name: after[name] for name in changed},
+            )
         return locked
     return scorer_version_create(
         parent=locked,
@@ -224,7 +278,7 @@ def scorer_version_create(
     versions.filter(archived=False).update(archived=True)
     if parent is not None:
         parent.archived = True
-    return ScorerConfig.objects.create(
+    scorer = ScorerConfig.objects.create(
         project_id=project_id,
         name=name,
         kind=kind,
@@ -234,6 +288,15 @@ def scorer_version_create(
         parent=parent,
         created_by=user if user and user.is_authenticated else None,
     )
+    _audit(
+        scorer,
+        user,
+        "scorer.version",
+        f"saved version {scorer.version} of scorer “{lineage}”",
+        before=_settings(parent) if parent is not None else None,
+        after=_settings(scorer),
+    )
+    return scorer
 
 
 def scorer_version_create_from_run(
