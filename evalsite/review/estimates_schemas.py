@@ -33,6 +33,11 @@ class SampleInfoOut(Schema):
     answered: int
 
 
+class UnusedSourceOut(Schema):
+    source: str  # a queue's name, or "no queue (…)"
+    results: int
+
+
 class ScorerEstimatesOut(Schema):
     run_scorer_id: int
     name: str
@@ -41,6 +46,7 @@ class ScorerEstimatesOut(Schema):
     labels_used: int
     labels_unused: int
     unused_reason: str
+    unused_sources: list[UnusedSourceOut]
     pass_rate: FigureOut | None
     mean: FigureOut | None
 

@@ -92,6 +92,15 @@ def test_labels_from_other_queues_are_counted_but_not_used(run, owner):
     assert est.labels_used == sample.entries.filter(result__reviewed=True).count()
     assert est.labels_unused == reviewed - est.labels_used
     assert "chance of being reviewed is unknown" in est.unused_reason
+    (agg,) = run_aggregates_with_estimates(run_id=run.pk)
+    sources = dict(agg.estimates.unused_sources)
+    # The failing queue's reviewed results, less those the sample also drew.
+    assert sources["fails"] == (
+        failing.entries.filter(result__reviewed=True)
+        .exclude(result__queue_entries__queue=sample)
+        .count()
+    )
+    assert sum(sources.values()) == est.labels_unused
     again = scorer_estimates(run_scorer=rs)
     assert again.pass_rate.estimate == est.pass_rate.estimate
 

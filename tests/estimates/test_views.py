@@ -200,3 +200,22 @@ def test_explorer_points_to_the_calibration_sample(client, project, run, owner):
     login(client, owner)
     html = client.get(_url("explorer", project, run)).content
     assert _url("calibration_create", project, run).encode() in html
+
+
+def test_run_page_lists_where_the_unused_labels_come_from(
+    client, project, run, owner, answered
+):
+    from evalsite.review.schemas import ResultQuery
+    from evalsite.review.services.queues import queue_create
+
+    failing = queue_create(
+        run=run, user=owner, query=ResultQuery(), source="failing", name="fails"
+    )
+    for e in failing.entries.select_related("result")[:3]:
+        if not e.result.reviewed:
+            result_set_human_pass(result=e.result, user=owner, passed=True)
+    login(client, owner)
+    html = client.get(reverse("evals:run_detail", args=[project.pk, run.pk])).content
+    rs = run.run_scorers.get()
+    assert f'id="est-unused-{rs.pk}"'.encode() in html
+    assert b"counted, not used" in html and b"From: fails (" in html

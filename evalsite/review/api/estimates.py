@@ -56,6 +56,9 @@ def _estimates_out(est: ScorerEstimates) -> dict[str, Any]:
         "labels_used": est.labels_used,
         "labels_unused": est.labels_unused,
         "unused_reason": est.unused_reason,
+        "unused_sources": [
+            {"source": source, "results": n} for source, n in est.unused_sources
+        ],
         "pass_rate": _figure_out(est.pass_rate),
         "mean": _figure_out(est.mean),
     }

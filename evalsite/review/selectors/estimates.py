@@ -100,6 +100,9 @@ class ScorerEstimates:
     pass_rate: Figure | None = None
     mean: Figure | None = None
     samples: list[SampleInfo] = field(default_factory=list)
+    # Where the unused labels come from: [(queue name or "no queue", results)], filled
+    # by `unused_sources` (the run page and the API).
+    unused_sources: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def figures(self) -> list[Figure]:
@@ -473,6 +476,41 @@ def scorer_estimates(
     )
 
 
+def unused_sources(
+    *, run_scorer_id: int, sample_id: int | None, unused: int
+) -> list[tuple[str, int]]:
+    """Where the reviewed results the estimate does not use were reviewed: per other
+    queue (a result in two queues counts in both), and outside any queue (item page
+    overrides, bulk accepts), so the run page can say which labels it leaves out."""
+    if not unused:
+        return []
+    entries = QueueEntry.objects.filter(
+        result__run_scorer_id=run_scorer_id,
+        result__reviewed=True,
+        result__status=Result.Status.OK,
+    )
+    results = Result.objects.filter(
+        run_scorer_id=run_scorer_id,
+        reviewed=True,
+        status=Result.Status.OK,
+        queue_entries__isnull=False,
+    )
+    if sample_id is not None:
+        # A sampled result is used, whatever other queue it is also in.
+        entries = entries.exclude(result__queue_entries__queue_id=sample_id)
+        results = results.exclude(queue_entries__queue_id=sample_id)
+    rows = (
+        entries.values("queue_id", "queue__name")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "queue_id")
+    )
+    out = [(str(r["queue__name"]), int(r["n"])) for r in rows]
+    in_queues = results.distinct().count()
+    if unused > in_queues:
+        out.append(("no queue (the item page, bulk accept)", unused - in_queues))
+    return out
+
+
 def run_estimates(*, run_id: int) -> list[ScorerEstimates]:
     """`scorer_estimates` for every scorer of the run, in the run's order."""
     return [agg.estimates for agg in run_aggregates_with_estimates(run_id=run_id)]
@@ -487,11 +525,19 @@ def run_aggregates_with_estimates(*, run_id: int) -> list[Any]:
         for rs in RunScorer.objects.filter(run_id=run_id).select_related("run")
     }
     for agg in aggregates:
-        agg.estimates = scorer_estimates(
+        est = scorer_estimates(
             run_scorer=scorers[agg.run_scorer_id],
             reviewed=agg.reviewed,
             final_pass_rate=agg.final_pass_rate,
             final_mean=agg.final_mean,
+        )
+        agg.estimates = replace(
+            est,
+            unused_sources=unused_sources(
+                run_scorer_id=agg.run_scorer_id,
+                sample_id=est.sample.queue_id if est.sample else None,
+                unused=est.labels_unused,
+            ),
         )
     return aggregates
 
