@@ -28,10 +28,11 @@ def _draw(run, owner, **spec):
 
 
 def test_judge_uncertainty_is_one_at_the_threshold_and_zero_at_the_far_end():
-    assert judge_uncertainty(score=0.5, passed=True, threshold=0.5, scale=1) == 1.0
-    assert judge_uncertainty(score=0.0, passed=False, threshold=0.5, scale=1) == 0.0
-    assert judge_uncertainty(score=0.75, passed=True, threshold=0.5, scale=1) == 0.5
-    assert judge_uncertainty(score=None, passed=True, threshold=0.5, scale=1) == 1.0
+    got = judge_uncertainty([0.5, 0.0, 0.75, 1.0, None], threshold=0.5, scale=1)
+    assert got == [1.0, 0.0, 0.5, 0.0, 1.0]
+    # Off-centre threshold: the far end is the farther side.
+    assert judge_uncertainty([0.0, 1.0], threshold=0.8, scale=1) == [0.0, 0.75]
+    assert judge_uncertainty([0.3], threshold=None, scale=1) == [1.0]
 
 
 def test_calibration_sample_records_design_seed_and_probabilities(run, owner):

@@ -20,6 +20,7 @@ draw can be repeated and the estimates weight each label by its inverse.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,9 +38,10 @@ from evalsite.review.services.queues import (
     _assign_round_robin,
     _clean_overlap,
 )
-from scoring.inference.designs import (
+from scoring.inference import (
     active_design,
     stratified_design,
+    threshold_uncertainty,
     uniform_design,
 )
 
@@ -69,25 +71,21 @@ class SampleDesign:
 
 
 def judge_uncertainty(
-    *,
-    score: float | None,
-    passed: bool | None,
-    threshold: float | None,
-    scale: float,
-) -> float:
-    """How unsure the judge was on one result, 0 (sure) … 1 (a coin toss).
+    scores: Sequence[float | None], *, threshold: float | None, scale: float
+) -> list[float]:
+    """How unsure the judge was on each result, 0 (sure) … 1 (a coin toss).
 
     A score at the threshold is a split verdict (for the verdict-counting kinds the
-    score is the share of verdicts that held); the farther from it, the surer. A
-    result with a pass/fail but no score, or no threshold to compare with, counts as
-    fully uncertain: nothing says the judge was sure.
+    score is the share of verdicts that held); the farther from it, the surer, down to
+    0 at the far end of the scale. A result without a score, or a scorer without a
+    threshold, counts as fully uncertain: nothing says the judge was sure.
     """
-    if score is None or threshold is None:
-        return 1.0
-    reach = max(threshold, scale - threshold)
-    if reach <= 0:
-        return 1.0
-    return min(1.0, max(0.0, 1.0 - abs(score - threshold) / reach))
+    reach = max(threshold, scale - threshold) if threshold is not None else 0.0
+    if threshold is None or reach <= 0:
+        return [1.0] * len(scores)
+    # A missing score is put on the threshold, where the uncertainty is 1.
+    filled = [threshold if s is None else s for s in scores]
+    return [float(u) for u in threshold_uncertainty(filled, threshold, reach)]
 
 
 def _stratum(row: dict[str, Any], strata: str, scale: float) -> str:
@@ -112,15 +110,9 @@ def _probabilities(
     if spec.design == "stratified":
         labels = [_stratum(r, spec.strata, scale) for r in rows]
         return [float(p) for p in stratified_design(labels, spec.budget)]
-    uncertainty = [
-        judge_uncertainty(
-            score=r["judge_score"],
-            passed=r["judge_passed"],
-            threshold=threshold,
-            scale=scale,
-        )
-        for r in rows
-    ]
+    uncertainty = judge_uncertainty(
+        [r["judge_score"] for r in rows], threshold=threshold, scale=scale
+    )
     return [float(p) for p in active_design(uncertainty, spec.budget, floor=spec.floor)]
 
 
