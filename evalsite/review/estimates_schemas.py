@@ -8,7 +8,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field
 
 
-class FigureOut(Schema):
+class EstimateFigureOut(Schema):
     metric: str
     judge: float | None
     adjusted: float | None
@@ -25,7 +25,7 @@ class FigureOut(Schema):
     sentence: str
 
 
-class SampleInfoOut(Schema):
+class EstimateSampleOut(Schema):
     queue_id: int
     name: str
     design: str
@@ -33,7 +33,7 @@ class SampleInfoOut(Schema):
     answered: int
 
 
-class UnusedSourceOut(Schema):
+class EstimateUnusedSourceOut(Schema):
     source: str  # a queue's name, or "no queue (…)"
     results: int
 
@@ -41,14 +41,14 @@ class UnusedSourceOut(Schema):
 class ScorerEstimatesOut(Schema):
     run_scorer_id: int
     name: str
-    sample: SampleInfoOut | None
-    samples: list[SampleInfoOut]
+    sample: EstimateSampleOut | None
+    samples: list[EstimateSampleOut]
     labels_used: int
     labels_unused: int
     unused_reason: str
-    unused_sources: list[UnusedSourceOut]
-    pass_rate: FigureOut | None
-    mean: FigureOut | None
+    unused_sources: list[EstimateUnusedSourceOut]
+    pass_rate: EstimateFigureOut | None
+    mean: EstimateFigureOut | None
 
 
 class CalibrationSampleIn(Schema):

@@ -219,3 +219,19 @@ def test_run_page_lists_where_the_unused_labels_come_from(
     rs = run.run_scorers.get()
     assert f'id="est-unused-{rs.pk}"'.encode() in html
     assert b"counted, not used" in html and b"From: fails (" in html
+
+
+def test_run_page_says_how_many_more_labels_one_answer_needs(
+    client, project, run, owner
+):
+    queue = calibration_sample_create(
+        run=run,
+        run_scorer=run.run_scorers.get(),
+        user=owner,
+        spec=SampleDesign(design="uniform", budget=20, seed=1),
+    )
+    entry = queue.entries.select_related("result__item").first()
+    result_set_human_pass(result=entry.result, user=owner, passed=True)
+    login(client, owner)
+    html = client.get(reverse("evals:run_detail", args=[project.pk, run.pk])).content
+    assert b"Not enough labels yet" in html and b"1 more needed" in html

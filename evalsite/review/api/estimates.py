@@ -14,7 +14,7 @@ from evalsite.evals.selectors import run_get_for_user
 from evalsite.review.estimates_schemas import (
     CalibrationSampleIn,
     CalibrationSampleOut,
-    FigureOut,
+    EstimateFigureOut,
     ScorerEstimatesOut,
 )
 from evalsite.review.selectors.estimates import Figure, ScorerEstimates, run_estimates
@@ -26,10 +26,10 @@ from evalsite.review.services.calibration import (
 router = Router(tags=["review"])
 
 
-def _figure_out(fig: Figure | None) -> FigureOut | None:
+def _figure_out(fig: Figure | None) -> EstimateFigureOut | None:
     if fig is None:
         return None
-    return FigureOut(
+    return EstimateFigureOut(
         metric=fig.metric,
         judge=fig.judge,
         adjusted=fig.adjusted,
