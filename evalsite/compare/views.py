@@ -28,6 +28,8 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets.matching.selectors import MatchSpec, normalise_input
 from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
+from evalsite.review.estimates.compare import DEFAULT_DETECT, corrected_difference
+from evalsite.review.estimates.forms import DetectForm
 from evalsite.review.selectors.blind import results_mask
 
 TEMPLATE = "compare/compare.html"
@@ -64,6 +66,13 @@ def _swap_query(
         if isinstance(unmatched, str) and unmatched in _SWAPPED_UNMATCHED:
             swapped["unmatched"] = _SWAPPED_UNMATCHED[unmatched]
     return str(swapped.urlencode())
+
+
+def _detect(request: AuthenticatedHttpRequest) -> float:
+    """The difference (share) to plan labels for: ?detect= in points, else 5."""
+    form = DetectForm(request.GET)
+    points = form.cleaned_data.get("detect") if form.is_valid() else None
+    return (points or DEFAULT_DETECT * 100) / 100
 
 
 def _compare_context(
@@ -115,6 +124,15 @@ def _compare_context(
         comparison=comparison,
         candidate=candidate,
         delta=delta,
+        corrected=corrected_difference(
+            run_scorer_a=delta.a,
+            run_scorer_b=delta.b,
+            same_dataset=candidate.match.same_dataset,
+            match_id=candidate.match.match_id,
+            detect=_detect(request),
+        )
+        if delta is not None
+        else None,
         side_query=query.urlencode(),
         swap_query=_swap_query(
             request.GET, comparison=comparison, candidate=candidate, delta=delta

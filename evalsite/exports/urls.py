@@ -17,6 +17,11 @@ urlpatterns = [
         name="run_csv",
     ),
     path(
+        "projects/<int:project_id>/runs/<int:run_id>/estimates.csv",
+        views.run_estimates_csv,
+        name="run_estimates_csv",
+    ),
+    path(
         "projects/<int:project_id>/runs/<int:run_id>/export.jsonl",
         views.run_jsonl,
         name="run_jsonl",

@@ -20,12 +20,14 @@ from evalsite.datasets.selectors import dataset_get_for_user
 from evalsite.evals.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.audit import audit_csv_stream
+from evalsite.exports.estimates import estimates_csv_stream
 from evalsite.exports.http import export_response
 from evalsite.exports.pairwise import (
     PairwiseFormat,
     pairwise_export_filename,
     pairwise_export_stream,
 )
+from evalsite.review.estimates.selectors import run_estimates
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.pairwise.selectors import pairwise_get_for_user
 
@@ -151,6 +153,20 @@ def audit_csv(request: AuthenticatedHttpRequest, project_id: int) -> HttpRespons
         name=project.name,
     )
     return export_response(audit_csv_stream(events), fmt="csv", filename=filename)
+
+
+@require_GET
+def run_estimates_csv(
+    request: AuthenticatedHttpRequest, project_id: int, run_id: int
+) -> HttpResponseBase:
+    """The run's corrected figures (calibration samples), one row per scorer and
+    figure."""
+    run = run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
+    filename = services.export_filename(
+        kind="estimates-run", pk=run.pk, fmt="csv", name=run.name
+    )
+    stream = estimates_csv_stream(run_estimates(run_id=run.pk))
+    return export_response(stream, fmt="csv", filename=filename)
 
 
 def _pairwise_export(

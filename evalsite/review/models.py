@@ -32,6 +32,7 @@ class ReviewQueue(models.Model):
         DISAGREEMENT = "disagreement", "Disagreement"
         STRATIFIED = "stratified", "Stratified sample"
         ASSIGNED = "assigned", "Assigned to me"
+        CALIBRATION = "calibration", "Calibration sample"
 
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="review_queues"
@@ -64,6 +65,11 @@ class ReviewQueue(models.Model):
     # {"pass_share": 0.1, "seed": 0, "population": {"fail": N_F, "pass": N_P},
     #  "sampled": {"fail": n, "pass": n}}; empty when the queue is not stratified.
     stratified = models.JSONField(default=dict, blank=True)
+    # A calibration sample's draw (services.calibration): {"design": "uniform" |
+    # "stratified" | "active", "run_scorer_id", "budget", "floor", "strata", "seed",
+    # "population"}; with each entry's inclusion_probability it makes the sample's
+    # labels usable by the estimates. Empty for other queues.
+    design = models.JSONField(default=dict, blank=True)
     overlap = models.PositiveSmallIntegerField(
         default=1,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_OVERLAP)],
@@ -97,6 +103,10 @@ class ReviewQueue(models.Model):
         return bool(self.stratified)
 
     @property
+    def is_calibration(self) -> bool:
+        return self.source == self.Source.CALIBRATION
+
+    @property
     def is_pairwise(self) -> bool:
         return self.kind == self.Kind.PAIRWISE
 
@@ -123,6 +133,9 @@ class QueueEntry(models.Model):
     stratum = models.CharField(
         max_length=4, choices=Stratum.choices, blank=True, default=""
     )
+    # The chance this result had of being drawn into a calibration sample; None in
+    # every other queue (whose picks, by hand or by filter, have no known chance).
+    inclusion_probability = models.FloatField(null=True, blank=True)
     # Overlap queues only (overlap ≥ 2): the answers counted so far and what became of
     # them; a single-review queue applies each answer at once and stays "open".
     state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)

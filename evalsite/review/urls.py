@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from evalsite.review.estimates import views as estimates
 from evalsite.review.explorer import views as explorer
 from evalsite.review.guidelines import views as guidelines
 from evalsite.review.pairwise import views as pairwise
@@ -63,6 +64,16 @@ urlpatterns = [
         name="saved_filter_delete",
     ),
     path(f"{P}runs/<int:run_id>/queues/", queues.queue_create, name="queue_create"),
+    path(
+        f"{P}runs/<int:run_id>/calibration/",
+        estimates.calibration_create,
+        name="calibration_create",
+    ),
+    path(
+        f"{P}runs/<int:run_id>/estimates/",
+        estimates.run_estimates_fragment,
+        name="run_estimates",
+    ),
     path(f"{P}runs/<int:run_id>/audit/", audit.run_audit, name="run_audit"),
     path(f"{P}queues/<int:queue_id>/", queues.queue_detail, name="queue"),
     # Overlap answers and adjudication (before the queue keys' catch-all action).

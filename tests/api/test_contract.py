@@ -64,10 +64,12 @@ def test_every_list_get_is_paginated_with_limit_and_offset(client):
             names = {p["name"] for p in op.get("parameters", []) if p["in"] == "query"}
             if not {"limit", "offset"} <= names:
                 unpaginated.append(path)
-    # A run's aggregates and agreement are one row per scorer of that run (bounded, not
-    # a collection).
+    # A run's aggregates, agreement and estimates are one row per scorer of that run
+    # (bounded, not a collection).
     bare_lists = [
-        p for p in bare_lists if not p.endswith(("/aggregates", "/agreement"))
+        p
+        for p in bare_lists
+        if not p.endswith(("/aggregates", "/agreement", "/estimates"))
     ]
     assert not bare_lists, f"lists must be paginated: {bare_lists}"
     assert not unpaginated, unpaginated

@@ -6,7 +6,8 @@ on the real database, with commits (so on-commit work and caches behave as in
 production). Rules: judge results arriving (pass, fail, error), verdict flips, score and
 pass/fail overrides, undo, comments, queue answers by three reviewers (blind or not,
 overlap 1-3, majority or unanimous-or-adjudicate), adjudication, undo on a queue card,
-bulk accept, a saved what-if rescore, and a second run on a new dataset version.
+bulk accept, a saved what-if rescore, a second run on a new dataset version, and
+calibration samples (uniform, stratified, active) answered like any queue.
 
 After every step the invariants read what a user sees (the REST API's aggregates,
 queue, agreement and compare figures, the CSV export) and compare it with a recount
@@ -51,6 +52,7 @@ from evalsite.evals.results.comments import comment_create
 from evalsite.evals.results.rescore import run_rescore
 from evalsite.evals.results.verdicts import override_create
 from evalsite.evals.services.runs import run_finish_if_complete
+from evalsite.review.estimates.services import SampleDesign, calibration_sample_create
 from evalsite.review.explorer.bulk import results_accept
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import Selection
@@ -76,6 +78,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.review.builders import queue_card_key
+from tests.review.estimates.recount import recount as estimates_recount
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -276,6 +279,28 @@ class ReviewMachine(RuleBasedStateMachine):
                 blind=blind,
             )
         )
+
+    @precondition(
+        lambda self: (
+            len(self.queues) < 4
+            and Result.objects.filter(run=self.run_a, status=Result.Status.OK).exists()
+        )
+    )
+    @rule(
+        design=st.sampled_from(["uniform", "stratified", "active"]),
+        budget=st.integers(1, N_ITEMS),
+        seed=st.integers(0, 3),
+    )
+    def draw_calibration_sample(self, design: str, budget: int, seed: int) -> None:
+        with contextlib.suppress(ApplicationError):  # a draw that picked nothing
+            self.queues.append(
+                calibration_sample_create(
+                    run=self.run_a,
+                    run_scorer=self.run_a.run_scorers.get(),
+                    user=self.owner,
+                    spec=SampleDesign(design=design, budget=budget, seed=seed),
+                )
+            )
 
     def _entry(self, data: st.DataObject, queue: ReviewQueue) -> QueueEntry:
         entries = list(QueueEntry.objects.filter(queue=queue).order_by("position"))
@@ -482,6 +507,23 @@ class ReviewMachine(RuleBasedStateMachine):
             if ok:
                 assert got["histogram"]["judge"] == judge_hist
                 assert got["histogram"]["final"] == final_hist
+
+    @invariant()
+    def corrected_figures_equal_a_recount(self) -> None:
+        for run in self._runs():
+            got = {
+                e["run_scorer_id"]: e
+                for e in self._get(f"/api/runs/{run.pk}/estimates")
+            }
+            for rs in run.run_scorers.all():
+                for metric in ("pass_rate", "mean"):
+                    figure = got[rs.pk][metric]
+                    want = estimates_recount(rs, metric)
+                    if want is None:
+                        assert figure is None or figure["estimate"] is None
+                        continue
+                    assert close(figure["estimate"], want[0]), (metric, figure, want)
+                    assert close(figure["half_width"], want[1]), (metric, figure, want)
 
     @invariant()
     def queue_progress_equals_a_recount(self) -> None:

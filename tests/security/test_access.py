@@ -157,6 +157,10 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         },
         ("POST", "/results/{result_id}/comments"): {"body": "hello"},
         ("POST", "/runs/{run_id}/queues"): {"name": "q"},
+        ("POST", "/runs/{run_id}/calibration-samples"): {
+            "run_scorer_id": world["run_scorer"].pk,
+            "budget": 1,
+        },
         ("POST", "/runs/{run_id}/results/accept"): {"ids": [world["result"].pk]},
         ("POST", "/runs/{run_id}/results/assign"): {
             "ids": [world["result"].pk],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ninja import Router
 
 from evalsite.review.api import aggregates, comments, overrides, rescore
+from evalsite.review.estimates import api as estimates
 from evalsite.review.explorer import api as explorer
 from evalsite.review.guidelines import api as guidelines
 from evalsite.review.pairwise import api as pairwise
@@ -22,6 +23,7 @@ for _module in (
     queues,
     reviews,
     pairwise,
+    estimates,
 ):
     router.add_router("", _module.router)
 router.add_router("", guidelines.router)

@@ -17,6 +17,8 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.results.item import analysis_view
 from evalsite.evals.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
+from evalsite.review.estimates.annotators import DEFAULT_EPSILON, annotator_test
+from evalsite.review.estimates.forms import AlternativeTestForm
 from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.queues.selectors import flip_fields, queue_get_for_user
 from evalsite.review.queues.views import queue_card_response
@@ -235,8 +237,17 @@ def agreement(
     """Agreement between humans on a run: per scorer (every queue's answers) and per
     queue, with per-reviewer figures."""
     run = run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
+    alt_form = AlternativeTestForm(request.GET)
+    if not alt_form.is_valid():
+        return HttpResponse("Invalid ε: between 0 and 1.", status=400)
+    epsilon = alt_form.cleaned_data.get("epsilon")
+    epsilon = DEFAULT_EPSILON if epsilon is None else epsilon
     scorers = [
-        {"name": rs.name, "report": agreement_report(run_scorer=rs)}
+        {
+            "name": rs.name,
+            "report": agreement_report(run_scorer=rs),
+            "alt": annotator_test(run_scorer=rs, epsilon=epsilon),
+        }
         for rs in run.run_scorers.all()
     ]
     queues = [
@@ -250,5 +261,11 @@ def agreement(
     return render(
         request,
         "review/team/agreement.html",
-        {"project": run.project, "run": run, "scorers": scorers, "queues": queues},
+        {
+            "project": run.project,
+            "run": run,
+            "scorers": scorers,
+            "queues": queues,
+            "epsilon": epsilon,
+        },
     )

@@ -1,0 +1,82 @@
+"""May this judge replace a reviewer? The alternative annotator test (Calderon,
+Reichart & Dror, ACL 2025) on a run scorer's pass/fail answers: the statistics are
+scoring.inference.alternative_annotator_test; this module gathers the answers."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from evalsite.evals.models import Result, RunScorer
+from evalsite.review.models import Review
+from scoring.inference import (
+    AlternativeAnnotatorTest,
+    NotEnoughAnnotations,
+    alternative_annotator_test,
+)
+from scoring.inference.annotators import MIN_ITEMS_PER_REVIEWER
+
+DEFAULT_EPSILON = 0.1
+
+
+@dataclass(frozen=True)
+class AnnotatorVerdict:
+    """The test, or why it cannot be run yet (`refusal`) and what is missing."""
+
+    epsilon: float
+    items: int  # results with the judge's verdict and two or more human answers
+    reviewers: int
+    test: AlternativeAnnotatorTest | None = None
+    refusal: str = ""
+    more_items: tuple[tuple[str, int], ...] = ()
+    more_reviewers: int = 0
+    min_items: int = MIN_ITEMS_PER_REVIEWER
+
+
+def annotator_test(
+    *, run_scorer: RunScorer, epsilon: float = DEFAULT_EPSILON
+) -> AnnotatorVerdict:
+    """The judge's pass/fail against every reviewer's latest pass/fail answer on the
+    scorer's ok results (from any queue: the test compares people with the judge,
+    it estimates nothing about the run, so how the results were picked does not
+    bias it)."""
+    judge: dict[Hashable, Hashable | float] = dict(
+        Result.objects.filter(
+            run_scorer=run_scorer,
+            status=Result.Status.OK,
+            judge_passed__isnull=False,
+        ).values_list("pk", "judge_passed")
+    )
+    latest: dict[tuple[int, str], bool] = {}
+    for result_id, username, passed in (
+        Review.objects.filter(
+            result__run_scorer=run_scorer,
+            kind=Review.Kind.ANSWER,
+            passed__isnull=False,
+            reviewer__isnull=False,
+        )
+        .order_by("created_at", "id")
+        .values_list("result_id", "reviewer__username", "passed")
+    ):
+        latest[(result_id, username)] = bool(passed)
+    humans: dict[Hashable, dict[Hashable, Hashable | float]] = {}
+    for (result_id, username), passed in latest.items():
+        if result_id in judge:
+            humans.setdefault(result_id, {})[username] = passed
+    shared = sum(1 for answers in humans.values() if len(answers) >= 2)
+    reviewers = len({u for answers in humans.values() for u in answers})
+    base = AnnotatorVerdict(epsilon=epsilon, items=shared, reviewers=reviewers)
+    try:
+        test = alternative_annotator_test(judge, humans, epsilon=epsilon)
+    except NotEnoughAnnotations as exc:
+        return AnnotatorVerdict(
+            epsilon=epsilon,
+            items=shared,
+            reviewers=reviewers,
+            refusal=str(exc),
+            more_items=tuple((str(r), n) for r, n in exc.more_items.items()),
+            more_reviewers=exc.more_reviewers,
+        )
+    return AnnotatorVerdict(
+        epsilon=base.epsilon, items=base.items, reviewers=reviewers, test=test
+    )
