@@ -178,10 +178,13 @@ def wait_for_run(
     """Poll the run until it finishes, with a progress bar; the finished run's detail."""
     deadline = clock() + timeout
     run = client.run(run_id)
-    total = int(run.get("progress", {}).get("total") or run.get("total") or 0)
+    figures = run.get("progress") or {}
+    total = int(figures.get("total") or run.get("total") or 0)
     interactive = stream.isatty()
     bar = tqdm(
         total=total,
+        # Results done before the gate looked are not part of its rate.
+        initial=int(figures.get("done") or 0),
         desc=f"run {run_id}",
         unit="result",
         file=stream,
@@ -340,7 +343,10 @@ def main(
         _write_summary(args.summary, error_markdown(exc.message, exc.exit_code), stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        message = "interrupted; a run the gate started goes on on the server"
+        message = (
+            "interrupted; a run the gate started goes on on the server (its id is "
+            "in the 'started run' line): --run takes it"
+        )
         print(f"evalsite-gate: {message}", file=stderr)
         _write_summary(args.summary, error_markdown(message, EXIT_INTERRUPTED), stderr)
         return EXIT_INTERRUPTED

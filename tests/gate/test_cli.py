@@ -370,3 +370,19 @@ def test_the_client_runs_without_django():
         check=True,
     )
     assert "exit codes:" in done.stdout
+
+
+def test_an_interrupt_exits_130_and_says_the_run_goes_on(api, tmp_path):
+    def interrupted(request):
+        if request.url.path == "/api/runs/50":
+            raise KeyboardInterrupt
+        return api(request)
+
+    summary = tmp_path / "gate.md"
+    code, _, err = gate(
+        interrupted, "--project", "7", "--dataset", "3", "--scorer", "40",
+        "--baseline", "10", "--margin", "0.05", "--summary", str(summary),
+    )  # fmt: skip
+    assert code == 130
+    assert "started run 50" in err and "goes on on the server" in err
+    assert "could not decide (exit 130)" in summary.read_text()
