@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=3600.0,
         metavar="SECONDS",
-        help="give up waiting for the runs after this long (default 3600)",
+        help="give up waiting for a run after this long (default 3600)",
     )
     out.add_argument(
         "--poll", type=float, default=2.0, metavar="SECONDS", help="default 2"
@@ -172,6 +172,7 @@ def wait_for_run(
     poll: float,
     progress: bool,
     stream: TextIO,
+    role: str = "candidate",
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
@@ -205,11 +206,12 @@ def wait_for_run(
             if run.get("status") in FINISHED:
                 return run
             if clock() >= deadline:
+                again = f"with --run {run_id} " if role == "candidate" else ""
                 raise GateError(
-                    f"Run {run_id} did not finish within {timeout:g} s "
+                    f"The {role} run {run_id} did not finish within {timeout:g} s "
                     f"({done}/{total} results, {run.get('status')}). It goes on on "
-                    f"the server: run the gate again with --run {run_id} to keep "
-                    "waiting.",
+                    f"the server: run the gate again {again}"
+                    "to keep waiting.",
                     EXIT_RUN_NOT_DONE,
                 )
             sleep(poll)
@@ -273,7 +275,7 @@ def gate(
         run_id = args.run
     waiting = {"timeout": args.timeout, "poll": args.poll, "sleep": sleep}
     baseline = wait_for_run(
-        client, args.baseline, progress=False, stream=stderr, **waiting
+        client, args.baseline, progress=False, stream=stderr, role="baseline", **waiting
     )
     _require_finished_well(baseline, "baseline")
     run = wait_for_run(

@@ -386,3 +386,14 @@ def test_an_interrupt_exits_130_and_says_the_run_goes_on(api, tmp_path):
     assert code == 130
     assert "started run 50" in err and "goes on on the server" in err
     assert "could not decide (exit 130)" in summary.read_text()
+
+
+def test_a_baseline_still_running_at_the_timeout_is_named_as_such(api):
+    api.runs[10] = [_run(10, "running", done=1)]
+    code, _, err = gate(
+        api, "--run", "11", "--baseline", "10", "--margin", "0.05",
+        "--timeout", "0.2", "--poll", "0.05",
+    )  # fmt: skip
+    assert code == 6
+    assert "The baseline run 10 did not finish" in err
+    assert "--run" not in err
