@@ -39,6 +39,7 @@ EPILOG = """exit codes:
   5   the API refused the request (a run, project or scorer not found; bad input)
   6   the run failed, was cancelled or did not finish within --timeout
   64  a wrong command line
+  130 interrupted (the run goes on on the server)
 """
 
 
