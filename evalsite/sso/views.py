@@ -10,7 +10,6 @@ import logging
 from typing import Any
 from urllib.parse import urlencode
 
-import httpx
 import requests
 from django.conf import settings
 from django.contrib import messages
@@ -77,9 +76,13 @@ class LoginCallbackView(OIDCAuthenticationCallbackView):
         except ProviderUnavailable as exc:
             logger.warning("single sign-on: %s", exc)
             return _login_page(request, PROVIDER_DOWN_MESSAGE)
-        except (requests.RequestException, httpx.HTTPError) as exc:
-            # The token or userinfo request: refused, or the provider went away.
-            logger.warning("single sign-on: the provider's answer: %s", exc)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            # The token, keys or userinfo request (mozilla-django-oidc's, with requests).
+            logger.warning("single sign-on: the provider went away: %s", exc)
+            return _login_page(request, PROVIDER_DOWN_MESSAGE)
+        except requests.RequestException as exc:
+            # The provider refused the code (used, expired) or the access token.
+            logger.warning("single sign-on: the provider refused: %s", exc)
             return _login_page(request, LOGIN_REFUSED_MESSAGE)
         except SuspiciousOperation as exc:
             # A state not issued to this browser, or an ID token that does not check

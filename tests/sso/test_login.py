@@ -270,6 +270,13 @@ def test_a_provider_that_is_down_gives_a_clear_message(client, settings, sso):
     response = client.get("/oidc/authenticate/", follow=True)
     assert response.redirect_chain[-1][0] == "/login/"
     assert "identity provider cannot be reached" in response.content.decode()
+    # The provider going away between the login's start and its callback.
+    settings.OIDC_OP_DISCOVERY_URL = sso.discovery_url
+    callback = provider_round_trip(start_login(client, sso), "alice")
+    settings.OIDC_OP_TOKEN_ENDPOINT = "http://127.0.0.1:9/token"
+    response = client.get(callback, follow=True)
+    assert "identity provider cannot be reached" in response.content.decode()
+    assert logged_in_as(client) is None
     # A password login still works.
     UserFactory(username="olivia", password="right-password")
     client.post("/login/", {"username": "olivia", "password": "right-password"})
