@@ -51,8 +51,8 @@ def provider_round_trip(authorize_url: str, login: str) -> str:
     raise AssertionError("the provider never sent the browser back")
 
 
-def start_login(client: Client, provider: Provider) -> str:
-    response = client.get("/oidc/authenticate/")
+def start_login(client: Client, provider: Provider, query: str = "") -> str:
+    response = client.get(f"/oidc/authenticate/{query}")
     assert response.status_code == 302
     authorize_url = response["Location"]
     assert authorize_url.startswith(provider.issuer)
@@ -91,6 +91,20 @@ def test_login_round_trip_creates_the_user_on_first_login(client, sso):
     assert logged_in_as(other) == "alice"
     assert User.objects.filter(email="alice@example.com").count() == 1
     assert OidcIdentity.objects.count() == 1
+
+
+def test_the_login_returns_to_the_page_asked_for_on_this_site_only(sso):
+    browser = Client()
+    callback = provider_round_trip(
+        start_login(browser, sso, "?next=/account/tokens/"), "alice"
+    )
+    assert browser.get(callback)["Location"] == "/account/tokens/"
+
+    browser = Client()
+    callback = provider_round_trip(
+        start_login(browser, sso, "?next=https://evil.test/"), "alice"
+    )
+    assert browser.get(callback)["Location"] == "/"
 
 
 def test_a_taken_username_gets_a_suffix_and_an_unverified_email_links_nothing(
