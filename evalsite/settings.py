@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "evalsite.evals",
     "evalsite.review",
     "evalsite.demo",
+    "evalsite.sso",
 ]
 
 MIDDLEWARE = [
@@ -96,6 +97,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "evalsite.accounts.context_processors.projects",
+                "evalsite.sso.context_processors.login_options",
             ],
         },
     }
@@ -382,3 +384,46 @@ LOGGING = {
         "openai": {"level": "WARNING"},
     },
 }
+
+# Single sign-on with OpenID Connect (evalsite/sso, docs/operations/sso.md): off unless
+# OIDC_RP_CLIENT_ID is set. The provider's endpoints come from OIDC_OP_DISCOVERY_URL
+# (its /.well-known/openid-configuration, read at the first login) unless set one by one.
+OIDC_RP_CLIENT_ID = env.str("OIDC_RP_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_RP_CLIENT_SECRET", default="")
+OIDC_OP_DISCOVERY_URL = env.str("OIDC_OP_DISCOVERY_URL", default="")
+OIDC_OP_ISSUER = env.str("OIDC_OP_ISSUER", default="")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_OP_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_OP_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_OP_USER_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_OP_JWKS_ENDPOINT", default="")
+OIDC_OP_LOGOUT_ENDPOINT = env.str("OIDC_OP_LOGOUT_ENDPOINT", default="")
+OIDC_RP_SIGN_ALGO = env.str("OIDC_RP_SIGN_ALGO", default="RS256")
+OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
+# The login page's button: "Log in with <name>".
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="single sign-on")
+# A claim (such as "groups") and VALUE=PROJECT_ID:ROLE rules (evalsite/sso/roles.py).
+OIDC_ROLE_CLAIM = env.str("OIDC_ROLE_CLAIM", default="")
+OIDC_ROLE_MAP = env.str("OIDC_ROLE_MAP", default="")
+OIDC_TIMEOUT = 10
+OIDC_CLOCK_SKEW_SECONDS = 60
+OIDC_USE_PKCE = True
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's logout
+OIDC_OP_LOGOUT_URL_METHOD = "evalsite.sso.views.provider_logout_url"
+# Without the password login only the provider logs people in (the admin's too).
+LOCAL_LOGIN_ENABLED = env.bool("LOCAL_LOGIN_ENABLED", default=True)
+if OIDC_RP_CLIENT_ID:
+    AUTHENTICATION_BACKENDS = [
+        *AUTHENTICATION_BACKENDS,
+        "evalsite.sso.backends.OidcBackend",
+    ]
+if not LOCAL_LOGIN_ENABLED:
+    if not OIDC_RP_CLIENT_ID:
+        raise ImproperlyConfigured(
+            "LOCAL_LOGIN_ENABLED=false needs single sign-on (OIDC_RP_CLIENT_ID and the "
+            "provider's settings): otherwise nobody could log in."
+        )
+    AUTHENTICATION_BACKENDS = [
+        b
+        for b in AUTHENTICATION_BACKENDS
+        if b != "evalsite.accounts.backends.ThrottledModelBackend"
+    ]

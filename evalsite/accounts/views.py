@@ -71,6 +71,10 @@ class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not settings.LOCAL_LOGIN_ENABLED:
+            # The backends refuse passwords too; this says why (single sign-on only).
+            messages.error(request, "Password login is turned off: use single sign-on.")
+            return self.render_to_response(self.get_context_data(), status=403)
         if login_throttled(request, str(request.POST.get("username") or "")):
             form = self.get_form()
             form.add_error(None, LOGIN_THROTTLED_MESSAGE)

@@ -22,6 +22,10 @@ SKIP_NAMES = {
     "accounts:project_create",
     "accounts:tokens",
     "review:preferences",  # the signed-in user's own settings
+    # Single sign-on's login, callback and logout (tests/sso covers them).
+    "oidc_authentication_init",
+    "oidc_authentication_callback",
+    "oidc_logout",
 }
 
 _PARAM = re.compile(r"<(?:(?P<conv>\w+):)?(?P<name>\w+)>|\{(?P<api>\w+)\}")
