@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("evalsite.imports.urls")),
     path("", include("evalsite.exports.urls")),
     path("", include("evalsite.accounts.urls")),
+    path("", include("evalsite.webhooks.urls")),
 ]
 
 # A lost database connection is a 503 (evalsite.core.views.server_error).
