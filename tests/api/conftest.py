@@ -8,12 +8,11 @@ from django.db import close_old_connections
 
 from evalsite.accounts.services import api_token_create
 from tests.exports.builders import build_world
-from tests.webhooks.builders import build_webhooks
 
 
 @pytest.fixture
 def world(project, owner, reviewer, viewer):
-    return build_world(project, owner) | build_webhooks(project)
+    return build_world(project, owner)
 
 
 @pytest.fixture
