@@ -36,6 +36,7 @@ from evalsite.evals.crypto import secret_decrypt, secret_encrypt
 from evalsite.evals.models import Run
 from evalsite.evals.services.egress import judge_address_guard, judge_url_problem
 from evalsite.lib.tasks import task_send_on_commit
+from evalsite.lib.text import unstorable_char
 from evalsite.review.models import ReviewQueue
 from evalsite.review.queues.selectors import queue_progress
 from evalsite.webhooks import conf
@@ -54,6 +55,9 @@ SECRET_HELP = (
 )
 # What the log keeps of a receiver's error body.
 ERROR_CHARS = 500
+# The model's column sizes.
+NAME_MAX = 200
+URL_MAX = 2000
 
 
 # ------------------------------------------------------------------ configuration
@@ -81,12 +85,21 @@ def _clean(
 ) -> dict[str, Any]:
     errors: dict[str, str] = {}
     name = name.strip()
+    url = url.strip()
+    for field, text in (("name", name), ("url", url)):
+        found = unstorable_char(text)
+        if found:
+            errors[field] = f"Contains {found}, which cannot be stored."
     if not name:
         errors["name"] = "Enter a name."
-    url = url.strip()
-    problem = judge_url_problem(url)
-    if problem is not None:
-        errors["url"] = problem
+    elif len(name) > NAME_MAX:
+        errors["name"] = f"Enter at most {NAME_MAX} characters."
+    if len(url) > URL_MAX:
+        errors["url"] = f"Enter a URL of at most {URL_MAX} characters."
+    elif "url" not in errors:
+        problem = judge_url_problem(url)
+        if problem is not None:
+            errors["url"] = problem
     chosen = list(dict.fromkeys(events))
     unknown = [e for e in chosen if e not in Event.values]
     if unknown:
@@ -103,7 +116,7 @@ def _clean(
             "baseline_run",
             "Choose the baseline run that regressions are measured from.",
         )
-    if not 0 <= margin < 1e6:
+    if not 0 <= margin < 1e6:  # NaN too
         errors["margin"] = "Enter a margin of 0 or more."
     if errors:
         raise ApplicationError(next(iter(errors.values())), field_errors=errors)
@@ -397,7 +410,10 @@ def _post(webhook: Webhook, delivery: Delivery) -> _Response:
     if 300 <= response.status_code < 400:
         error = "The receiver answered with a redirect, which webhooks never follow."
     else:
-        error = response.text[:ERROR_CHARS]
+        # The receiver's words: kept short, without what the database cannot store.
+        error = "".join(
+            c for c in response.text[:ERROR_CHARS] if not unstorable_char(c)
+        )
     return _Response(response.status_code, error or f"HTTP {response.status_code}")
 
 

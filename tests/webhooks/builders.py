@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from evalsite.accounts.models import Project
 from evalsite.evals.crypto import secret_encrypt
 from evalsite.webhooks.models import Delivery, Webhook
+
+# The world's signing secret: never on a page, in an API response or a log
+# (tests/security/test_secrets.py).
+WORLD_WEBHOOK_SECRET = (
+    "whsec_" + base64.b64encode(b"webhook-SECRET-999-0123456789").decode()
+)
 
 
 def build_webhooks(project: Project) -> dict[str, Any]:
@@ -16,7 +23,7 @@ def build_webhooks(project: Project) -> dict[str, Any]:
         name="ci",
         url="https://hooks.example.com/evalsite",
         events=["run.finished"],
-        secret_encrypted=secret_encrypt("whsec_" + "A" * 44),
+        secret_encrypted=secret_encrypt(WORLD_WEBHOOK_SECRET),
     )
     delivery = Delivery.objects.create(
         webhook=webhook,

@@ -18,6 +18,10 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.crypto import secret_decrypt
 from evalsite.evals.models import Result, Run
 from evalsite.evals.services.runs import run_finish_if_complete
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.models import QueueEntry
+from evalsite.review.queues.services import queue_create
+from evalsite.review.team.services import review_answer
 from evalsite.webhooks import services
 from evalsite.webhooks.events import Event
 from evalsite.webhooks.models import Delivery, Webhook
@@ -546,3 +550,45 @@ def test_another_projects_ids_are_404_and_non_owners_403(
         ).status_code
         == 403
     )
+
+
+def test_the_answer_that_decides_a_queues_last_result_sends_queue_completed(
+    project, owner, reviewer, receiver, secret, django_capture_on_commit_callbacks
+):
+    second = UserFactory(username="bea")
+    MembershipFactory(project=project, user=second, role="reviewer")
+    make_webhook(project, owner, receiver.url, secret, events=[Event.QUEUE_COMPLETED])
+    run = make_run(project, n_items=1)
+    queue = queue_create(
+        run=run, user=reviewer, query=ResultQuery(sort="item"), overlap=2
+    )
+    result = QueueEntry.objects.get(queue=queue, position=1).result
+    with django_capture_on_commit_callbacks(execute=True):
+        review_answer(queue=queue, result=result, user=reviewer, passed=False)
+    assert receiver.requests == []
+    with django_capture_on_commit_callbacks(execute=True):
+        outcome = review_answer(queue=queue, result=result, user=second, passed=False)
+    assert outcome.decided
+    [request] = receiver.requests
+    payload = Verifier(secret).verify(request["body"], request["headers"])
+    assert payload["type"] == "queue.completed"
+    assert payload["data"]["queue"]["id"] == queue.pk
+
+
+def test_text_the_database_cannot_store_is_a_field_error(
+    client, project, owner, secret
+):
+    response = client.post(
+        f"/api/projects/{project.pk}/webhooks",
+        {
+            "name": "ci\x00",
+            "url": "http://127.0.0.1:9/hook",
+            "secret": secret,
+            "events": ["run.failed"],
+        },
+        content_type="application/json",
+        **bearer(owner),
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == "name"
+    assert not Webhook.objects.exists()
