@@ -14,5 +14,7 @@ def timeout_seconds() -> float:
 
 
 def backoff_seconds(retries: int) -> int:
-    """Wait before retry number `retries` + 1: 30 s, 1 min, 2 min, ... at most 1 h."""
-    return int(min(3600, 30 * 2**retries))
+    """Wait before retry number `retries` + 1: 30 s, 1 min, 2 min, ... at most 30 min,
+    below the Redis broker's visibility timeout (1 h), past which a waiting message
+    would be delivered twice."""
+    return int(min(1800, 30 * 2**retries))
