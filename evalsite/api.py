@@ -145,6 +145,7 @@ def _mount_routers() -> None:
     from evalsite.exports.api import router as exports_router
     from evalsite.imports.api import router as imports_router
     from evalsite.review.api import router as review_router
+    from evalsite.webhooks.api import router as webhooks_router
 
     for router in (
         accounts_router,
@@ -154,6 +155,7 @@ def _mount_routers() -> None:
         compare_router,
         exports_router,
         imports_router,
+        webhooks_router,
     ):
         api.add_router("", router)
 

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "evalsite.review",
     "evalsite.demo",
     "evalsite.sso",
+    "evalsite.webhooks",
 ]
 
 MIDDLEWARE = [
@@ -254,6 +255,11 @@ JUDGE_KEY_ENV_ALLOWED = env.list(
 # CIDR network). Public addresses are always allowed, the offline judge's host:port too,
 # and loopback when DEBUG is on.
 JUDGE_ALLOWED_PRIVATE_HOSTS = env.list("JUDGE_ALLOWED_PRIVATE_HOSTS", default=[])
+
+# Webhooks (evalsite/webhooks): they reach what judges may (JUDGE_ALLOWED_PRIVATE_HOSTS).
+# A failed delivery is tried this many times in all, waiting 30 s, 1 min, 2 min, ...
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=6)
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 # Error pages and reports hide sensitive locals and POST fields even with DEBUG on.
 DEFAULT_EXCEPTION_REPORTER_FILTER = (
     "evalsite.lib.debug.AlwaysSafeExceptionReporterFilter"

@@ -18,6 +18,7 @@ urlpatterns = [
     path("", include("evalsite.exports.urls")),
     path("", include("evalsite.accounts.urls")),
     path("", include("evalsite.sso.urls")),
+    path("", include("evalsite.webhooks.urls")),
 ]
 
 # A lost database connection is a 503 (evalsite.core.views.server_error).

@@ -25,6 +25,7 @@ from tests.factories import (
     SavedFilterFactory,
     ScorerConfigFactory,
 )
+from tests.webhooks.builders import build_webhooks
 
 QA_ROWS: list[dict[str, Any]] = [
     {
@@ -175,6 +176,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         .order_by("id")
         .first()
         or project.memberships.get(user=owner),
+        **build_webhooks(project),
     }
 
 

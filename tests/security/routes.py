@@ -84,7 +84,12 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
     if name == "pk":
         # "judges/<int:pk>/", "scorers/<int:pk>/", "runs/<int:pk>/": the segment before.
         segment = route.split("<int:pk>")[0].rstrip("/").rsplit("/", 1)[-1]
-        name = {"judges": "judge_id", "scorers": "scorer_id", "runs": "run_id"}[segment]
+        name = {
+            "judges": "judge_id",
+            "scorers": "scorer_id",
+            "runs": "run_id",
+            "webhooks": "webhook_id",
+        }[segment]
     objects = {
         "project_id": world["project"],
         "dataset_id": world["dataset"],
@@ -103,6 +108,8 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "comment_id": world["comment"],
         "call_id": world["call"],
         "saved_filter_id": world["saved_filter"],
+        "webhook_id": world["webhook"],
+        "delivery_id": world["delivery"],
     }
     if name in objects:
         return objects[name].pk

@@ -43,7 +43,7 @@ def _row_counts() -> dict[str, int]:
     return {
         m._meta.label: m.objects.count()
         for m in apps.get_models()
-        if m._meta.app_label in {"accounts", "datasets", "evals", "review"}
+        if m._meta.app_label in {"accounts", "datasets", "evals", "review", "webhooks"}
         # Tokens record last use on every request; sessions are not project data.
         and m._meta.model_name not in {"apitoken"}
     }
@@ -181,6 +181,18 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         ("POST", "/pairwise/{pairwise_id}/pairs/{position}/preferences"): {
             "side": "left"
         },
+        ("POST", "/projects/{project_id}/webhooks"): {
+            "name": "another",
+            "url": "http://127.0.0.1:9/hook",
+            "secret": "whsec_" + "B" * 44,
+            "events": ["run.failed"],
+        },
+        ("PATCH", "/projects/{project_id}/webhooks/{webhook_id}"): {"name": "renamed"},
+        ("DELETE", "/projects/{project_id}/webhooks/{webhook_id}"): None,
+        (
+            "POST",
+            "/projects/{project_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver",
+        ): None,
     }
 
 

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import login
 from tests.factories import JudgeConnectionFactory
 from tests.security.routes import fill, operations, pages
+from tests.webhooks.builders import WORLD_WEBHOOK_SECRET
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +52,8 @@ def test_judge_keys_never_appear_in_pages_api_exports_or_logs(
         responses.append(client.post(f"/api/judges/{judge.pk}/test", **headers))
     body = _bodies(responses)
     assert body  # the walk produced output
-    for secret in (DB_KEY, ENV_KEY):
+    webhook_key = WORLD_WEBHOOK_SECRET.removeprefix("whsec_")
+    for secret in (DB_KEY, ENV_KEY, webhook_key):
         assert secret.encode() not in body
         assert secret not in caplog.text
     # The env var's name is configuration, not a secret: owners see which one is used.

@@ -54,6 +54,11 @@ def poison(world: dict) -> None:
     AuditEvent.objects.filter(pk=world["membership_event"].pk).update(
         after={"role": SCRIPT, "email": ATTR, "invitation": IMG}
     )
+    # Owners name webhooks; a receiver's error body is shown in the delivery log.
+    world["webhook"].name = f"hook {SCRIPT}"
+    world["webhook"].save()
+    world["delivery"].error = f"receiver said {IMG}"
+    world["delivery"].save()
 
 
 @pytest.fixture

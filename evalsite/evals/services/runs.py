@@ -42,6 +42,9 @@ _ESTIMATE_SAMPLE = 50
 # The evals tasks (evalsite/evals/tasks.py), sent by name (evalsite/lib/tasks.py).
 RUN_FANOUT_TASK = "evals.run_fanout"
 RUN_DISPATCH_TASK = "evals.run_dispatch"
+# The webhooks app's task for a run that just finished (run.finished, run.failed,
+# compare.regression).
+WEBHOOKS_RUN_EVENT_TASK = "webhooks.run_event"
 
 
 def _judge_snapshot(scorer: ScorerConfig) -> dict[str, Any]:
@@ -443,12 +446,16 @@ def run_finish_if_complete(*, run_id: int) -> bool:
     if Result.objects.filter(run_id=run_id, status=Result.Status.PENDING).exists():
         return False
     errors = Result.objects.filter(run_id=run_id, status=Result.Status.ERROR).exists()
-    return bool(
+    finished = bool(
         Run.objects.filter(pk=run_id, status__in=ACTIVE).update(
             status=Run.Status.DONE_WITH_ERRORS if errors else Run.Status.DONE,
             finished_at=timezone.now(),
         )
     )
+    if finished:
+        # Robust: a broker that is down must not fail the result that finished the run.
+        task_send_on_commit(WEBHOOKS_RUN_EVENT_TASK, run_id, robust=True)
+    return finished
 
 
 def run_recover(*, run_id: int, force: bool = False) -> int | None:

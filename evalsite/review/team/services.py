@@ -42,6 +42,7 @@ from evalsite.evals.results.verdicts import (
     score_value,
     scoring_options,
 )
+from evalsite.lib.tasks import task_send_on_commit
 from evalsite.review.models import FinalRule, Guideline, QueueEntry, Review, ReviewQueue
 from evalsite.review.team.selectors import (
     AnswerTarget,
@@ -50,6 +51,9 @@ from evalsite.review.team.selectors import (
 )
 from evalsite.review.timing import clean_seconds
 from scoring import AnalysisError, apply_override, get_path
+
+# The webhooks app's task that sends queue.completed when a queue is done.
+WEBHOOKS_QUEUE_EVENT_TASK = "webhooks.queue_event"
 
 
 @dataclass(frozen=True)
@@ -489,11 +493,19 @@ def review_answer(
                 answer=final[0],
                 note=final[1],
             )
+            queue_reviewed(queue.pk)
         _save_open_entry(entry)
     _copy_back(result, locked)
     # The reviewer who decided is at hand: the card names them without a read.
     result.reviewed_by = locked.reviewed_by
     return AnswerOutcome(review, entry, decided, adjudicate, reviews)
+
+
+def queue_reviewed(queue_id: int) -> None:
+    """A result of the queue got its verdict: the webhooks app checks, after the
+    commit, whether that completed the queue (queue.completed). Robust: a broker that
+    is down must not fail the answer."""
+    task_send_on_commit(WEBHOOKS_QUEUE_EVENT_TASK, queue_id, robust=True)
 
 
 def _closed(state: str | None) -> ApplicationError:
@@ -598,6 +610,7 @@ def review_adjudicate(
         )
         _locked_decide(entry, answer, how="adjudicated", user=user)
         entry.save(update_fields=["state", "decision", "decided_by", "decided_at"])
+        queue_reviewed(queue.pk)
         audit_event(
             project=queue.project,
             actor=user,
@@ -637,6 +650,7 @@ def review_record_single(
         )
         count_answers(entry, _only_answers(reviews))
         entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
+        queue_reviewed(queue.pk)
 
 
 # Undo through the verdict, with the single-review queue answers following it: every
