@@ -4,7 +4,7 @@ from datetime import date, datetime
 from typing import Any
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from evalsite.accounts.models import (
     AuditEvent,
@@ -15,6 +15,7 @@ from evalsite.accounts.models import (
 from evalsite.accounts.selectors import AuditFilters
 from evalsite.accounts.services import INVITATION_DAYS_DEFAULT, INVITATION_DAYS_MAX
 from evalsite.core.pagination import LimitOffsetPagination
+from evalsite.lib.text import unstorable_char
 
 
 class ProjectIn(Schema):
@@ -133,6 +134,16 @@ class AuditQuery(Schema):
     )
     since: date | None = Field(None, description="On or after this day.")
     until: date | None = Field(None, description="On or before this day.")
+
+    @field_validator("action", "actor", "object_type")
+    @classmethod
+    def _storable(cls, value: str) -> str:
+        # The database cannot compare text holding a NUL: refuse it as bad input
+        # rather than let the query fail.
+        found = unstorable_char(value)
+        if found:
+            raise ValueError(f"contains {found}")
+        return value
 
     def filters(self) -> AuditFilters:
         return AuditFilters(

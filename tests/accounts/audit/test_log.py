@@ -254,3 +254,12 @@ def test_a_blind_results_details_are_hidden_from_its_reviewer(
     client.force_login(viewer)  # answers no queue, so nothing is blind to them
     item = client.get(f"/api/projects/{project.pk}/audit").json()["items"][0]
     assert item["summary"] == "olivia flipped pass to fail"
+
+
+def test_api_refuses_a_filter_the_database_cannot_hold(client, project, owner):
+    """A NUL in a filter (found by the API fuzzer) is bad input, not a server error."""
+    client.force_login(owner)
+    for name in ("action", "actor", "object_type"):
+        response = client.get(f"/api/projects/{project.pk}/audit", {name: "run\x00"})
+        assert response.status_code == 422, name
+        assert "NUL" in response.content.decode()
