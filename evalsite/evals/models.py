@@ -209,7 +209,7 @@ class Result(models.Model):
         RunScorer, on_delete=models.CASCADE, related_name="results"
     )
     # The run's project (with the caller's `.membership`), set by
-    # evals.selectors.result_get_for_user; results fetched any other way lack it.
+    # evals.runs.selectors.result_get_for_user; results fetched any other way lack it.
     project: Project
     status = models.CharField(
         max_length=12, choices=Status.choices, default=Status.PENDING

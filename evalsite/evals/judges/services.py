@@ -21,12 +21,12 @@ from evalsite.accounts.models import Project
 from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.crypto import secret_decrypt, secret_encrypt
-from evalsite.evals.models import JudgeConnection
-from evalsite.evals.services.egress import (
+from evalsite.evals.judges.egress import (
     judge_address_guard,
     judge_key_env_problem,
     judge_url_problem,
 )
+from evalsite.evals.models import JudgeConnection
 from evalsite.lib.text import unstorable_char
 from scoring import make_client, preview_prompts
 from scoring.egress import AddressGuard, refused_cause

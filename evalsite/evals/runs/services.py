@@ -20,7 +20,7 @@ from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals import conf
 from evalsite.evals.models import JudgeCall, Result, Run, RunScorer, ScorerConfig
-from evalsite.evals.services.scorers import scorer_fields_missing
+from evalsite.evals.scorers.services import scorer_fields_missing
 from evalsite.lib.tasks import task_send, task_send_on_commit
 from evalsite.lib.text import text_check_storable
 from evalsite.queues import CeleryQueue

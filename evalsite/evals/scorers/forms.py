@@ -9,10 +9,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from evalsite.datasets.models import Dataset
-from evalsite.evals.models import JudgeConnection, ScorerConfig
-from evalsite.evals.services.judges import EDITABLE_FIELDS
-from evalsite.evals.services.scorers import SCORER_KINDS, scorer_fields_missing
+from evalsite.evals.models import JudgeConnection
+from evalsite.evals.scorers.services import SCORER_KINDS
 from scoring import KINDS
 
 OPTION_PREFIX = "options."
@@ -21,61 +19,6 @@ PROMPT_PLACEHOLDERS = {
     "custom_rubric": ["{{input}}", "{{output}}", "{{context}}", "{{reference}}"],
     "factuality": ["{{input}}", "{{ideal}}", "{{completion}}"],
 }
-
-
-class JudgeForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    base_url = forms.CharField(max_length=500, label="Base URL")
-    model = forms.CharField(max_length=200)
-    api_key = forms.CharField(
-        required=False,
-        label="API key",
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text=(
-            "Stored encrypted and never shown again, and only sent to this base URL. "
-            "Leave empty to keep the current key (a new base URL needs it again)."
-        ),
-    )
-    api_key_env = forms.CharField(
-        required=False,
-        max_length=100,
-        label="…or the name of an environment variable holding it",
-        help_text=(
-            "Only names this server allows for this base URL's host, e.g. "
-            "OPENAI_API_KEY for https://api.openai.com/v1."
-        ),
-    )
-    clear_api_key = forms.BooleanField(required=False, label="Remove the stored key")
-    temperature = forms.FloatField(initial=0.0, min_value=0, max_value=2)
-    timeout_seconds = forms.FloatField(
-        initial=60.0, min_value=0.1, max_value=600, label="Timeout (s)"
-    )
-    max_concurrency = forms.IntegerField(
-        initial=8, min_value=1, max_value=1000, label="Max concurrent requests"
-    )
-    requests_per_minute = forms.IntegerField(
-        initial=600,
-        min_value=0,
-        max_value=1_000_000,
-        label="Requests per minute (0 = no limit)",
-    )
-    price_per_1k_input = forms.DecimalField(
-        required=False, min_value=0, decimal_places=6, label="Price per 1k input tokens"
-    )
-    price_per_1k_output = forms.DecimalField(
-        required=False,
-        min_value=0,
-        decimal_places=6,
-        label="Price per 1k output tokens",
-    )
-
-    @classmethod
-    def for_judge(cls, judge: JudgeConnection) -> JudgeForm:
-        # The key fields start empty: the key is write-only.
-        return cls(
-            initial={name: getattr(judge, name) for name in EDITABLE_FIELDS}
-            | {"api_key_env": judge.api_key_env}
-        )
 
 
 class ListOptionField(forms.Field):
@@ -352,49 +295,3 @@ class ScorerForm(forms.Form):
         # e.g. "options.penalties" for a whole nested object
         matches = [n for n in self.option_names if n.startswith(field + ".")]
         self.add_error(matches[0] if matches else None, message)
-
-
-class RunStartForm(forms.Form):
-    # Querysets of the form's project: set in __init__.
-    dataset: forms.ModelChoiceField[Dataset] = forms.ModelChoiceField(
-        queryset=None, empty_label=None
-    )
-    scorers: forms.ModelMultipleChoiceField[ScorerConfig] = (
-        forms.ModelMultipleChoiceField(
-            queryset=None, widget=forms.CheckboxSelectMultiple
-        )
-    )
-    name = forms.CharField(max_length=200, required=False)
-
-    def __init__(self, *args: Any, project_id: int, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        dataset, scorers = self.fields["dataset"], self.fields["scorers"]
-        assert isinstance(dataset, forms.ModelChoiceField)
-        assert isinstance(scorers, forms.ModelMultipleChoiceField)
-        dataset.queryset = Dataset.objects.filter(project_id=project_id).order_by(
-            "-created_at"
-        )
-        scorers.queryset = (
-            ScorerConfig.objects.filter(project_id=project_id, archived=False)
-            .select_related("judge")
-            .order_by("name")
-        )
-
-    def clean(self) -> dict[str, Any]:
-        """Refuse a scorer whose required fields no item of the dataset has (a
-        conversation, tool calls, a reference, ...): every result would error."""
-        data = super().clean() or {}
-        dataset, chosen = data.get("dataset"), data.get("scorers")
-        if dataset is not None and chosen:
-            missing = scorer_fields_missing(
-                dataset=dataset, kinds={s.kind for s in chosen}
-            )
-            for scorer in chosen:
-                if scorer.kind in missing:
-                    self.add_error(
-                        "scorers",
-                        f"“{scorer.name}” ({KINDS[scorer.kind].label}) needs "
-                        f"{' and '.join(missing[scorer.kind])}, which no item of "
-                        f"{dataset} has.",
-                    )
-        return data

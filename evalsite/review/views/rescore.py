@@ -13,7 +13,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import RunScorer
 from evalsite.evals.results.rescore import run_rescore
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review.forms import RescoreForm
 from evalsite.review.views.common import user_can_write

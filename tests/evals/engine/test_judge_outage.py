@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from evalsite.evals import services
 from evalsite.evals.engine.dispatch import run_dispatch
 from evalsite.evals.models import JudgeConnection, Result, Run
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from scoring.offline_judge import start_server
 from tests.evals.conftest import support_rows
 from tests.factories import DatasetFactory
@@ -28,10 +29,10 @@ def _refusing_url() -> str:
 
 def _run(project, owner, judge, rows: int) -> Run:
     dataset = DatasetFactory(project=project, name="outage", rows=support_rows(rows))
-    scorer = services.scorer_create(
+    scorer = scorer_services.scorer_create(
         project=project, user=owner, name="F", kind="faithfulness", judge=judge
     )
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=[scorer], enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)

@@ -12,10 +12,11 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from evalsite.evals import services
 from evalsite.evals.engine import livestats
 from evalsite.evals.engine.dispatch import run_dispatch
 from evalsite.evals.models import JudgeCall, JudgeConnection, Run
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from scoring import ajudge_case, make_async_client
 from tests.evals.conftest import CASES, judge_control, judge_stats, support_rows
 from tests.factories import DatasetFactory
@@ -98,10 +99,10 @@ def test_judge_time_and_calls_in_flight_agree_with_what_the_judge_saw(
 
     monkeypatch.setattr(judge_cache.JudgeCacheBatcher, "_read", busy_read)
     dataset = DatasetFactory(project=project, name="many", rows=support_rows(40))
-    scorer = services.scorer_create(
+    scorer = scorer_services.scorer_create(
         project=project, user=owner, name="F", kind="faithfulness", judge=judge
     )
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=[scorer], enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
@@ -211,7 +212,7 @@ def test_the_run_page_names_the_binding_limit_from_the_runs_recent_latency(
     JudgeConnection.objects.filter(pk=judge.pk).update(
         max_concurrency=128, requests_per_minute=600, observed_latency_ms=900.0
     )
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(
@@ -319,7 +320,7 @@ def test_the_run_page_says_while_the_judge_is_unreachable_and_when_results_fail(
 
     settings.VAR_DIR = tmp_path
     settings.REDIS_URL = ""
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(

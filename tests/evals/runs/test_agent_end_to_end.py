@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals.models import Result, Run
-from evalsite.evals.services import scorer_create
+from evalsite.evals.scorers.services import scorer_create
 from tests.conftest import bearer, login
 from tests.datasets.conftest import AGENT_ROW as ROW
 from tests.datasets.conftest import upload

@@ -3,8 +3,10 @@ from __future__ import annotations
 import pytest
 
 from evalsite.accounts.services import api_token_create
-from evalsite.evals import services
+from evalsite.evals.judges import services as judge_services
 from evalsite.evals.models import JudgeConnection, Run
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from tests.evals.conftest import judge_control
 from tests.factories import ProjectFactory, ScorerConfigFactory
 
@@ -64,7 +66,7 @@ def test_api_judge_create_never_returns_the_key(api, project, owner):
     assert patched.status_code == 200
     assert "sk-other-999" not in patched.content.decode()
     assert (
-        services.judge_api_key(judge=JudgeConnection.objects.get(pk=judge.pk))
+        judge_services.judge_api_key(judge=JudgeConnection.objects.get(pk=judge.pk))
         == "sk-other-999"
     )
 
@@ -121,7 +123,7 @@ def test_api_scorer_and_run_refuse_nul_in_names_and_options(
             f"/api/projects/{project.pk}/scorers", body, content_type="application/json"
         )
         assert response.status_code == 400, response.content
-    scorer = services.scorer_create(
+    scorer = scorer_services.scorer_create(
         project=project, user=owner, name="Sim", kind="content_similarity"
     )
     response = client.post(
@@ -222,7 +224,7 @@ def test_api_scorer_needs_a_judge_of_this_project(api, project, owner, outsider)
                 project=outsider.memberships.get().project
             ).exists()
         )
-        else services.judge_create_offline(outsider.memberships.get().project)
+        else judge_services.judge_create_offline(outsider.memberships.get().project)
     )
     response = api(owner).post(
         f"/api/projects/{project.pk}/scorers",
@@ -316,7 +318,7 @@ def test_api_run_start_refuses_foreign_scorers(api, project, owner, dataset):
 def test_api_runs_viewer_and_outsider(
     api, project, owner, viewer, outsider, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     assert api(viewer).get(f"/api/runs/{run.pk}").status_code == 200
@@ -346,7 +348,7 @@ def test_api_run_cancel_and_retry_failed(
     django_capture_on_commit_callbacks,
 ):
     client = api(owner)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     cancelled = client.post(f"/api/runs/{run.pk}/cancel").json()
@@ -357,7 +359,7 @@ def test_api_run_cancel_and_retry_failed(
 
     judge_control(offline_judge, script=["400"])
     with django_capture_on_commit_callbacks(execute=True):
-        run2 = services.run_start(
+        run2 = run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=scorers
         )
     detail = client.get(f"/api/runs/{run2.pk}").json()

@@ -9,11 +9,14 @@ from django.utils import timezone
 
 from evalsite.accounts.services import project_create
 from evalsite.core.exceptions import ApplicationError, ConflictError
-from evalsite.evals import conf, services
+from evalsite.evals import conf
 from evalsite.evals.crypto import SecretUnreadableError, secret_decrypt, secret_encrypt
 from evalsite.evals.engine.claims import new_claim_token, results_claim
 from evalsite.evals.engine.dispatch import run_dispatch
+from evalsite.evals.judges import services as judge_services
 from evalsite.evals.models import JudgeCall, JudgeConnection, Result, Run, ScorerConfig
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from scoring import overridable_count
 from tests.evals.conftest import judge_control, judge_stats, support_rows
 from tests.factories import DatasetFactory, ProjectFactory, ScorerConfigFactory
@@ -23,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 def _start(project, owner, dataset, scorers, capture):
     with capture(execute=True):
-        run = services.run_start(
+        run = run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=scorers
         )
     run.refresh_from_db()
@@ -57,7 +60,7 @@ def test_secret_decrypt_rejects_a_token_made_with_another_secret_key(settings):
 
 
 def test_judge_create_stores_the_key_encrypted_only(project, owner):
-    judge = services.judge_create(
+    judge = judge_services.judge_create(
         project=project,
         user=owner,
         name="GPT",
@@ -69,14 +72,14 @@ def test_judge_create_stores_the_key_encrypted_only(project, owner):
     assert judge.base_url == "https://api.example.com/v1"
     assert judge.has_api_key
     assert "sk-live-abc123" not in judge.api_key_encrypted
-    assert services.judge_api_key(judge=judge) == "sk-live-abc123"
+    assert judge_services.judge_api_key(judge=judge) == "sk-live-abc123"
 
 
 def test_judge_api_key_reads_the_named_environment_variable(
     project, owner, monkeypatch, settings
 ):
     settings.JUDGE_KEY_ENV_ALLOWED = ["EVALSITE_JUDGE_KEY_*@api.example.com"]
-    judge = services.judge_create(
+    judge = judge_services.judge_create(
         project=project,
         user=owner,
         name="Env",
@@ -85,14 +88,14 @@ def test_judge_api_key_reads_the_named_environment_variable(
         api_key_env="EVALSITE_JUDGE_KEY_TEST",
     )
     monkeypatch.setenv("EVALSITE_JUDGE_KEY_TEST", "sk-from-env")
-    assert services.judge_api_key(judge=judge) == "sk-from-env"
+    assert judge_services.judge_api_key(judge=judge) == "sk-from-env"
     monkeypatch.delenv("EVALSITE_JUDGE_KEY_TEST")
     with pytest.raises(ApplicationError, match="EVALSITE_JUDGE_KEY_TEST is not set"):
-        services.judge_api_key(judge=judge)
+        judge_services.judge_api_key(judge=judge)
 
 
 def test_judge_update_keeps_the_key_unless_a_new_one_is_given(project, owner):
-    judge = services.judge_create(
+    judge = judge_services.judge_create(
         project=project,
         user=owner,
         name="J",
@@ -100,11 +103,11 @@ def test_judge_update_keeps_the_key_unless_a_new_one_is_given(project, owner):
         model="m",
         api_key="k1",
     )
-    services.judge_update(judge=judge, user=owner, model="m2")
-    assert services.judge_api_key(judge=judge) == "k1"
-    services.judge_update(judge=judge, user=owner, api_key="k2")
-    assert services.judge_api_key(judge=judge) == "k2"
-    services.judge_update(judge=judge, user=owner, clear_api_key=True)
+    judge_services.judge_update(judge=judge, user=owner, model="m2")
+    assert judge_services.judge_api_key(judge=judge) == "k1"
+    judge_services.judge_update(judge=judge, user=owner, api_key="k2")
+    assert judge_services.judge_api_key(judge=judge) == "k2"
+    judge_services.judge_update(judge=judge, user=owner, clear_api_key=True)
     assert not judge.has_api_key
 
 
@@ -121,44 +124,44 @@ def test_judge_update_keeps_the_key_unless_a_new_one_is_given(project, owner):
 def test_judge_create_names_the_bad_field(project, owner, field, value):
     fields = {"name": "J", "base_url": "http://h/v1", "model": "m", field: value}
     with pytest.raises(ApplicationError) as exc:
-        services.judge_create(project=project, user=owner, **fields)
+        judge_services.judge_create(project=project, user=owner, **fields)
     assert field in exc.value.field_errors
 
 
 def test_judge_create_rejects_a_duplicate_name(project, owner):
-    services.judge_create(
+    judge_services.judge_create(
         project=project, user=owner, name="J", base_url="http://h/v1", model="m"
     )
     with pytest.raises(ApplicationError) as exc:
-        services.judge_create(
+        judge_services.judge_create(
             project=project, user=owner, name="J", base_url="http://h/v1", model="m"
         )
     assert "name" in exc.value.field_errors
 
 
 def test_judge_test_reports_latency_against_the_offline_judge(judge):
-    outcome = services.judge_test(judge=judge)
+    outcome = judge_services.judge_test(judge=judge)
     assert outcome.ok, outcome.message
     assert outcome.latency_ms > 0
 
 
 def test_judge_test_reports_the_endpoint_error(judge, offline_judge):
     judge_control(offline_judge, script=["400"])
-    outcome = services.judge_test(judge=judge)
+    outcome = judge_services.judge_test(judge=judge)
     assert not outcome.ok
     # The status, in words; never the remote body (a judge URL may point anywhere).
     assert "HTTP 400" in outcome.message and "Bad request" not in outcome.message
 
 
 def test_judge_test_reports_an_unreachable_endpoint(project, owner):
-    judge = services.judge_create(
+    judge = judge_services.judge_create(
         project=project,
         user=owner,
         name="Nowhere",
         base_url="http://127.0.0.1:9/v1",
         model="m",
     )
-    outcome = services.judge_test(judge=judge)
+    outcome = judge_services.judge_test(judge=judge)
     assert not outcome.ok
     assert "Connection" in outcome.message or "connect" in outcome.message
 
@@ -167,7 +170,7 @@ def test_judge_test_reports_an_unreachable_endpoint(project, owner):
 
 
 def test_scorer_create_merges_defaults_and_threshold(project, owner, judge):
-    scorer = services.scorer_create(
+    scorer = scorer_services.scorer_create(
         project=project,
         user=owner,
         name="CR",
@@ -186,7 +189,7 @@ def test_scorer_create_merges_defaults_and_threshold(project, owner, judge):
 
 def test_scorer_create_names_the_bad_option(project, owner, judge):
     with pytest.raises(ApplicationError) as exc:
-        services.scorer_create(
+        scorer_services.scorer_create(
             project=project,
             user=owner,
             name="CR",
@@ -199,20 +202,20 @@ def test_scorer_create_names_the_bad_option(project, owner, judge):
 
 def test_scorer_create_requires_a_judge_only_for_llm_kinds(project, owner):
     with pytest.raises(ApplicationError) as exc:
-        services.scorer_create(
+        scorer_services.scorer_create(
             project=project, user=owner, name="F", kind="faithfulness"
         )
     assert "judge_id" in exc.value.field_errors
-    scorer = services.scorer_create(
+    scorer = scorer_services.scorer_create(
         project=project, user=owner, name="S", kind="content_similarity"
     )
     assert scorer.judge is None
 
 
 def test_scorer_create_refuses_a_judge_of_another_project(project, owner):
-    other = services.judge_create_offline(ProjectFactory())
+    other = judge_services.judge_create_offline(ProjectFactory())
     with pytest.raises(ApplicationError) as exc:
-        services.scorer_create(
+        scorer_services.scorer_create(
             project=project, user=owner, name="F", kind="faithfulness", judge=other
         )
     assert "judge_id" in exc.value.field_errors
@@ -220,7 +223,7 @@ def test_scorer_create_refuses_a_judge_of_another_project(project, owner):
 
 def test_scorer_update_edits_in_place_while_unused(project, owner, scorers):
     scorer = scorers[0]
-    saved = services.scorer_update(scorer=scorer, user=owner, threshold=0.9)
+    saved = scorer_services.scorer_update(scorer=scorer, user=owner, threshold=0.9)
     assert saved.pk == scorer.pk
     assert saved.options["threshold"] == 0.9
 
@@ -230,26 +233,26 @@ def test_scorer_update_makes_a_new_version_once_a_run_used_it(
 ):
     run = _start(project, owner, dataset, scorers, django_capture_on_commit_callbacks)
     old = scorers[0]
-    new = services.scorer_update(scorer=old, user=owner, threshold=0.9)
+    new = scorer_services.scorer_update(scorer=old, user=owner, threshold=0.9)
     old.refresh_from_db()
     assert (new.version, new.parent_id, old.archived) == (2, old.pk, True)
     snapshot = run.run_scorers.get(scorer=old)
     assert snapshot.options["threshold"] == 0.5
     with pytest.raises(ApplicationError, match="old version"):
-        services.scorer_update(scorer=old, user=owner, threshold=0.1)
+        scorer_services.scorer_update(scorer=old, user=owner, threshold=0.1)
 
 
 def test_scorer_version_create_from_run_numbers_after_every_version_and_archives_them(
     project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     old = scorers[0]
-    edited = services.scorer_update(scorer=old, user=owner, threshold=0.9)  # v2
+    edited = scorer_services.scorer_update(scorer=old, user=owner, threshold=0.9)  # v2
     snapshot = run.run_scorers.get(scorer=old)  # the run ran v1
     options = {**snapshot.options, "threshold": 0.7}
-    saved = services.scorer_version_create_from_run(
+    saved = scorer_services.scorer_version_create_from_run(
         run_scorer=snapshot, options=options, user=owner
     )
     edited.refresh_from_db()
@@ -263,13 +266,13 @@ def test_scorer_version_create_from_run_numbers_after_every_version_and_archives
 def test_scorer_version_create_from_run_stands_in_the_snapshot_for_a_deleted_scorer(
     project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
     )
     snapshot = run.run_scorers.get()
     scorers[0].delete()
     snapshot.refresh_from_db()
-    saved = services.scorer_version_create_from_run(
+    saved = scorer_services.scorer_version_create_from_run(
         run_scorer=snapshot, options=snapshot.options, user=owner
     )
     assert (saved.version, saved.parent_id) == (1, None)
@@ -286,7 +289,7 @@ def test_scorer_version_create_from_run_stands_in_the_snapshot_for_a_deleted_sco
 def test_run_start_snapshots_scorers_and_creates_pending_results(
     project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     assert run.total == 6
@@ -301,7 +304,7 @@ def test_run_start_rejects_a_scorer_of_another_project(project, owner, dataset):
         project=ProjectFactory(), name="X", kind="content_similarity", options={}
     )
     with pytest.raises(ApplicationError) as exc:
-        services.run_start(
+        run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=[foreign]
         )
     assert "scorer_ids" in exc.value.field_errors
@@ -310,7 +313,9 @@ def test_run_start_rejects_a_scorer_of_another_project(project, owner, dataset):
 def test_run_start_rejects_an_empty_dataset(project, owner, scorers):
     empty = DatasetFactory(project=project, name="empty", rows=[])
     with pytest.raises(ApplicationError) as exc:
-        services.run_start(project=project, user=owner, dataset=empty, scorers=scorers)
+        run_services.run_start(
+            project=project, user=owner, dataset=empty, scorers=scorers
+        )
     assert "dataset_id" in exc.value.field_errors
 
 
@@ -367,10 +372,10 @@ def test_another_projects_identical_calls_are_judged_again_not_cached(
 ):
     _start(project, owner, dataset, scorers, django_capture_on_commit_callbacks)
     other = project_create(user=owner, name="Other team")
-    other_judge = services.judge_create_offline(other)
+    other_judge = judge_services.judge_create_offline(other)
     other_judge.base_url = offline_judge.base_url
     other_judge.save(update_fields=["base_url"])
-    other_scorer = services.scorer_create(
+    other_scorer = scorer_services.scorer_create(
         project=other,
         user=owner,
         name="Faithfulness",
@@ -394,7 +399,7 @@ def test_another_projects_identical_calls_are_judged_again_not_cached(
 def test_a_second_dispatch_neither_duplicates_nor_calls_again(
     project, owner, dataset, scorers, offline_judge
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
@@ -412,7 +417,7 @@ def test_a_second_dispatch_neither_duplicates_nor_calls_again(
 def test_a_claim_respects_a_live_lease_and_takes_over_an_expired_one(
     project, owner, dataset, scorers, frozen_clock
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
     )
     result = run.results.first()
@@ -470,7 +475,7 @@ def test_a_scorer_needing_a_field_no_item_has_is_refused_before_the_run(
     dataset = DatasetFactory(project=project, name="bad", rows=support_rows(2))
     dataset.items.update(output="")
     with pytest.raises(ApplicationError) as caught:
-        services.run_start(
+        run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=scorers[:1]
         )
     assert "needs output, which no item of" in caught.value.field_errors["scorer_ids"]
@@ -480,17 +485,17 @@ def test_a_scorer_needing_a_field_no_item_has_is_refused_before_the_run(
 def test_run_cancel_cancels_pending_results_and_work_stops(
     project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
-    services.run_cancel(run=run, user=owner)
+    run_services.run_cancel(run=run, user=owner)
     assert run.status == Run.Status.CANCELLED
     assert set(run.results.values_list("status", flat=True)) == {
         Result.Status.CANCELLED
     }
     assert results_claim(run_id=run.pk, token=new_claim_token(), count=10) == []
     with pytest.raises(ConflictError):
-        services.run_cancel(run=run, user=owner)
+        run_services.run_cancel(run=run, user=owner)
 
 
 def test_run_retry_failed_requeues_only_the_errors(
@@ -504,7 +509,7 @@ def test_run_retry_failed_requeues_only_the_errors(
         )
     )
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.run_retry_failed(run=run, user=owner) == 1
+        assert run_services.run_retry_failed(run=run, user=owner) == 1
     run.refresh_from_db()
     assert run.status == Run.Status.DONE
     assert (
@@ -512,13 +517,13 @@ def test_run_retry_failed_requeues_only_the_errors(
         == ok_before
     )
     with pytest.raises(ApplicationError, match="no failed"):
-        services.run_retry_failed(run=run, user=owner)
+        run_services.run_retry_failed(run=run, user=owner)
 
 
 def test_run_recover_requeues_results_of_a_dead_worker(
     project, owner, dataset, scorers, frozen_clock
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(
@@ -529,29 +534,29 @@ def test_run_recover_requeues_results_of_a_dead_worker(
         claimed_by="dead:1:x",
         attempts=1,
     )
-    assert services.run_recover(run_id=run.pk) == 3
+    assert run_services.run_recover(run_id=run.pk) == 3
     run.refresh_from_db()
     assert run.status == Run.Status.DONE
     assert set(run.results.values_list("attempts", flat=True)) == {2}
     # A second tick right away is skipped: one watchdog tick per interval.
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
-    assert services.run_recover(run_id=run.pk) is None
+    assert run_services.run_recover(run_id=run.pk) is None
     # The next interval's tick runs (and finds nothing lost).
     frozen_clock.shift(conf.monitor_interval())
-    assert services.run_recover(run_id=run.pk) == 0
+    assert run_services.run_recover(run_id=run.pk) == 0
 
 
 def test_run_finish_if_complete_waits_for_pending_results(
     project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
-    assert not services.run_finish_if_complete(run_id=run.pk)
+    assert not run_services.run_finish_if_complete(run_id=run.pk)
     Result.objects.filter(run=run).update(status=Result.Status.OK)
     Result.objects.filter(pk=run.results.first().pk).update(status=Result.Status.ERROR)
-    assert services.run_finish_if_complete(run_id=run.pk)
-    assert not services.run_finish_if_complete(run_id=run.pk)  # once only
+    assert run_services.run_finish_if_complete(run_id=run.pk)
+    assert not run_services.run_finish_if_complete(run_id=run.pk)  # once only
     run.refresh_from_db()
     assert run.status == Run.Status.DONE_WITH_ERRORS
 
@@ -566,7 +571,7 @@ def test_run_preview_renders_the_first_prompt_and_extrapolates(
     judge.price_per_1k_input = Decimal("0.5")
     judge.price_per_1k_output = Decimal("1.5")
     judge.save()
-    preview = services.run_preview(dataset=dataset, scorers=scorers)
+    preview = run_services.run_preview(dataset=dataset, scorers=scorers)
     faithful, similarity = preview.scorers
     first = faithful.prompts[0]
     assert first["step"] == "claims"
@@ -587,7 +592,7 @@ def test_run_preview_renders_the_first_prompt_and_extrapolates(
 
 
 def test_viewer_cannot_reach_write_lookups(project, viewer, dataset, scorers):
-    from evalsite.evals.selectors import scorer_get_for_user
+    from evalsite.evals.scorers.selectors import scorer_get_for_user
 
     with pytest.raises(PermissionDenied):
         scorer_get_for_user(user=viewer, pk=scorers[0].pk, write=True)
@@ -597,9 +602,8 @@ def test_kinds_that_need_agent_data_are_offered_now_datasets_hold_it(project, ow
     """tool_call_accuracy reads an item's tool calls, which datasets hold
     part 2 (evalsite.datasets.agentdata): offered like every kind whose fields items
     hold; a kind the library does not know is still refused."""
-    from evalsite.evals.forms import ScorerForm
-    from evalsite.evals.services import scorer_create
-    from evalsite.evals.services.scorers import SCORER_KINDS
+    from evalsite.evals.scorers.forms import ScorerForm
+    from evalsite.evals.scorers.services import SCORER_KINDS, scorer_create
 
     assert {"tool_call_accuracy", "trajectory_accuracy", "faithfulness"} <= set(
         SCORER_KINDS

@@ -9,12 +9,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from evalsite.celery import app
-from evalsite.evals import conf, services, tasks
+from evalsite.evals import conf, tasks
 from evalsite.evals.models import Result, Run
+from evalsite.evals.runs import services as run_services
 
 
 def _running_run(project, owner, dataset, scorers, *, claimed_ago: timedelta) -> Run:
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(
@@ -105,7 +106,7 @@ def test_every_task_is_named_app_noun_verb_and_the_old_names_stay_for_one_releas
 def test_a_queued_message_of_the_old_single_result_task_is_judged_by_the_dispatcher(
     project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)

@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from evalsite.evals import services
 from evalsite.evals.models import Result, Run, ScorerConfig
+from evalsite.evals.runs import services as run_services
 
 pytestmark = pytest.mark.django_db
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -209,7 +209,7 @@ def test_viewer_cannot_create_scorers(client, project, viewer, judge):
 def test_scorer_edit_after_a_run_makes_a_new_version(
     owner_client, project, owner, dataset, scorers
 ):
-    services.run_start(
+    run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     scorer = scorers[1]
@@ -268,7 +268,7 @@ def test_viewer_cannot_start_a_run(client, project, viewer, dataset, scorers):
 def test_run_pages_are_404_for_outsiders(
     client, project, owner, outsider, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     client = login(client, outsider)
@@ -281,7 +281,7 @@ def test_run_pages_are_404_for_outsiders(
 def test_run_progress_polls_while_running(
     owner_client, project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     response = owner_client.get(_url("run_progress", project, run.pk), **HX)
@@ -294,13 +294,13 @@ def test_run_progress_polls_while_running(
 def test_run_progress_stops_polling_when_finished_and_refreshes_the_summary(
     owner_client, project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     Result.objects.filter(run=run).update(
         status=Result.Status.OK, judge_score=1, final_score=1
     )
-    services.run_finish_if_complete(run_id=run.pk)
+    run_services.run_finish_if_complete(run_id=run.pk)
     response = owner_client.get(_url("run_progress", project, run.pk), **HX)
     assert response.status_code == 286
     assert "run-finished" in json.loads(response["HX-Trigger"])
@@ -310,13 +310,13 @@ def test_run_progress_stops_polling_when_finished_and_refreshes_the_summary(
 def test_run_detail_lists_errors_grouped_by_message(
     owner_client, project, owner, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     Result.objects.filter(run=run).update(
         status=Result.Status.ERROR, error="judge said no"
     )
-    services.run_finish_if_complete(run_id=run.pk)
+    run_services.run_finish_if_complete(run_id=run.pk)
     body = owner_client.get(_url("run_detail", project, run.pk)).content.decode()
     errors = body.split('id="run-errors"')[1].split("</table>")[0]
     assert "judge said no" in errors
@@ -325,7 +325,7 @@ def test_run_detail_lists_errors_grouped_by_message(
 
 
 def test_run_summary_fragment(owner_client, project, owner, dataset, scorers):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     body = owner_client.get(_url("run_summary", project, run.pk), **HX).content.decode()
@@ -335,7 +335,7 @@ def test_run_summary_fragment(owner_client, project, owner, dataset, scorers):
 def test_run_cancel_via_htmx_returns_the_progress_fragment(
     client, project, owner, reviewer, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     response = login(client, reviewer).post(_url("run_cancel", project, run.pk), **HX)
@@ -348,7 +348,7 @@ def test_run_cancel_via_htmx_returns_the_progress_fragment(
 def test_run_cancel_refuses_get_and_viewers(
     client, project, owner, viewer, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     client = login(client, viewer)
@@ -359,7 +359,7 @@ def test_run_cancel_refuses_get_and_viewers(
 def test_run_list_shows_runs_with_progress(
     client, project, owner, viewer, dataset, scorers
 ):
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     body = login(client, viewer).get(_url("runs", project)).content.decode()
@@ -370,7 +370,7 @@ def test_run_list_query_count_does_not_grow_with_runs(
     owner_client, project, owner, dataset, scorers, django_assert_max_num_queries
 ):
     for _ in range(5):
-        services.run_start(
+        run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
         )
     with django_assert_max_num_queries(12):
@@ -385,7 +385,7 @@ def test_run_progress_tells_calls_in_flight_rates_eta_and_judge_errors_while_run
 
     settings.VAR_DIR = tmp_path
     settings.REDIS_URL = ""  # the file store; the Redis one is read the same way
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
     )
     started = run.created_at

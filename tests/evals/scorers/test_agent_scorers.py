@@ -10,10 +10,11 @@ import pytest
 from django.urls import reverse
 
 from evalsite.datasets.services import dataset_create
-from evalsite.evals import services
-from evalsite.evals.forms import ScorerForm
 from evalsite.evals.models import Result, Run, ScorerConfig
-from evalsite.evals.services import scorer_create
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
+from evalsite.evals.scorers.forms import ScorerForm
+from evalsite.evals.scorers.services import scorer_create
 from tests.datasets.conftest import upload
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +72,7 @@ def test_a_run_scores_uploaded_tool_calls_beside_an_offline_judge_kind(
         ),
     ]
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_start(
+        run = run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=scorers
         )
     run.refresh_from_db()
@@ -109,7 +110,7 @@ def test_expected_tool_order_option_wins_over_the_items(
         options={"expected_tool_order": ["book"]},
     )
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_start(
+        run = run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=[scorer]
         )
     scores = dict(
@@ -236,7 +237,7 @@ def _submitted(form: ScorerForm) -> dict[str, str]:
     return data
 
 
-@pytest.mark.parametrize("kind", services.scorers.SCORER_KINDS)
+@pytest.mark.parametrize("kind", scorer_services.SCORER_KINDS)
 def test_every_kinds_options_round_trip_through_the_create_and_edit_forms(
     kind, owner_client, project, judge
 ):
@@ -371,7 +372,7 @@ def test_run_form_refuses_a_scorer_whose_fields_no_item_has(
     # Some items with tool calls are enough (the others error one by one).
     response = owner_client.post(url, {"dataset": agent.pk, "scorers": [tools.pk]})
     assert response.status_code == 302
-    from evalsite.evals.services.scorers import scorer_fields_missing
+    from evalsite.evals.scorers.services import scorer_fields_missing
 
     assert scorer_fields_missing(
         dataset=agent, kinds=["tool_call_accuracy", "noise_sensitivity"]

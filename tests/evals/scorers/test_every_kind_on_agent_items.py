@@ -10,9 +10,10 @@ import pytest
 from django.urls import reverse
 
 from evalsite.datasets.services import dataset_create
-from evalsite.evals import services
 from evalsite.evals.models import Result
-from evalsite.evals.services.scorers import ITEM_FIELDS, SCORER_KINDS
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
+from evalsite.evals.scorers.services import ITEM_FIELDS, SCORER_KINDS
 from scoring import KINDS
 from tests.conftest import login
 from tests.datasets.conftest import upload
@@ -83,7 +84,7 @@ def test_each_offered_kind_scores_an_uploaded_agent_item(
         file=upload("agent.jsonl", json.dumps(ITEM) + "\n"),
         name="agent",
     )
-    scorer = services.scorer_create(
+    scorer = scorer_services.scorer_create(
         project=project,
         user=owner,
         name=kind,
@@ -91,7 +92,7 @@ def test_each_offered_kind_scores_an_uploaded_agent_item(
         judge=judge if KINDS[kind].needs_judge else None,
     )
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_start(
+        run = run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=[scorer]
         )
     result = Result.objects.get(run=run)

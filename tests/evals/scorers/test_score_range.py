@@ -13,9 +13,10 @@ from django.urls import reverse
 
 from evalsite.accounts.services import api_token_create
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals import services
 from evalsite.evals.models import Result, RunScorer, ScorerConfig
 from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from tests.review.builders import make_run
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +56,7 @@ def _api(client, user):
 
 
 def _factuality(project, owner, judge, **options):
-    return services.scorer_create(
+    return scorer_services.scorer_create(
         project=project,
         user=owner,
         name="Fact",
@@ -140,7 +141,7 @@ def test_run_start_refuses_a_scorer_saved_with_category_scores_outside_0_1(
 ):
     scorer = _legacy(_factuality(project, owner, judge), disagree=-1)
     with pytest.raises(ApplicationError) as info:
-        services.run_start(
+        run_services.run_start(
             project=project, user=owner, dataset=dataset, scorers=[scorer]
         )
     assert "out of range" in info.value.message
