@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 from ninja import Router, Status
 from ninja.pagination import paginate
 
@@ -18,28 +15,6 @@ from evalsite.evals.models import JudgeConnection
 router = Router(tags=["judges, scorers, runs"])
 
 
-def _judge_out(judge: JudgeConnection) -> dict[str, Any]:
-    # Built field by field: the key (and where it comes from) never leaves the server.
-    return {
-        "id": judge.pk,
-        "project_id": judge.project_id,
-        "name": judge.name,
-        "base_url": judge.base_url,
-        "model": judge.model,
-        "temperature": judge.temperature,
-        "timeout_seconds": judge.timeout_seconds,
-        "max_concurrency": judge.max_concurrency,
-        "rpm": judge.requests_per_minute,
-        "requests_per_minute": judge.requests_per_minute,
-        "price_per_1k_input": judge.price_per_1k_input,
-        "price_per_1k_output": judge.price_per_1k_output,
-        "is_offline": judge.is_offline,
-        "label": "offline heuristic judge" if judge.is_offline else "LLM judge",
-        "has_api_key": judge.has_api_key,
-        "created_at": judge.created_at,
-    }
-
-
 def _rpm(payload: JudgeIn | JudgePatch) -> int | None:
     return payload.rpm if payload.rpm is not None else payload.requests_per_minute
 
@@ -48,15 +23,15 @@ def _rpm(payload: JudgeIn | JudgePatch) -> int | None:
 @paginate(LimitOffsetPagination)
 def judge_list(
     request: AuthenticatedHttpRequest, project_id: int
-) -> list[dict[str, Any]]:
+) -> list[JudgeConnection]:
     project = project_get_for_user(user=request.user, pk=project_id)
-    return [_judge_out(j) for j in selectors.judge_list(project_id=project.pk)]
+    return list(selectors.judge_list(project_id=project.pk))
 
 
 @router.post("/projects/{project_id}/judges", response={201: JudgeOut})
 def judge_create(
     request: AuthenticatedHttpRequest, project_id: int, payload: JudgeIn
-) -> Status[dict[str, Any]]:
+) -> Status[JudgeConnection]:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     data = payload.model_dump(exclude={"rpm", "requests_per_minute", "api_key"})
     rpm = _rpm(payload)
@@ -68,18 +43,18 @@ def judge_create(
         api_key=payload.api_key.get_secret_value() if payload.api_key else None,
         **data,
     )
-    return Status(201, _judge_out(judge))
+    return Status(201, judge)
 
 
 @router.get("/judges/{judge_id}", response=JudgeOut)
-def judge_detail(request: AuthenticatedHttpRequest, judge_id: int) -> dict[str, Any]:
-    return _judge_out(selectors.judge_get_for_user(user=request.user, pk=judge_id))
+def judge_detail(request: AuthenticatedHttpRequest, judge_id: int) -> JudgeConnection:
+    return selectors.judge_get_for_user(user=request.user, pk=judge_id)
 
 
 @router.patch("/judges/{judge_id}", response=JudgeOut)
 def judge_update(
     request: AuthenticatedHttpRequest, judge_id: int, payload: JudgePatch
-) -> dict[str, Any]:
+) -> JudgeConnection:
     judge = selectors.judge_get_for_user(user=request.user, pk=judge_id, manage=True)
     changes = payload.model_dump(
         exclude_unset=True,
@@ -101,10 +76,12 @@ def judge_update(
         clear_api_key=payload.clear_api_key,
         **changes,
     )
-    return _judge_out(judge)
+    return judge
 
 
 @router.post("/judges/{judge_id}/test", response=JudgeTestOut)
-def judge_test(request: AuthenticatedHttpRequest, judge_id: int) -> dict[str, Any]:
+def judge_test(
+    request: AuthenticatedHttpRequest, judge_id: int
+) -> services.JudgeTestResult:
     judge = selectors.judge_get_for_user(user=request.user, pk=judge_id, manage=True)
-    return dataclasses.asdict(services.judge_test(judge=judge, user=request.user))
+    return services.judge_test(judge=judge, user=request.user)

@@ -7,6 +7,8 @@ from datetime import datetime
 from ninja import Schema
 from pydantic import ConfigDict, Field, SecretStr
 
+from evalsite.evals.models import JudgeConnection
+
 
 class JudgeIn(Schema):
     model_config = ConfigDict(extra="forbid")
@@ -53,6 +55,9 @@ class JudgePatch(Schema):
 
 
 class JudgeOut(Schema):
+    """Read from the connection field by field: the key (and where it comes from) never
+    leaves the server."""
+
     id: int
     project_id: int
     name: str
@@ -69,6 +74,14 @@ class JudgeOut(Schema):
     label: str
     has_api_key: bool
     created_at: datetime
+
+    @staticmethod
+    def resolve_rpm(judge: JudgeConnection) -> int:
+        return judge.requests_per_minute
+
+    @staticmethod
+    def resolve_label(judge: JudgeConnection) -> str:
+        return "offline heuristic judge" if judge.is_offline else "LLM judge"
 
 
 class JudgeTestOut(Schema):

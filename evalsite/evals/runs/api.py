@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from django.http import Http404
@@ -15,7 +14,6 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.models import Run
-from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.runs import selectors, services
 from evalsite.evals.runs.schemas import (
     RetryOut,
@@ -35,36 +33,15 @@ from evalsite.evals.scorers.selectors import scorers_in_project
 router = Router(tags=["judges, scorers, runs"])
 
 
-def _run_out(run: Run, progress: Any = None) -> dict[str, Any]:
-    progress = progress or selectors.run_progress(run=run)
-    return {
-        "id": run.pk,
-        "project_id": run.project_id,
-        "dataset_id": run.dataset_id,
-        "name": str(run),
-        "status": run.status,
-        "error": run.error,
-        "total": run.total,
-        "created_at": run.created_at,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "progress": progress.as_dict(),
-    }
-
-
-def _aggregates(run: Run) -> list[dict[str, Any]]:
-    return [agg.as_dict() for agg in run_aggregates(run_id=run.pk)]
-
-
 @router.get("/projects/{project_id}/runs", response=list[RunOut])
 @paginate(LimitOffsetPagination)
-def run_list(
-    request: AuthenticatedHttpRequest, project_id: int
-) -> list[dict[str, Any]]:
+def run_list(request: AuthenticatedHttpRequest, project_id: int) -> list[Run]:
     project = project_get_for_user(user=request.user, pk=project_id)
     runs = list(selectors.run_list(project_id=project.pk)[:1000])
     progress = selectors.run_progress_many(runs=runs)
-    return [_run_out(r, progress[r.pk]) for r in runs]
+    for run in runs:
+        run.progress = progress[run.pk]
+    return runs
 
 
 @router.post("/projects/{project_id}/runs", response={202: RunStartedOut})
@@ -103,31 +80,14 @@ def run_create(
 
 
 @router.get("/runs/{run_id}", response=RunDetailOut, url_name="run_detail")
-def run_detail(request: AuthenticatedHttpRequest, run_id: int) -> dict[str, Any]:
-    run = selectors.run_get_for_user(user=request.user, pk=run_id)
-    return _run_out(run) | {
-        "scorers": [
-            {
-                "id": rs.pk,
-                "scorer_id": rs.scorer_id,
-                "name": rs.name,
-                "kind": rs.kind,
-                "options": rs.options,
-                "judge": rs.judge_snapshot,
-            }
-            for rs in run.run_scorers.all()
-        ],
-        "aggregates": _aggregates(run),
-        "errors_by_message": [
-            dataclasses.asdict(g) for g in selectors.run_error_groups(run=run)
-        ],
-    }
+def run_detail(request: AuthenticatedHttpRequest, run_id: int) -> Run:
+    return selectors.run_get_for_user(user=request.user, pk=run_id)
 
 
 @router.post("/runs/{run_id}/cancel", response=RunOut)
-def run_cancel(request: AuthenticatedHttpRequest, run_id: int) -> dict[str, Any]:
+def run_cancel(request: AuthenticatedHttpRequest, run_id: int) -> Run:
     run = selectors.run_get_for_user(user=request.user, pk=run_id, write=True)
-    return _run_out(services.run_cancel(run=run, user=request.user))
+    return services.run_cancel(run=run, user=request.user)
 
 
 @router.post("/runs/{run_id}/retry-failed", response=RetryOut)

@@ -8,6 +8,9 @@ from pydantic import ConfigDict, Field
 
 from evalsite.core.schemas import ObjectId
 from evalsite.evals.judges.schemas import RateBoundOut
+from evalsite.evals.models import Run, RunScorer
+from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.runs.selectors import run_error_groups, run_progress
 
 
 class RunIn(Schema):
@@ -58,6 +61,10 @@ class RunScorerOut(Schema):
     options: dict[str, Any]
     judge: dict[str, Any]
 
+    @staticmethod
+    def resolve_judge(run_scorer: RunScorer) -> Any:
+        return run_scorer.judge_snapshot
+
 
 class ErrorGroupOut(Schema):
     run_scorer_id: int
@@ -79,11 +86,33 @@ class RunOut(Schema):
     finished_at: datetime | None
     progress: ProgressOut
 
+    @staticmethod
+    def resolve_name(run: Run) -> str:
+        return str(run)
+
+    @staticmethod
+    def resolve_progress(run: Run) -> dict[str, Any]:
+        # A list sets run.progress from one query for all its runs (run_progress_many).
+        progress = getattr(run, "progress", None) or run_progress(run=run)
+        return progress.as_dict()
+
 
 class RunDetailOut(RunOut):
     scorers: list[RunScorerOut]
     aggregates: list[dict[str, Any]]
     errors_by_message: list[ErrorGroupOut]
+
+    @staticmethod
+    def resolve_scorers(run: Run) -> list[RunScorer]:
+        return list(run.run_scorers.all())
+
+    @staticmethod
+    def resolve_aggregates(run: Run) -> list[dict[str, Any]]:
+        return [agg.as_dict() for agg in run_aggregates(run_id=run.pk)]
+
+    @staticmethod
+    def resolve_errors_by_message(run: Run) -> list[Any]:
+        return list(run_error_groups(run=run))
 
 
 class RetryOut(Schema):

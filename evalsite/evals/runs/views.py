@@ -148,7 +148,9 @@ def run_progress(
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
     if not wants_partial(request):
         return redirect("evals:run_detail", project_id=project_id, pk=pk)
-    response = render(request, "evals/runs/run_detail.html#run-progress", _run_context(run))
+    response = render(
+        request, "evals/runs/run_detail.html#run-progress", _run_context(run)
+    )
     if run.is_finished:
         stop = HttpResponseStopPolling(response.content)
         return trigger_client_event(stop, "run-finished")
@@ -215,5 +217,7 @@ def _after_control(request: AuthenticatedHttpRequest, run: Run) -> HttpResponse:
     if wants_partial(request):
         # Only the run's own fields: a full refresh would drop run.project.membership.
         run.refresh_from_db(fields=["status", "started_at", "finished_at", "error"])
-        return render(request, "evals/runs/run_detail.html#run-progress", _run_context(run))
+        return render(
+            request, "evals/runs/run_detail.html#run-progress", _run_context(run)
+        )
     return redirect("evals:run_detail", project_id=run.project_id, pk=run.pk)

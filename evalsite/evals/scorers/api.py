@@ -19,22 +19,6 @@ from evalsite.evals.scorers.services import UNSET
 router = Router(tags=["judges, scorers, runs"])
 
 
-def _scorer_out(scorer: ScorerConfig) -> dict[str, Any]:
-    return {
-        "id": scorer.pk,
-        "project_id": scorer.project_id,
-        "name": scorer.name,
-        "kind": scorer.kind,
-        "judge_id": scorer.judge_id,
-        "options": scorer.options,
-        "threshold": (scorer.options or {}).get("threshold"),
-        "version": scorer.version,
-        "parent_id": scorer.parent_id,
-        "archived": scorer.archived,
-        "created_at": scorer.created_at,
-    }
-
-
 def _judge_in_project(project_id: int, judge_id: int | None) -> JudgeConnection | None:
     if judge_id is None:
         return None
@@ -51,20 +35,17 @@ def _judge_in_project(project_id: int, judge_id: int | None) -> JudgeConnection 
 @paginate(LimitOffsetPagination)
 def scorer_list(
     request: AuthenticatedHttpRequest, project_id: int, include_archived: bool = False
-) -> list[dict[str, Any]]:
+) -> list[ScorerConfig]:
     project = project_get_for_user(user=request.user, pk=project_id)
-    return [
-        _scorer_out(s)
-        for s in selectors.scorer_list(
-            project_id=project.pk, include_archived=include_archived
-        )
-    ]
+    return list(
+        selectors.scorer_list(project_id=project.pk, include_archived=include_archived)
+    )
 
 
 @router.post("/projects/{project_id}/scorers", response={201: ScorerOut})
 def scorer_create(
     request: AuthenticatedHttpRequest, project_id: int, payload: ScorerIn
-) -> Status[dict[str, Any]]:
+) -> Status[ScorerConfig]:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     scorer = services.scorer_create(
         project=project,
@@ -76,18 +57,18 @@ def scorer_create(
         # None means "not given": factuality's null threshold is also its default.
         threshold=payload.threshold if payload.threshold is not None else UNSET,
     )
-    return Status(201, _scorer_out(scorer))
+    return Status(201, scorer)
 
 
 @router.get("/scorers/{scorer_id}", response=ScorerOut)
-def scorer_detail(request: AuthenticatedHttpRequest, scorer_id: int) -> dict[str, Any]:
-    return _scorer_out(selectors.scorer_get_for_user(user=request.user, pk=scorer_id))
+def scorer_detail(request: AuthenticatedHttpRequest, scorer_id: int) -> ScorerConfig:
+    return selectors.scorer_get_for_user(user=request.user, pk=scorer_id)
 
 
 @router.patch("/scorers/{scorer_id}", response=ScorerOut)
 def scorer_update(
     request: AuthenticatedHttpRequest, scorer_id: int, payload: ScorerPatch
-) -> dict[str, Any]:
+) -> ScorerConfig:
     scorer = selectors.scorer_get_for_user(user=request.user, pk=scorer_id, write=True)
     fields = payload.model_dump(exclude_unset=True)
     kwargs: dict[str, Any] = {}
@@ -102,4 +83,4 @@ def scorer_update(
         options=fields.get("options"),
         **kwargs,
     )
-    return _scorer_out(saved)
+    return saved

@@ -281,17 +281,14 @@ class ScorerForm(forms.Form):
             node[parts[-1]] = value
         return out
 
-    def add_option_error(self, field: str, message: str) -> None:
-        """Show a service error next to its field (or on the form)."""
+    def field_for(self, field: str) -> str | None:
+        """The form field that shows a service error on `field` (None: the form)."""
         if field == "options" or not field:
-            self.add_error(None, message)
-            return
+            return None
         if field in self.fields:
-            self.add_error(field, message)
-            return
-        if field in ("name", "kind", "judge_id", "judge"):
-            self.add_error("judge" if field == "judge_id" else field, message)
-            return
+            return field
+        if field == "judge_id":
+            return "judge"
         # e.g. "options.penalties" for a whole nested object
         matches = [n for n in self.option_names if n.startswith(field + ".")]
-        self.add_error(matches[0] if matches else None, message)
+        return matches[0] if matches else None

@@ -9,6 +9,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field
 
 from evalsite.core.schemas import ObjectId
+from evalsite.evals.models import ScorerConfig
 
 
 class ScorerIn(Schema):
@@ -43,3 +44,7 @@ class ScorerOut(Schema):
     parent_id: int | None
     archived: bool
     created_at: datetime
+
+    @staticmethod
+    def resolve_threshold(scorer: ScorerConfig) -> Any:
+        return (scorer.options or {}).get("threshold")

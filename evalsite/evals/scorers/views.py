@@ -16,6 +16,7 @@ from evalsite.evals.judges import selectors as judge_selectors
 from evalsite.evals.scorers import selectors, services
 from evalsite.evals.scorers.forms import ScorerForm
 from evalsite.evals.scorers.services import SCORER_KINDS
+from evalsite.lib.forms import form_add_application_error
 from evalsite.lib.htmx import partial, vary_on_htmx
 from scoring import KINDS
 
@@ -66,8 +67,7 @@ def scorer_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpRes
                     options=form.options(),
                 )
             except ApplicationError as exc:
-                for field, message in exc.field_errors.items():
-                    form.add_option_error(field, message)
+                form_add_application_error(form, exc, field_for=form.field_for)
             else:
                 messages.success(request, f"Scorer “{scorer.name}” created.")
                 return redirect("evals:scorers", project_id=project.pk)
@@ -114,8 +114,7 @@ def scorer_edit(
                     options=form.options(),
                 )
             except ApplicationError as exc:
-                for field, message in exc.field_errors.items():
-                    form.add_option_error(field, message)
+                form_add_application_error(form, exc, field_for=form.field_for)
             else:
                 note = (
                     f" (new version {saved.version})" if saved.pk != scorer.pk else ""
