@@ -67,7 +67,9 @@ def _setup(base_url: str, *, items: int, kinds: list[str]):
     judge.save()
     dataset = DatasetFactory(project=project, name="support", rows=support_rows(items))
     scorers = [
-        scorer_services.scorer_create(project=project, user=user, name=k, kind=k, judge=judge)
+        scorer_services.scorer_create(
+            project=project, user=user, name=k, kind=k, judge=judge
+        )
         for k in kinds
     ]
     return project, user, dataset, scorers

@@ -162,7 +162,9 @@ def test_judge_create_records_its_settings_but_not_the_key(project, owner):
 def test_judge_change_names_the_fields_and_never_the_key(project, owner):
     judge = JudgeConnectionFactory(project=project, name="gpt", api_key="sk-old-KEY")
     old_cipher = judge.api_key_encrypted
-    judge_services.judge_update(judge=judge, user=owner, model="gpt-4.1", api_key=SECRET)
+    judge_services.judge_update(
+        judge=judge, user=owner, model="gpt-4.1", api_key=SECRET
+    )
     event = _only("judge.change")
     assert event.summary == "olivia changed judge “gpt”: model, api_key changed"
     assert event.before == {"model": "gpt-4o-mini"}
