@@ -161,8 +161,10 @@ def _run_row(
 
     from evalsite.accounts.models import Membership, Project
     from evalsite.datasets.models import Dataset, Item
-    from evalsite.evals import services
+    from evalsite.evals.judges import services as judge_services
     from evalsite.evals.models import JudgeCacheEntry, Result, Run, ScorerConfig
+    from evalsite.evals.runs import services as run_services
+    from evalsite.evals.scorers import services as scorer_services
 
     current_app.conf.task_always_eager = False
     bench_started = timezone.now()
@@ -177,7 +179,7 @@ def _run_row(
     try:
         user, _ = get_user_model().objects.get_or_create(username="bench-runs")
         Membership.objects.create(project=project, user=user, role="owner")
-        judge = services.judge_create_offline(project)
+        judge = judge_services.judge_create_offline(project)
         judge.base_url = judge_url
         judge.max_concurrency = concurrency
         judge.requests_per_minute = 0
@@ -197,7 +199,7 @@ def _run_row(
             )
             for i in range(n_results)
         )
-        scorer = services.scorer_create(
+        scorer = scorer_services.scorer_create(
             project=project, user=user, name="F", kind="faithfulness", judge=judge
         )
         settle_database()
@@ -205,7 +207,7 @@ def _run_row(
         time.sleep(6)  # let the worker boot before the clock starts
         cpu_before = _group_cpu_seconds(worker.pid)
         started = timezone.now()
-        run_obj = services.run_start(
+        run_obj = run_services.run_start(
             project=project, user=user, dataset=dataset, scorers=[scorer]
         )
         deadline = time.monotonic() + 900

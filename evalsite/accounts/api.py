@@ -104,24 +104,14 @@ def project_detail(
     return _project_out(project, project.membership.role)
 
 
-def _member_out(membership: Membership) -> dict[str, Any]:
-    return {
-        "id": membership.pk,
-        "username": membership.user.get_username(),
-        "role": membership.role,
-    }
-
-
 @router.get(
     "/projects/{project_id}/members",
     response={200: list[MemberOut], **_READ_ERRORS},
 )
 @paginate(LimitOffsetPagination)
-def member_list(
-    request: AuthenticatedHttpRequest, project_id: int
-) -> list[dict[str, Any]]:
+def member_list(request: AuthenticatedHttpRequest, project_id: int) -> list[Membership]:
     project = project_get_for_user(user=request.user, pk=project_id)
-    return [_member_out(m) for m in membership_list(project=project)]
+    return list(membership_list(project=project))
 
 
 @router.post(
@@ -132,7 +122,7 @@ def member_list(
 )
 def member_set(
     request: AuthenticatedHttpRequest, project_id: int, payload: MemberIn
-) -> Status[dict[str, Any]]:
+) -> Status[Any]:
     project = project_get_for_user(user=request.user, pk=project_id, manage=True)
     text_check_storable(payload.username, field="username")
     membership = services.member_add(
@@ -142,7 +132,7 @@ def member_set(
         role=payload.role,
     )
     if membership is not None:
-        return Status(200, _member_out(membership))
+        return Status(200, membership)
     message = services.member_invite_message(
         username=payload.username, role=payload.role
     )
@@ -159,7 +149,7 @@ def member_role(
     project_id: int,
     membership_id: int,
     payload: MemberRoleIn,
-) -> dict[str, Any]:
+) -> Membership:
     membership = membership_get_for_user(
         user=request.user, project_id=project_id, pk=membership_id, manage=True
     )
@@ -169,7 +159,7 @@ def member_role(
         role=payload.role,
         actor=request.user,
     )
-    return _member_out(updated)
+    return updated
 
 
 @router.delete(
@@ -263,11 +253,10 @@ def invitation_list_mine(request: AuthenticatedHttpRequest) -> QuerySet[Invitati
 )
 def invitation_accept_mine(
     request: AuthenticatedHttpRequest, invitation_id: int
-) -> dict[str, Any]:
-    membership = services.invitation_accept_invited(
+) -> Membership:
+    return services.invitation_accept_invited(
         invitation_id=invitation_id, user=request.user
     )
-    return _member_out(membership)
 
 
 @router.post(

@@ -10,6 +10,7 @@ from evalsite.accounts.models import (
     AuditEvent,
     Invitation,
     InvitationStatus,
+    Membership,
     Role,
 )
 from evalsite.accounts.selectors import AuditFilters
@@ -45,6 +46,10 @@ class MemberOut(Schema):
     id: int
     username: str
     role: str
+
+    @staticmethod
+    def resolve_username(membership: Membership) -> str:
+        return membership.user.get_username()
 
 
 class MemberInvitedOut(Schema):

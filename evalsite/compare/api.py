@@ -11,7 +11,7 @@ from evalsite.compare.schemas import CompareOut, CompareQueryIn
 from evalsite.compare.selectors import STATS_METHODS, ScorerDelta, compare_rows_mask
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets.matching.selectors import MatchSpec
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 
 router = Router(tags=["compare"])
 

@@ -18,9 +18,11 @@ from django.contrib.auth.models import User
 from evalsite.accounts.models import Membership, Project, Role
 from evalsite.datasets.services import dataset_create_from_path
 from evalsite.evals.engine.dispatch import run_dispatch_here
+from evalsite.evals.judges.services import judge_create_offline
 from evalsite.evals.models import Result, Run, ScorerConfig
 from evalsite.evals.results.verdicts import override_create, result_accept
-from evalsite.evals.services import judge_create_offline, run_start, scorer_create
+from evalsite.evals.runs.services import run_start
+from evalsite.evals.scorers.services import scorer_create
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import FinalRule, QueueEntry
 from evalsite.review.queues.services import queue_create

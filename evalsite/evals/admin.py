@@ -18,7 +18,7 @@ from evalsite.evals.models import (
     RunScorer,
     ScorerConfig,
 )
-from evalsite.evals.services.runs import ACTIVE, run_delete
+from evalsite.evals.runs.services import ACTIVE, run_delete
 
 
 @admin.register(JudgeConnection)

@@ -12,11 +12,11 @@ class EvalsConfig(AppConfig):
         from evalsite.accounts.selectors import on_project_overview
         from evalsite.accounts.services import on_project_created
 
-        # The services send the tasks by name (evals.services.runs); importing the
+        # The services send the tasks by name (evals.runs.services); importing the
         # module registers them in this process too, which eager tests need.
         from evalsite.evals import tasks  # noqa: F401
-        from evalsite.evals.selectors import project_overview_part
-        from evalsite.evals.services.judges import judge_create_offline
+        from evalsite.evals.judges.services import judge_create_offline
+        from evalsite.evals.runs.selectors import project_overview_part
 
         # Every project starts with the built-in offline heuristic judge connection.
         on_project_created(judge_create_offline)

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Warning
 
-from evalsite.evals.services.egress import key_env_entries
+from evalsite.evals.judges.egress import key_env_entries
 
 
 def check_judge_key_env_allowed(**kwargs: Any) -> list[CheckMessage]:

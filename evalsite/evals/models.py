@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 
 from evalsite.accounts.models import Project
 from evalsite.datasets.models import Dataset, Item
+
+if TYPE_CHECKING:
+    from evalsite.evals.runs.selectors import RunProgress
 
 
 class JudgeConnection(models.Model):
@@ -126,6 +131,9 @@ class Run(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="runs")
+    # Set by the API's run list from one query for all its runs; RunOut counts it
+    # otherwise.
+    progress: RunProgress
     name = models.CharField(max_length=200, blank=True)
     status = models.CharField(
         max_length=20, choices=Status.choices, default=Status.QUEUED
@@ -209,7 +217,7 @@ class Result(models.Model):
         RunScorer, on_delete=models.CASCADE, related_name="results"
     )
     # The run's project (with the caller's `.membership`), set by
-    # evals.selectors.result_get_for_user; results fetched any other way lack it.
+    # evals.runs.selectors.result_get_for_user; results fetched any other way lack it.
     project: Project
     status = models.CharField(
         max_length=12, choices=Status.choices, default=Status.PENDING

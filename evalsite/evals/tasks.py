@@ -8,9 +8,9 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
-from evalsite.evals import services
 from evalsite.evals.engine import dispatch
-from evalsite.evals.services.runs import runs_active_ids
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.runs.services import runs_active_ids
 
 # Dispatch tasks go to the scoring queue (services pass queue=CeleryQueue.SCORING); the
 # others to the default queue. Every task is sent by name (evalsite/lib/tasks.py).
@@ -37,7 +37,7 @@ _RETRY: _RetryOptions = {
 @shared_task(name="evals.run_fanout", **_RETRY)
 def run_fanout(run_id: int) -> None:
     """Enqueue the run's pending results in chunk tasks (beat runs the watchdog)."""
-    services.run_fanout(run_id=run_id)
+    run_services.run_fanout(run_id=run_id)
 
 
 @shared_task(name="evals.run_dispatch", **_RETRY)
@@ -73,4 +73,4 @@ def runs_recover() -> None:
     only the ticks that were not taken.
     """
     for run_id in runs_active_ids():
-        services.run_recover(run_id=run_id)
+        run_services.run_recover(run_id=run_id)

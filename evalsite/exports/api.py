@@ -18,7 +18,7 @@ from evalsite.accounts.selectors import audit_event_list_for, project_get_for_us
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
 from evalsite.datasets.selectors import dataset_get_for_user
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.audit import audit_csv_stream
 from evalsite.exports.http import export_response

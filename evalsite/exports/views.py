@@ -17,7 +17,7 @@ from evalsite.accounts.selectors import audit_event_list_for, project_get_for_us
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets.selectors import dataset_get_for_user
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.exports import services
 from evalsite.exports.audit import audit_csv_stream
 from evalsite.exports.estimates import estimates_csv_stream

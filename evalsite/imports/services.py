@@ -27,7 +27,7 @@ from evalsite.datasets.readers.services import (
 )
 from evalsite.datasets.services import DatasetUploadError, UploadFile
 from evalsite.evals.models import Run
-from evalsite.evals.services.imported_runs import ImportedScorer, imported_run_create
+from evalsite.evals.runs.imported import ImportedScorer, imported_run_create
 from evalsite.lib.text import text_check_storable
 from scoring import (
     ScoringError,
@@ -162,7 +162,7 @@ def _run_create(
     options: dict[str, dict[str, Any]],
     name: str,
 ) -> Run:
-    """A finished run holding one group's grades (evals.services.imported_runs), in
+    """A finished run holding one group's grades (evals.runs.imported), in
     the caller's transaction."""
     scorers = [
         ImportedScorer(

@@ -8,8 +8,8 @@ import json
 import pytest
 from django.urls import reverse
 
+from evalsite.evals.judges.services import judge_create_offline
 from evalsite.evals.models import Result, Run, ScorerConfig
-from evalsite.evals.services import judge_create_offline
 from tests.conftest import bearer, login
 from tests.exports.builders import QA_DATASET, make_run_with_score
 from tests.factories import (

@@ -9,8 +9,9 @@ import json
 import pytest
 
 from evalsite.datasets.services import dataset_create
-from evalsite.evals import services
 from evalsite.evals.models import Result, Run
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from tests.browser.conftest import login
 from tests.datasets.conftest import upload
 
@@ -51,10 +52,10 @@ def test_item_page_shows_turns_and_a_tool_call_table(page, live_server, project,
         file=upload("weather.jsonl", json.dumps(ROW) + "\n"),
         name="weather",
     )
-    scorer = services.scorer_create(
+    scorer = scorer_services.scorer_create(
         project=project, user=owner, name="Tools", kind="tool_call_accuracy"
     )
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=owner, dataset=dataset, scorers=[scorer]
     )
     run.refresh_from_db()

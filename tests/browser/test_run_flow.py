@@ -8,8 +8,9 @@ import json
 import pytest
 
 from evalsite.accounts.models import Role
-from evalsite.evals import services
+from evalsite.evals.judges import services as judge_services
 from evalsite.evals.models import Run
+from evalsite.evals.scorers import services as scorer_services
 from scoring.offline_judge import start_server
 from tests.browser.conftest import login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
@@ -86,11 +87,11 @@ def setup(judge_server):
     owner = MembershipFactory(
         project=project, user=UserFactory(username="olivia"), role=Role.OWNER
     ).user
-    judge = services.judge_create_offline(project)
+    judge = judge_services.judge_create_offline(project)
     judge.base_url = judge_server.base_url
     judge.save()
     for kind in ("faithfulness", "content_similarity"):
-        services.scorer_create(
+        scorer_services.scorer_create(
             project=project, user=owner, name=kind.title(), kind=kind, judge=judge
         )
     return project, owner

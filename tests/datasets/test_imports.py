@@ -228,7 +228,7 @@ def test_unknown_tool_is_refused(project, owner):
 
 @pytest.mark.django_db
 def test_a_failure_after_the_dataset_rolls_everything_back(project, owner, monkeypatch):
-    from evalsite.evals.services import imported_runs
+    from evalsite.evals.runs import imported as imported_runs
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")

@@ -5,8 +5,9 @@ from typing import Any
 import httpx
 import pytest
 
+from evalsite.evals.judges.services import judge_create_offline
 from evalsite.evals.models import JudgeConnection
-from evalsite.evals.services import judge_create_offline, scorer_create
+from evalsite.evals.scorers.services import scorer_create
 from scoring.offline_judge import start_server
 from tests.factories import DatasetFactory
 

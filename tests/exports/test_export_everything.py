@@ -489,7 +489,7 @@ def test_cost_is_priced_as_the_run_started_not_at_the_current_price(
 ):
     """run_start records the judge's price in the run's snapshot; a later price
     change (or a deleted connection) leaves that run's cost alone."""
-    from evalsite.evals.services.runs import _judge_snapshot
+    from evalsite.evals.runs.services import _judge_snapshot
 
     run, judge, run_scorer = world["run"], world["judge"], world["run_scorer"]
     run_scorer.scorer.judge = judge

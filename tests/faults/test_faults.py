@@ -27,9 +27,11 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 
-from evalsite.evals import services
+from evalsite.evals.judges import services as judge_services
 from evalsite.evals.models import JudgeCall, Result, Run
 from evalsite.evals.results.aggregates import run_aggregates
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from scoring.offline_judge import start_server
 from tests.evals.conftest import support_rows
 from tests.factories import (
@@ -59,13 +61,15 @@ def _setup(base_url: str, *, items: int, kinds: list[str]):
     project = ProjectFactory()
     user = UserFactory()
     MembershipFactory(project=project, user=user, role="owner")
-    judge = services.judge_create_offline(project)
+    judge = judge_services.judge_create_offline(project)
     judge.base_url = base_url
     judge.max_concurrency = 8
     judge.save()
     dataset = DatasetFactory(project=project, name="support", rows=support_rows(items))
     scorers = [
-        services.scorer_create(project=project, user=user, name=k, kind=k, judge=judge)
+        scorer_services.scorer_create(
+            project=project, user=user, name=k, kind=k, judge=judge
+        )
         for k in kinds
     ]
     return project, user, dataset, scorers
@@ -135,7 +139,7 @@ def _retry_failed_until_ok(run: Run, user, rounds: int = 3) -> None:
     for _ in range(rounds):
         if not Result.objects.filter(run=run, status=Result.Status.ERROR).exists():
             return
-        services.run_retry_failed(run=run, user=user)
+        run_services.run_retry_failed(run=run, user=user)
         assert wait_until(lambda: _finished(run), timeout=120, interval=0.5)
 
 
@@ -219,7 +223,7 @@ def test_broker_restarted_mid_run(start_worker, private_redis):
             judge.base_url, items=80, kinds=["faithfulness", "answer_relevancy"]
         )
         worker = start_worker(concurrency=4, REDIS_URL=private_redis.url, **WORKER_ENV)
-        run = services.run_start(
+        run = run_services.run_start(
             project=project, user=user, dataset=dataset, scorers=scorers
         )
         assert wait_until(lambda: _done_count(run) >= 20, timeout=90), worker.log()[
@@ -255,7 +259,7 @@ def test_database_connections_dropped_mid_run(start_worker):
             judge.base_url, items=80, kinds=["faithfulness", "answer_relevancy"]
         )
         worker = start_worker(concurrency=4, **WORKER_ENV)
-        run = services.run_start(
+        run = run_services.run_start(
             project=project, user=user, dataset=dataset, scorers=scorers
         )
         assert wait_until(lambda: _done_count(run) >= 15, timeout=90), worker.log()[
@@ -306,7 +310,7 @@ def test_database_blip_keeps_the_judge_limit_and_pays_no_call_twice(start_worker
             judge.base_url, items=60, kinds=["faithfulness", "answer_relevancy"]
         )
         worker = start_worker(concurrency=4, **WORKER_ENV)
-        run = services.run_start(
+        run = run_services.run_start(
             project=project, user=user, dataset=dataset, scorers=scorers
         )
         assert wait_until(lambda: _done_count(run) >= 10, timeout=90), worker.log()[
@@ -346,7 +350,7 @@ def test_judge_down_for_a_while_and_back(start_worker):
         judge.base_url, items=80, kinds=["faithfulness", "answer_relevancy"]
     )
     worker = start_worker(concurrency=4, **WORKER_ENV)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     try:
@@ -380,7 +384,7 @@ def test_judge_down_longer_than_the_outage_setting_fails_results_saying_so(
         judge.base_url, items=60, kinds=["faithfulness", "answer_relevancy"]
     )
     worker = start_worker(concurrency=4, JUDGE_OUTAGE_SECONDS="2", **WORKER_ENV)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     try:

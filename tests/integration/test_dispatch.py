@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from evalsite.evals import services
 from evalsite.evals.models import Result, Run
+from evalsite.evals.runs import services as run_services
 from tests.integration.conftest import wait_until
 from tests.integration.test_runs import (
     WORKER_ENV,
@@ -32,7 +32,7 @@ def test_four_worker_slots_keep_the_judges_64_calls_in_flight(
         server, items=300, kinds=["faithfulness"], max_concurrency=64
     )
     worker = start_worker(concurrency=SHIPPED_CONCURRENCY, **WORKER_ENV)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     assert wait_until(lambda: _finished(run), timeout=300, interval=0.5), worker.log()[
@@ -54,7 +54,7 @@ def test_sigkill_of_a_worker_holding_a_batch_loses_and_duplicates_nothing(
         server, items=120, kinds=["faithfulness"], max_concurrency=32
     )
     first = start_worker(concurrency=SHIPPED_CONCURRENCY, **WORKER_ENV)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     results = Result.objects.filter(run=run)
@@ -88,13 +88,13 @@ def test_cancel_stops_new_judge_calls_within_one_latency(start_worker, judge_ser
         server, items=300, kinds=["faithfulness"], max_concurrency=32
     )
     worker = start_worker(concurrency=SHIPPED_CONCURRENCY, **WORKER_ENV)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     assert wait_until(
         lambda: _stats(server)["completed"] >= 64, timeout=90, interval=0.05
     ), worker.log()[-3000:]
-    services.run_cancel(run=run, user=user)
+    run_services.run_cancel(run=run, user=user)
     time.sleep(latency)
     after_one_latency = _stats(server)["chat_completions"]
     time.sleep(4 * latency)

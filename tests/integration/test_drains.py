@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from evalsite.celery import app
-from evalsite.evals import services
 from evalsite.evals.models import Result
-from evalsite.evals.services.runs import run_mark_running
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.runs.services import run_mark_running
 from evalsite.queues import CeleryQueue
 from tests.integration.conftest import wait_until
 from tests.integration.test_runs import TIMEOUT, _finished, _setup
@@ -22,7 +22,7 @@ def test_a_queued_single_result_message_is_judged_by_the_dispatcher(
 ):
     server = judge_server(latency_ms=2)
     project, user, dataset, scorers = _setup(server, items=3, kinds=["faithfulness"])
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers, enqueue=False
     )
     run_mark_running(run_id=run.pk)

@@ -7,8 +7,10 @@ import pytest
 from django.conf import settings
 from django.db.models import Count
 
-from evalsite.evals import services
+from evalsite.evals.judges import services as judge_services
 from evalsite.evals.models import JudgeCall, Result, Run
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from tests.evals.conftest import support_rows
 from tests.factories import (
     DatasetFactory,
@@ -37,13 +39,13 @@ def _setup(server, *, items: int, kinds: list[str], max_concurrency: int = 16):
     project = ProjectFactory()
     user = UserFactory()
     MembershipFactory(project=project, user=user, role="owner")
-    judge = services.judge_create_offline(project)
+    judge = judge_services.judge_create_offline(project)
     judge.base_url = server.base_url
     judge.max_concurrency = max_concurrency
     judge.save()
     dataset = DatasetFactory(project=project, name="support", rows=support_rows(items))
     scorers = [
-        services.scorer_create(
+        scorer_services.scorer_create(
             project=project, user=user, name=kind, kind=kind, judge=judge
         )
         for kind in kinds
@@ -82,7 +84,7 @@ def test_200_items_with_3_scorers_end_with_600_results(start_worker, judge_serve
         server, items=200, kinds=["faithfulness", "factuality", "content_similarity"]
     )
     worker = start_worker(concurrency=CONCURRENCY, **WORKER_ENV)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     assert wait_until(lambda: _finished(run), timeout=TIMEOUT, interval=0.5), (
@@ -101,7 +103,7 @@ def test_flaky_judge_every_result_ends_ok_or_with_a_message(start_worker, judge_
         server, items=60, kinds=["faithfulness", "factuality"]
     )
     worker = start_worker(concurrency=CONCURRENCY, **WORKER_ENV)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     assert wait_until(lambda: _finished(run), timeout=TIMEOUT, interval=0.5), (
@@ -129,7 +131,7 @@ def test_worker_killed_mid_run_leaves_it_complete_without_duplicates(
         server, items=60, kinds=["faithfulness", "content_similarity"]
     )
     first = start_worker(concurrency=CONCURRENCY, **WORKER_ENV)
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     results = Result.objects.filter(run=run)
@@ -162,7 +164,7 @@ def test_two_workers_share_the_judge_concurrency_limit(start_worker, judge_serve
         server, items=30, kinds=["faithfulness"], max_concurrency=2
     )
     workers = [start_worker(concurrency=CONCURRENCY, **WORKER_ENV) for _ in range(2)]
-    run = services.run_start(
+    run = run_services.run_start(
         project=project, user=user, dataset=dataset, scorers=scorers
     )
     assert wait_until(lambda: _finished(run), timeout=TIMEOUT, interval=0.5), (

@@ -51,7 +51,7 @@ from evalsite.evals.models import Comment, Override, Result, Run, RunScorer
 from evalsite.evals.results.comments import comment_create
 from evalsite.evals.results.rescore import run_rescore
 from evalsite.evals.results.verdicts import override_create
-from evalsite.evals.services.runs import run_finish_if_complete
+from evalsite.evals.runs.services import run_finish_if_complete
 from evalsite.review.estimates.services import SampleDesign, calibration_sample_create
 from evalsite.review.explorer.bulk import results_accept
 from evalsite.review.explorer.schemas import ResultQuery

@@ -16,10 +16,10 @@ from django.utils.log import AdminEmailHandler
 from django.views.debug import ExceptionReporter, technical_500_response
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals import services
 from evalsite.evals.engine.dispatch import run_dispatch
+from evalsite.evals.judges import services as judge_services
+from evalsite.evals.judges.egress import judge_url_problem
 from evalsite.evals.models import JudgeConnection, Result
-from evalsite.evals.services.egress import judge_url_problem
 from scoring import make_async_client, make_client
 from scoring.errors import JudgeURLError
 from tests.security.test_judge_egress import dataset_with_run  # noqa: F401 - fixture
@@ -53,7 +53,7 @@ def test_a_valid_international_name_is_accepted():
 
 def test_the_service_refuses_an_invalid_idna_host(project, owner):
     with pytest.raises(ApplicationError) as raised:
-        services.judge_create(
+        judge_services.judge_create(
             project=project, user=owner, name="x", base_url=BAD_URL, model="m"
         )
     assert "valid host name" in raised.value.field_errors["base_url"]
@@ -87,7 +87,7 @@ def test_the_api_refuses_an_invalid_idna_host(client, project, owner, bearer):
 
 @pytest.fixture
 def stored_bad_judge(project, owner, listener):
-    judge = services.judge_create(
+    judge = judge_services.judge_create(
         project=project, user=owner, name="Old", base_url=listener.url, model="m"
     )
     # Saved before hosts were checked (or by hand): the row holds the bad URL.
@@ -105,7 +105,7 @@ def test_the_clients_refuse_the_url_with_a_scoring_error():
 def test_test_connection_of_a_stored_bad_url_answers_a_message(
     client, project, owner, stored_bad_judge, bearer
 ):
-    outcome = services.judge_test(judge=stored_bad_judge)
+    outcome = judge_services.judge_test(judge=stored_bad_judge)
     assert not outcome.ok and "base URL cannot be used" in outcome.message
     client.force_login(owner)
     client.raise_request_exception = False

@@ -19,16 +19,17 @@ from django.test import override_settings
 from django.urls import reverse
 
 from evalsite.core.exceptions import ApplicationError
-from evalsite.evals import services
 from evalsite.evals.engine.dispatch import run_dispatch
-from evalsite.evals.models import JudgeConnection, Result, Run
-from evalsite.evals.services import judges as judges_module
-from evalsite.evals.services.egress import (
+from evalsite.evals.judges import services as judge_services
+from evalsite.evals.judges.egress import (
     judge_key_env_allowed,
     judge_key_env_problem,
     judge_url_problem,
 )
-from evalsite.evals.services.judges import judge_guard
+from evalsite.evals.judges.services import judge_guard
+from evalsite.evals.models import JudgeConnection, Result, Run
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from scoring import make_async_client
 from scoring.egress import EgressRefused, refused_cause
 from tests.evals.conftest import support_rows
@@ -42,7 +43,7 @@ SHIPPED_POLICY = override_settings(DEBUG=False, JUDGE_ALLOWED_PRIVATE_HOSTS=[])
 
 
 def _judge(project, owner, url, **fields) -> JudgeConnection:
-    return services.judge_create(
+    return judge_services.judge_create(
         project=project,
         user=owner,
         name=fields.pop("name", "Mine"),
@@ -66,7 +67,7 @@ def test_judge_key_env_refuses_a_server_secret_at_create_and_update(
     assert "OPENAI_API_KEY@api.openai.com" in raised.value.field_errors["api_key_env"]
     judge = _judge(project, owner, listener.url)
     with pytest.raises(ApplicationError) as raised:
-        services.judge_update(judge=judge, user=owner, api_key_env=name)
+        judge_services.judge_update(judge=judge, user=owner, api_key_env=name)
     assert "api_key_env" in raised.value.field_errors
     judge.refresh_from_db()
     assert judge.api_key_env == ""
@@ -80,7 +81,7 @@ def test_judge_key_env_of_an_allowed_name_is_sent_to_its_host(
         f"EVALSITE_JUDGE_KEY_TEAM@http://127.0.0.1:{listener.port}"
     ]
     judge = _judge(project, owner, listener.url, api_key_env="EVALSITE_JUDGE_KEY_TEAM")
-    assert services.judge_test(judge=judge).ok
+    assert judge_services.judge_test(judge=judge).ok
     assert listener.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
 
 
@@ -103,7 +104,7 @@ def test_judge_key_env_set_behind_the_services_back_is_refused_at_use(
         api_key_env="SECRET_KEY", api_key_url=judge.base_url
     )
     judge.refresh_from_db()
-    outcome = services.judge_test(judge=judge)
+    outcome = judge_services.judge_test(judge=judge)
     assert not outcome.ok and "SECRET_KEY" in outcome.message
     result = dataset_with_run(judge)
     assert _dispatch(result).status == Result.Status.ERROR
@@ -168,7 +169,9 @@ def test_the_servers_openai_key_is_refused_for_another_host_at_create_and_update
     assert KEY not in message and KEY not in raised.value.message
     judge = _judge(project, owner, listener.url)
     with pytest.raises(ApplicationError) as raised:
-        services.judge_update(judge=judge, user=owner, api_key_env="OPENAI_API_KEY")
+        judge_services.judge_update(
+            judge=judge, user=owner, api_key_env="OPENAI_API_KEY"
+        )
     assert "api_key_env" in raised.value.field_errors
     judge.refresh_from_db()
     assert judge.api_key_env == "" and listener.requests == []
@@ -183,7 +186,7 @@ def test_the_servers_openai_key_set_behind_the_services_back_is_refused_at_use(
         api_key_env="OPENAI_API_KEY", api_key_url=judge.base_url
     )
     judge.refresh_from_db()
-    outcome = services.judge_test(judge=judge)
+    outcome = judge_services.judge_test(judge=judge)
     assert not outcome.ok and "only to api.openai.com" in outcome.message
     result = dataset_with_run(judge)
     assert _dispatch(result).status == Result.Status.ERROR
@@ -206,7 +209,7 @@ def test_a_key_bound_to_one_port_never_reaches_another_port(
     judge = _judge(project, owner, listener.url, api_key_env="OPENAI_API_KEY")
     # Moved to the other port with the key given again: refused, nothing saved.
     with pytest.raises(ApplicationError) as raised:
-        services.judge_update(
+        judge_services.judge_update(
             judge=judge,
             user=owner,
             base_url=other_listener.url,
@@ -220,7 +223,7 @@ def test_a_key_bound_to_one_port_never_reaches_another_port(
         base_url=other_listener.url, api_key_url=other_listener.url
     )
     judge.refresh_from_db()
-    assert not services.judge_test(judge=judge).ok
+    assert not judge_services.judge_test(judge=judge).ok
     result = _dispatch(dataset_with_run(judge))
     assert (
         result.status == Result.Status.ERROR
@@ -232,7 +235,7 @@ def test_a_key_bound_to_one_port_never_reaches_another_port(
         base_url=listener.url, api_key_url=listener.url
     )
     judge.refresh_from_db()
-    assert services.judge_test(judge=judge).ok
+    assert judge_services.judge_test(judge=judge).ok
     assert listener.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
 
 
@@ -260,11 +263,11 @@ def test_the_servers_openai_key_goes_to_api_openai_com(project, owner, monkeypat
     """No network: the request the Test button builds is caught by a transport stub."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     # The default allows api.openai.com; its name need not resolve here.
-    monkeypatch.setattr(judges_module, "judge_url_problem", lambda url: None)
+    monkeypatch.setattr(judge_services, "judge_url_problem", lambda url: None)
     judge = _judge(
         project, owner, "https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"
     )
-    assert services.judge_api_key(judge=judge) == KEY
+    assert judge_services.judge_api_key(judge=judge) == KEY
     sent: list[httpx2.Request] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -283,8 +286,8 @@ def test_the_servers_openai_key_goes_to_api_openai_com(project, owner, monkeypat
             http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
         )
 
-    monkeypatch.setattr(judges_module, "make_client", stub_client)
-    assert services.judge_test(judge=judge).ok
+    monkeypatch.setattr(judge_services, "make_client", stub_client)
+    assert judge_services.judge_test(judge=judge).ok
     assert sent[0].url.host == "api.openai.com" and sent[0].url.port in (None, 443)
     assert sent[0].headers["authorization"] == f"Bearer {KEY}"
 
@@ -434,18 +437,20 @@ def test_a_key_bound_to_https_never_reaches_a_plain_http_listener_on_its_port(
     )
     judge = _judge(project, owner, listener.url)
     with pytest.raises(ApplicationError):
-        services.judge_update(judge=judge, user=owner, api_key_env="OPENAI_API_KEY")
+        judge_services.judge_update(
+            judge=judge, user=owner, api_key_env="OPENAI_API_KEY"
+        )
     # Stored behind the services' back: refused when the key is read ...
     JudgeConnection.objects.filter(pk=judge.pk).update(
         api_key_env="OPENAI_API_KEY", api_key_url=judge.base_url
     )
     judge.refresh_from_db()
-    outcome = services.judge_test(judge=judge)
+    outcome = judge_services.judge_test(judge=judge)
     assert not outcome.ok and "over HTTPS" in outcome.message
     result = _dispatch(dataset_with_run(judge))
     assert result.status == Result.Status.ERROR
     # ... and by the client's own check of each request's scheme, before it is sent.
-    client = judges_module.make_client(
+    client = judge_services.make_client(
         listener.url, KEY, 5, address_guard=judge_guard(judge)
     )
     with pytest.raises(openai.APIConnectionError) as failed:
@@ -520,15 +525,17 @@ def test_api_refuses_the_openai_key_for_an_owners_host_without_showing_it(
 def test_a_new_url_needs_the_key_again(project, owner, listener, other_listener):
     judge = _judge(project, owner, listener.url, api_key=KEY)
     with pytest.raises(ApplicationError) as raised:
-        services.judge_update(judge=judge, user=owner, base_url=other_listener.url)
+        judge_services.judge_update(
+            judge=judge, user=owner, base_url=other_listener.url
+        )
     assert "api_key" in raised.value.field_errors
     judge.refresh_from_db()
     assert judge.base_url == listener.url and judge.has_api_key
     # With the key entered again (or removed), the change is saved.
-    services.judge_update(
+    judge_services.judge_update(
         judge=judge, user=owner, base_url=other_listener.url, api_key="sk-other"
     )
-    assert services.judge_test(judge=judge).ok
+    assert judge_services.judge_test(judge=judge).ok
     assert other_listener.requests[0]["headers"]["authorization"] == "Bearer sk-other"
     assert not other_listener.seen(KEY)
 
@@ -540,7 +547,7 @@ def test_a_url_changed_behind_the_services_back_never_gets_the_key(
     judge = _judge(project, owner, listener.url, api_key=KEY)
     JudgeConnection.objects.filter(pk=judge.pk).update(base_url=other_listener.url)
     judge.refresh_from_db()
-    outcome = services.judge_test(judge=judge)
+    outcome = judge_services.judge_test(judge=judge)
     assert not outcome.ok and "entered for another URL" in outcome.message
     assert other_listener.requests == [] and listener.requests == []
 
@@ -635,7 +642,7 @@ def test_the_policy_is_checked_on_every_connection_not_only_on_save(
     # Saved while allowed (or a name that resolved elsewhere then: DNS rebinding).
     judge = _judge(project, owner, listener.url, api_key=KEY)
     with SHIPPED_POLICY:
-        outcome = services.judge_test(judge=judge)
+        outcome = judge_services.judge_test(judge=judge)
     assert not outcome.ok and "loopback" in outcome.message
     assert listener.requests == []
 
@@ -649,8 +656,8 @@ def test_test_results_do_not_tell_open_from_closed_ports(project, owner, listene
         project, owner, f"http://127.0.0.1:{closed_port}/v1", name="closed"
     )
     with SHIPPED_POLICY:
-        open_msg = services.judge_test(judge=open_judge).message
-        closed_msg = services.judge_test(judge=closed_judge).message
+        open_msg = judge_services.judge_test(judge=open_judge).message
+        closed_msg = judge_services.judge_test(judge=closed_judge).message
     assert open_msg.replace(str(listener.port), "P") == closed_msg.replace(
         str(closed_port), "P"
     )
@@ -660,7 +667,7 @@ def test_test_results_do_not_tell_open_from_closed_ports(project, owner, listene
 def test_a_redirect_is_never_followed(project, owner, listener, other_listener):
     listener.reply = (307, {"Location": f"{other_listener.url}/chat/completions"}, b"")
     judge = _judge(project, owner, listener.url, api_key=KEY)
-    outcome = services.judge_test(judge=judge)
+    outcome = judge_services.judge_test(judge=judge)
     assert not outcome.ok
     assert "HTTP 307" in outcome.message and "redirect" in outcome.message
     assert other_listener.requests == []
@@ -670,7 +677,7 @@ def test_an_allowed_private_host_is_allowed_on_that_port_only(project, owner, li
     with override_settings(
         DEBUG=False, JUDGE_ALLOWED_PRIVATE_HOSTS=[f"127.0.0.1:{listener.port}"]
     ):
-        assert services.judge_test(judge=_judge(project, owner, listener.url)).ok
+        assert judge_services.judge_test(judge=_judge(project, owner, listener.url)).ok
         with pytest.raises(ApplicationError):
             _judge(project, owner, f"http://127.0.0.1:{listener.port + 1}/v1", name="b")
 
@@ -679,7 +686,7 @@ def test_loopback_is_allowed_in_debug_for_make_runs_offline_judge(
     project, owner, listener
 ):
     with override_settings(DEBUG=True, JUDGE_ALLOWED_PRIVATE_HOSTS=[]):
-        assert services.judge_test(judge=_judge(project, owner, listener.url)).ok
+        assert judge_services.judge_test(judge=_judge(project, owner, listener.url)).ok
 
 
 def test_the_configured_offline_judge_is_allowed_without_debug(
@@ -688,7 +695,7 @@ def test_the_configured_offline_judge_is_allowed_without_debug(
     with override_settings(
         DEBUG=False, JUDGE_ALLOWED_PRIVATE_HOSTS=[], OFFLINE_JUDGE_URL=listener.url
     ):
-        assert services.judge_test(judge=_judge(project, owner, listener.url)).ok
+        assert judge_services.judge_test(judge=_judge(project, owner, listener.url)).ok
 
 
 # ---------------------------------------------------------------- 4. errors and pages
@@ -711,7 +718,7 @@ def test_judge_test_reports_any_reply_as_a_message_without_echoing_it(
     project, owner, listener, reply
 ):
     listener.reply = reply
-    outcome = services.judge_test(
+    outcome = judge_services.judge_test(
         judge=_judge(project, owner, listener.url, api_key=KEY)
     )
     assert not outcome.ok
@@ -727,7 +734,7 @@ def test_an_unexpected_error_page_shows_no_key_even_in_debug(
     def broken(base_url, api_key, timeout, **kwargs):  # as scoring.make_client
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("evalsite.evals.services.judges.make_client", broken)
+    monkeypatch.setattr("evalsite.evals.judges.services.make_client", broken)
     client.force_login(owner)
     client.raise_request_exception = False
     with override_settings(DEBUG=True):
@@ -744,7 +751,7 @@ def test_the_judge_form_post_with_a_key_shows_no_key_on_an_error_page(
     def broken(**kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("evalsite.evals.services.judge_create", broken)
+    monkeypatch.setattr("evalsite.evals.judges.services.judge_create", broken)
     client.force_login(owner)
     client.raise_request_exception = False
     with override_settings(DEBUG=True):
@@ -773,7 +780,7 @@ def test_no_key_in_the_logs_of_a_failing_run(
     result = dataset_with_run(judge)
     with caplog.at_level(logging.DEBUG):
         assert _dispatch(result).status == Result.Status.ERROR
-        services.judge_test(judge=judge)
+        judge_services.judge_test(judge=judge)
     assert listener.seen(KEY)  # the key did go where it was entered for
     assert KEY not in caplog.text
     result.refresh_from_db()
@@ -786,14 +793,14 @@ def test_no_key_in_the_logs_of_a_failing_run(
 @pytest.fixture
 def dataset_with_run(project, owner):
     def _make(judge: JudgeConnection) -> Result:
-        scorer = services.scorer_create(
+        scorer = scorer_services.scorer_create(
             project=project,
             user=owner,
             name=f"F{judge.pk}",
             kind="faithfulness",
             judge=judge,
         )
-        run = services.run_start(
+        run = run_services.run_start(
             project=project,
             user=owner,
             dataset=DatasetFactory(
@@ -812,13 +819,13 @@ def test_the_offline_judge_cannot_be_repointed_at_another_endpoint(
     project, owner, listener
 ):
     # Reviewers may start runs on the built-in judge; repointed, it would spend money.
-    offline = services.judge_create_offline(project)
+    offline = judge_services.judge_create_offline(project)
     with pytest.raises(ApplicationError) as raised:
-        services.judge_update(judge=offline, user=owner, base_url=listener.url)
+        judge_services.judge_update(judge=offline, user=owner, base_url=listener.url)
     assert "base_url" in raised.value.field_errors
     offline.refresh_from_db()
     assert offline.base_url != listener.url
-    services.judge_update(
+    judge_services.judge_update(
         judge=offline, user=owner, max_concurrency=4
     )  # the rest may change
 

@@ -20,9 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 from django.test import override_settings
 
-from evalsite.evals import services
 from evalsite.evals.engine.dispatch import run_dispatch
+from evalsite.evals.judges import services as judge_services
 from evalsite.evals.models import JudgeCall, Result, Run
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from tests.conftest import login
 from tests.evals.conftest import support_rows
 from tests.factories import DatasetFactory
@@ -79,7 +81,7 @@ class EchoJudge:
 def _failed_result(project, owner, status: int, shape: str) -> Result:
     echo = EchoJudge(status, shape)
     try:
-        judge = services.judge_create(
+        judge = judge_services.judge_create(
             project=project,
             user=owner,
             name="Echo",
@@ -87,14 +89,14 @@ def _failed_result(project, owner, status: int, shape: str) -> Result:
             model="m",
             api_key=KEY,
         )
-        scorer = services.scorer_create(
+        scorer = scorer_services.scorer_create(
             project=project,
             user=owner,
             name="Faith",
             kind="faithfulness",
             judge=judge,
         )
-        run = services.run_start(
+        run = run_services.run_start(
             project=project,
             user=owner,
             dataset=DatasetFactory(

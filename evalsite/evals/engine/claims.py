@@ -29,8 +29,8 @@ from django.views.decorators.debug import sensitive_variables
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import conf, rawsql
+from evalsite.evals.judges.services import judge_api_key
 from evalsite.evals.models import JudgeConnection, Result
-from evalsite.evals.services.judges import judge_api_key
 from scoring import JudgeResult, StepRecord, overridable_count
 from scoring.redact import redact_secrets
 

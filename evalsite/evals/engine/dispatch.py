@@ -52,10 +52,10 @@ from evalsite.evals.engine.claims import (
 )
 from evalsite.evals.engine.judge_cache import JudgeCacheBatcher
 from evalsite.evals.engine.limiter import FileLimiter, RedisLimiter, judge_limiter
+from evalsite.evals.judges.egress import judge_address_guard
+from evalsite.evals.judges.services import judge_api_key, judge_guard
 from evalsite.evals.models import JudgeConnection, Result, Run, RunScorer
-from evalsite.evals.services.egress import judge_address_guard
-from evalsite.evals.services.judges import judge_api_key, judge_guard
-from evalsite.evals.services.runs import (
+from evalsite.evals.runs.services import (
     run_finish_if_complete,
     run_mark_running,
     task_send_dispatch,

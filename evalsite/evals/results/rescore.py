@@ -17,7 +17,7 @@ from evalsite.evals.results.aggregates import (
     aggregate_rows,
     run_aggregates,
 )
-from evalsite.evals.services import scorer_version_create_from_run
+from evalsite.evals.scorers.services import scorer_version_create_from_run
 from scoring import (
     OptionsError,
     ScoringError,

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from evalsite.evals.models import Comment, Override, Result
-from evalsite.evals.selectors import result_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user
 
 
 def override_get_for_user(

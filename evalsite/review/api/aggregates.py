@@ -8,7 +8,7 @@ from ninja import Router
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.results import aggregates
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.review.schemas import AggregateOut
 
 router = Router(tags=["review"])

@@ -11,7 +11,7 @@ from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.models import Comment
 from evalsite.evals.results.comments import comment_create
 from evalsite.evals.results.selectors import comment_list
-from evalsite.evals.selectors import result_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user
 from evalsite.review.schemas import CommentIn, CommentOut
 from evalsite.review.selectors.blind import result_is_blind
 

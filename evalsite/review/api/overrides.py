@@ -11,7 +11,7 @@ from evalsite.evals.models import JudgeCall, Override, Result
 from evalsite.evals.results import verdicts
 from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.results.selectors import override_get_for_user
-from evalsite.evals.selectors import result_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user
 from evalsite.review.schemas import (
     OverrideCreatedOut,
     OverrideIn,

@@ -11,7 +11,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import RunScorer
 from evalsite.evals.results import rescore
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.review.schemas import RescoreIn, RescoreOut
 
 router = Router(tags=["review"])

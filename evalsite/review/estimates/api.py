@@ -10,7 +10,7 @@ from ninja import Router, Status
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import RunScorer
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.review.estimates.schemas import (
     CalibrationSampleIn,
     CalibrationSampleOut,

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import Run, RunScorer
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
 from evalsite.review.estimates.forms import CalibrationSampleForm, SamplePlanForm
 from evalsite.review.estimates.selectors import (

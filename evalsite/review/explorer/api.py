@@ -13,7 +13,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.core.schemas import ErrorOut
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.review.explorer.bulk import (
     BulkOutcome,
     assignee_get,

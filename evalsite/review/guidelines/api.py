@@ -14,7 +14,6 @@ from evalsite.review.guidelines.selectors import (
     GuidelineScope,
     guideline_current,
     guideline_history,
-    guideline_html,
     guideline_scope_for_user,
 )
 from evalsite.review.guidelines.services import guideline_save
@@ -33,21 +32,6 @@ _WRITE_ERRORS = {
 }
 
 
-def _guideline_out(guideline: Guideline) -> dict[str, Any]:
-    return {
-        "id": guideline.pk,
-        "scope": "queue" if guideline.queue_id is not None else "project",
-        "queue_id": guideline.queue_id,
-        "version": guideline.version,
-        "body": guideline.body,
-        "html": str(guideline_html(guideline)),
-        "created_by": guideline.created_by.get_username()
-        if guideline.created_by
-        else None,
-        "created_at": guideline.created_at,
-    }
-
-
 def _guidelines_out(scope: GuidelineScope) -> dict[str, Any]:
     project_id = scope.project.pk
     queue_id = scope.queue.pk if scope.queue is not None else None
@@ -55,11 +39,8 @@ def _guidelines_out(scope: GuidelineScope) -> dict[str, Any]:
     return {
         "project_id": project_id,
         "queue_id": queue_id,
-        "current": _guideline_out(current) if current else None,
-        "versions": [
-            _guideline_out(g)
-            for g in guideline_history(project_id=project_id, queue_id=queue_id)
-        ],
+        "current": current,
+        "versions": list(guideline_history(project_id=project_id, queue_id=queue_id)),
     }
 
 
@@ -80,7 +61,7 @@ def project_guidelines_api(
 )
 def project_guidelines_put_api(
     request: AuthenticatedHttpRequest, project_id: int, payload: GuidelineIn
-) -> dict[str, Any]:
+) -> Guideline:
     scope = guideline_scope_for_user(
         user=request.user, project_id=project_id, edit=True
     )
@@ -90,7 +71,7 @@ def project_guidelines_put_api(
         user=request.user,
         expected_version=payload.expected_version,
     )
-    return _guideline_out(saved)
+    return saved
 
 
 @router.get(
@@ -115,7 +96,7 @@ def queue_guidelines_put_api(
     project_id: int,
     queue_id: int,
     payload: GuidelineIn,
-) -> dict[str, Any]:
+) -> Guideline:
     scope = guideline_scope_for_user(
         user=request.user, project_id=project_id, queue_id=queue_id, edit=True
     )
@@ -126,4 +107,4 @@ def queue_guidelines_put_api(
         user=request.user,
         expected_version=payload.expected_version,
     )
-    return _guideline_out(saved)
+    return saved

@@ -11,6 +11,9 @@ from pydantic import (
     Field,
 )
 
+from evalsite.review.guidelines.selectors import guideline_html
+from evalsite.review.models import Guideline
+
 
 class GuidelineIn(Schema):
     """The next version of a project's or queue's guidelines (markdown).
@@ -38,6 +41,19 @@ class GuidelineOut(Schema):
     )
     created_by: str | None
     created_at: datetime
+
+    @staticmethod
+    def resolve_scope(guideline: Guideline) -> str:
+        return "queue" if guideline.queue_id is not None else "project"
+
+    @staticmethod
+    def resolve_html(guideline: Guideline) -> str:
+        return str(guideline_html(guideline))
+
+    @staticmethod
+    def resolve_created_by(guideline: Guideline) -> str | None:
+        user = guideline.created_by
+        return user.get_username() if user else None
 
 
 class GuidelinesOut(Schema):

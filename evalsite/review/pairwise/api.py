@@ -21,7 +21,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.datasets.matching.selectors import KEY_MAX_LENGTH
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.review.models import PairwiseItem, Preference, ReviewQueue
 from evalsite.review.pairwise.selectors import (
     pair_at,

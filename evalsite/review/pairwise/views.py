@@ -23,7 +23,7 @@ from evalsite.datasets.matching.selectors import (
     normalise_input,
 )
 from evalsite.evals.models import Run
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.models import PairwiseItem, ReviewQueue

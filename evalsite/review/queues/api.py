@@ -11,7 +11,7 @@ from ninja.errors import HttpError
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
 from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.queues.schemas import QueueIn, QueueOut
 from evalsite.review.queues.selectors import (

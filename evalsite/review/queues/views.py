@@ -22,7 +22,7 @@ from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.results.item import analysis_view
 from evalsite.evals.results.selectors import comment_list
 from evalsite.evals.results.verdicts import result_accept, result_set_human_pass
-from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.review.explorer.schemas import ResultQuery, ResultQueryError
 from evalsite.review.forms import CommentForm

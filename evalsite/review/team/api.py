@@ -14,7 +14,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.models import Result
 from evalsite.evals.results.aggregates import run_aggregates
-from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user, run_get_for_user
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 from evalsite.review.queues.api import review_queue_get
 from evalsite.review.selectors.blind import blind_result_ids

@@ -15,7 +15,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.results.item import analysis_view
-from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx
 from evalsite.review.estimates.annotators import DEFAULT_EPSILON, annotator_test
 from evalsite.review.estimates.forms import AlternativeTestForm

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, vary_on_htmx
 from evalsite.review.forms import AuditFilterForm
 from evalsite.review.selectors.audit import (

@@ -13,7 +13,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.results.comments import comment_create
 from evalsite.evals.results.selectors import comment_list
-from evalsite.evals.selectors import result_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review.forms import CommentForm
 from evalsite.review.selectors.audit import audit_list_for_result

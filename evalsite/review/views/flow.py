@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET
 
 from evalsite.accounts.models import ReviewerPreferences
 from evalsite.evals.models import Result
-from evalsite.evals.selectors import result_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user
 from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.guidelines.selectors import guideline_current, guideline_html
 from evalsite.review.models import Guideline, ReviewQueue

@@ -18,7 +18,7 @@ from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import JudgeCall, Override, Result
 from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.results.item import AnalysisView, analysis_view
-from evalsite.evals.selectors import result_get_for_user, run_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review.forms import CommentForm
 from evalsite.review.selectors.audit import audit_list_for_result

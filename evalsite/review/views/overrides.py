@@ -15,7 +15,7 @@ from evalsite.evals.results import verdicts
 from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.results.selectors import override_get_for_user
 from evalsite.evals.results.verdicts import result_accept
-from evalsite.evals.selectors import result_get_for_user
+from evalsite.evals.runs.selectors import result_get_for_user
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review.forms import OverrideForm
 from evalsite.review.selectors.audit import audit_list_for_result

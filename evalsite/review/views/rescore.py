@@ -13,7 +13,8 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.evals.models import RunScorer
 from evalsite.evals.results.rescore import run_rescore
-from evalsite.evals.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user
+from evalsite.lib.forms import form_add_application_error
 from evalsite.lib.htmx import vary_on_htmx, wants_partial
 from evalsite.review.forms import RescoreForm
 from evalsite.review.views.common import user_can_write
@@ -77,11 +78,14 @@ def rescore(
                 save=save,
             )
         except ApplicationError as exc:
+            # The message goes to the result region (htmx swaps only that).
             error = exc.message
-            for name, msg in exc.field_errors.items():
-                field_name = name.removeprefix("options.").replace(".", "__")
-                if field_name in form.fields:
-                    form.add_error(field_name, msg)
+            form_add_application_error(
+                form,
+                exc,
+                field_for=lambda name: name.removeprefix("options.").replace(".", "__"),
+                message=False,
+            )
         else:
             if save and not wants_partial(request):
                 messages.success(

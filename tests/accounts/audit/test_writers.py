@@ -11,8 +11,10 @@ from evalsite.accounts.models import AuditEvent, Role
 from evalsite.accounts.services import membership_set
 from evalsite.core.exceptions import ConflictError
 from evalsite.datasets.services import dataset_create
-from evalsite.evals import services
+from evalsite.evals.judges import services as judge_services
 from evalsite.evals.models import Run
+from evalsite.evals.runs import services as run_services
+from evalsite.evals.scorers import services as scorer_services
 from tests.datasets.conftest import upload
 from tests.factories import (
     DatasetFactory,
@@ -50,7 +52,7 @@ def test_run_start_records_the_run_dataset_and_scorers(project, owner):
         rows=[{"input": "q", "output": "a", "reference": "a"}],
     )
     scorer = ScorerConfigFactory(project=project, kind="content_similarity")
-    run = services.run_start(
+    run = run_services.run_start(
         project=project,
         user=owner,
         dataset=dataset,
@@ -75,7 +77,7 @@ def test_run_start_records_the_run_dataset_and_scorers(project, owner):
 
 def test_run_cancel_records_the_status_change(project, owner):
     run = RunFactory(project=project, status=Run.Status.RUNNING)
-    services.run_cancel(run=run, user=owner)
+    run_services.run_cancel(run=run, user=owner)
     event = _only("run.cancel")
     assert (event.actor, event.run_id, event.object_id) == (owner, run.pk, run.pk)
     assert event.before == {"status": "running"}
@@ -85,7 +87,7 @@ def test_run_cancel_records_the_status_change(project, owner):
 def test_a_refused_cancel_records_nothing(project, owner):
     run = RunFactory(project=project, status=Run.Status.DONE)
     with pytest.raises(ConflictError):
-        services.run_cancel(run=run, user=owner)
+        run_services.run_cancel(run=run, user=owner)
     assert not AuditEvent.objects.exists()
 
 
@@ -93,7 +95,7 @@ def test_run_retry_records_how_many_results_went_back(project, owner):
     run = RunFactory(project=project, status=Run.Status.DONE)
     run_scorer = RunScorerFactory(run=run)
     ResultFactory(run=run, run_scorer=run_scorer, status="error")
-    services.run_retry_failed(run=run, user=owner)
+    run_services.run_retry_failed(run=run, user=owner)
     event = _only("run.retry")
     assert (event.actor, event.run_id, event.after) == (owner, run.pk, {"retried": 1})
 
@@ -102,7 +104,7 @@ def test_run_delete_is_recorded_and_the_event_outlives_the_run(project, owner):
     run = RunFactory(project=project, name="old", status=Run.Status.DONE)
     ResultFactory(run=run)
     run_id = run.pk
-    services.run_delete(run=run, user=owner)
+    run_services.run_delete(run=run, user=owner)
     assert not Run.objects.filter(pk=run_id).exists()
     event = _only("run.delete")
     assert (event.actor, event.run_id, event.object_label) == (owner, run_id, "old")
@@ -113,8 +115,8 @@ def test_run_delete_is_recorded_and_the_event_outlives_the_run(project, owner):
 def test_events_about_a_run_survive_its_deletion(project, owner):
     run = RunFactory(project=project, status=Run.Status.RUNNING)
     result = ResultFactory(run=run)
-    services.run_cancel(run=run, user=owner)
-    services.run_delete(run=run, user=owner)
+    run_services.run_cancel(run=run, user=owner)
+    run_services.run_delete(run=run, user=owner)
     assert list(
         AuditEvent.objects.filter(run_id=run.pk)
         .order_by("id")
@@ -126,7 +128,7 @@ def test_events_about_a_run_survive_its_deletion(project, owner):
 def test_an_active_run_cannot_be_deleted(project, owner):
     run = RunFactory(project=project, status=Run.Status.RUNNING)
     with pytest.raises(ConflictError):
-        services.run_delete(run=run, user=owner)
+        run_services.run_delete(run=run, user=owner)
     assert Run.objects.filter(pk=run.pk).exists()
     assert not AuditEvent.objects.exists()
 
@@ -135,7 +137,7 @@ def test_an_active_run_cannot_be_deleted(project, owner):
 
 
 def test_judge_create_records_its_settings_but_not_the_key(project, owner):
-    judge = services.judge_create(
+    judge = judge_services.judge_create(
         project=project,
         user=owner,
         name="gpt",
@@ -160,7 +162,9 @@ def test_judge_create_records_its_settings_but_not_the_key(project, owner):
 def test_judge_change_names_the_fields_and_never_the_key(project, owner):
     judge = JudgeConnectionFactory(project=project, name="gpt", api_key="sk-old-KEY")
     old_cipher = judge.api_key_encrypted
-    services.judge_update(judge=judge, user=owner, model="gpt-4.1", api_key=SECRET)
+    judge_services.judge_update(
+        judge=judge, user=owner, model="gpt-4.1", api_key=SECRET
+    )
     event = _only("judge.change")
     assert event.summary == "olivia changed judge “gpt”: model, api_key changed"
     assert event.before == {"model": "gpt-4o-mini"}
@@ -175,19 +179,19 @@ def test_judge_change_names_the_fields_and_never_the_key(project, owner):
 
 def test_judge_key_removal_and_env_var_are_words_only(project, owner):
     judge = JudgeConnectionFactory(project=project, api_key="sk-old-KEY")
-    services.judge_update(judge=judge, user=owner, clear_api_key=True)
+    judge_services.judge_update(judge=judge, user=owner, clear_api_key=True)
     assert _only("judge.change").after == {"api_key": "removed"}
 
 
 def test_a_judge_save_that_changes_nothing_records_nothing(project, owner):
     judge = JudgeConnectionFactory(project=project)
-    services.judge_update(judge=judge, user=owner, model=judge.model)
+    judge_services.judge_update(judge=judge, user=owner, model=judge.model)
     assert not AuditEvent.objects.exists()
 
 
 def test_judge_test_records_the_outcome(project, owner):
     judge = JudgeConnectionFactory(project=project, name="nowhere")
-    outcome = services.judge_test(judge=judge, user=owner)
+    outcome = judge_services.judge_test(judge=judge, user=owner)
     event = _only("judge.test")
     assert (event.actor, event.object_id) == (owner, judge.pk)
     assert event.after["ok"] is outcome.ok is False
@@ -199,7 +203,7 @@ def test_judge_test_records_the_outcome(project, owner):
 
 
 def test_scorer_create_records_its_settings(project, owner):
-    scorer = services.scorer_create(
+    scorer = scorer_services.scorer_create(
         project=project, user=owner, name="Sim", kind="content_similarity"
     )
     event = _only("scorer.create")
@@ -214,7 +218,7 @@ def test_scorer_create_records_its_settings(project, owner):
 
 def test_scorer_edit_records_the_changed_fields(project, owner):
     scorer = ScorerConfigFactory(project=project, kind="content_similarity", name="A")
-    services.scorer_update(scorer=scorer, user=owner, name="B")
+    scorer_services.scorer_update(scorer=scorer, user=owner, name="B")
     event = _only("scorer.change")
     assert (event.before, event.after) == ({"name": "A"}, {"name": "B"})
     assert event.summary == "olivia changed scorer “B”: name"
@@ -223,7 +227,7 @@ def test_scorer_edit_records_the_changed_fields(project, owner):
 def test_editing_a_scorer_a_run_used_records_a_new_version(project, owner):
     scorer = ScorerConfigFactory(project=project, kind="content_similarity", name="A")
     RunScorerFactory(run=RunFactory(project=project), scorer=scorer)
-    new = services.scorer_update(scorer=scorer, user=owner, name="A")
+    new = scorer_services.scorer_update(scorer=scorer, user=owner, name="A")
     event = _only("scorer.version")
     assert (event.object_id, event.before["version"], event.after["version"]) == (
         new.pk,

@@ -27,7 +27,7 @@ from evalsite.evals.results.verdicts import (
     result_accept,
     result_set_human_pass,
 )
-from evalsite.evals.services.runs import run_finish_if_complete, run_retry_failed
+from evalsite.evals.runs.services import run_finish_if_complete, run_retry_failed
 from tests.review.builders import make_run
 
 
