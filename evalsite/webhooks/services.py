@@ -33,8 +33,8 @@ from evalsite.accounts.services.audit import audit_event
 from evalsite.compare.selectors import ScorerDelta, runs_compare
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.crypto import secret_decrypt, secret_encrypt
+from evalsite.evals.judges.egress import judge_address_guard, judge_url_problem
 from evalsite.evals.models import Run
-from evalsite.evals.services.egress import judge_address_guard, judge_url_problem
 from evalsite.lib.tasks import task_send_on_commit
 from evalsite.lib.text import unstorable_char
 from evalsite.review.models import ReviewQueue

@@ -17,7 +17,7 @@ from standardwebhooks import Webhook as Verifier
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.crypto import secret_decrypt
 from evalsite.evals.models import Result, Run
-from evalsite.evals.services.runs import run_finish_if_complete
+from evalsite.evals.runs.services import run_finish_if_complete
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import QueueEntry
 from evalsite.review.queues.services import queue_create
