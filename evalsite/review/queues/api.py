@@ -2,66 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.db.models import Count
-from django.urls import reverse
 from ninja import Router, Status
 from ninja.errors import HttpError
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
 from evalsite.evals.runs.selectors import run_get_for_user
-from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.models import ReviewQueue
 from evalsite.review.queues.schemas import QueueIn, QueueOut
-from evalsite.review.queues.selectors import (
-    queue_estimate,
-    queue_get_for_user,
-    queue_progress,
-)
+from evalsite.review.queues.selectors import queue_get_for_user
 from evalsite.review.queues.services import queue_create
 
 router = Router(tags=["review"])
 
 
-def _queue_out(queue: ReviewQueue) -> dict[str, Any]:
-    estimate = queue_estimate(queue=queue)
-    entries = QueueEntry.objects.filter(queue=queue)
-    assignees = dict(
-        entries.filter(result__assignee__isnull=False)
-        .values_list("result__assignee__username")
-        .annotate(n=Count("id"))
-        .values_list("result__assignee__username", "n")
-    )
-    return {
-        "id": queue.pk,
-        "run_id": queue.run_id,
-        "name": queue.name,
-        "source": queue.source,
-        "filters": queue.filters,
-        "blind": queue.blind,
-        "overlap": queue.overlap,
-        "final_rule": queue.final_rule,
-        "decided": entries.filter(state=QueueEntry.State.DECIDED).count(),
-        "adjudicate": entries.filter(state=QueueEntry.State.ADJUDICATE).count(),
-        "stratified": queue.stratified or None,
-        "size": queue.size,
-        "truncated": queue.truncated,
-        "reviewed": queue_progress(queue=queue)["reviewed"],
-        "assignees": assignees,
-        "result_ids": list(
-            entries.order_by("position").values_list("result_id", flat=True)
-        ),
-        "estimate": estimate.__dict__ if estimate else None,
-        "url": reverse("review:queue", args=[queue.project_id, queue.pk]),
-        "created_at": queue.created_at,
-    }
-
-
 @router.post("/runs/{run_id}/queues", response={201: QueueOut})
 def queue_create_api(
     request: AuthenticatedHttpRequest, run_id: int, payload: QueueIn
-) -> Status[dict[str, Any]]:
+) -> Status[ReviewQueue]:
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
     source = ReviewQueue.Source(payload.source)
     if payload.stratified is not None:
@@ -79,7 +37,7 @@ def queue_create_api(
         overlap=payload.overlap,
         final_rule=payload.final_rule,
     )
-    return Status(201, _queue_out(queue))
+    return Status(201, queue)
 
 
 def review_queue_get(
@@ -100,8 +58,6 @@ def review_queue_get(
 
 
 @router.get("/queues/{queue_id}", response={200: QueueOut, 404: ErrorOut})
-def queue_detail_api(
-    request: AuthenticatedHttpRequest, queue_id: int
-) -> dict[str, Any]:
+def queue_detail_api(request: AuthenticatedHttpRequest, queue_id: int) -> ReviewQueue:
     """A review queue with its progress (404 for a pairwise queue's id)."""
-    return _queue_out(review_queue_get(request=request, queue_id=queue_id))
+    return review_queue_get(request=request, queue_id=queue_id)

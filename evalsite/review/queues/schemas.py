@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from django.db.models import Count
+from django.urls import reverse
 from ninja import Schema
 from pydantic import (
     ConfigDict,
@@ -12,6 +14,8 @@ from pydantic import (
 )
 
 from evalsite.review.explorer.schemas import QueueFiltersIn
+from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.queues.selectors import queue_estimate, queue_progress
 
 
 class StratifiedIn(Schema):
@@ -75,3 +79,49 @@ class QueueOut(Schema):
     estimate: EstimateOut | None
     url: str
     created_at: datetime
+
+    @staticmethod
+    def resolve_decided(queue: ReviewQueue) -> int:
+        return QueueEntry.objects.filter(
+            queue=queue, state=QueueEntry.State.DECIDED
+        ).count()
+
+    @staticmethod
+    def resolve_adjudicate(queue: ReviewQueue) -> int:
+        return QueueEntry.objects.filter(
+            queue=queue, state=QueueEntry.State.ADJUDICATE
+        ).count()
+
+    @staticmethod
+    def resolve_stratified(queue: ReviewQueue) -> dict[str, Any] | None:
+        return queue.stratified or None
+
+    @staticmethod
+    def resolve_reviewed(queue: ReviewQueue) -> int:
+        return queue_progress(queue=queue)["reviewed"]
+
+    @staticmethod
+    def resolve_assignees(queue: ReviewQueue) -> dict[str, int]:
+        return dict(
+            QueueEntry.objects.filter(queue=queue, result__assignee__isnull=False)
+            .values_list("result__assignee__username")
+            .annotate(n=Count("id"))
+            .values_list("result__assignee__username", "n")
+        )
+
+    @staticmethod
+    def resolve_result_ids(queue: ReviewQueue) -> list[int]:
+        return list(
+            QueueEntry.objects.filter(queue=queue)
+            .order_by("position")
+            .values_list("result_id", flat=True)
+        )
+
+    @staticmethod
+    def resolve_estimate(queue: ReviewQueue) -> dict[str, Any] | None:
+        estimate = queue_estimate(queue=queue)
+        return estimate.__dict__ if estimate else None
+
+    @staticmethod
+    def resolve_url(queue: ReviewQueue) -> str:
+        return reverse("review:queue", args=[queue.project_id, queue.pk])
