@@ -3,8 +3,6 @@ owners and adjudicators; each PUT adds a version)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ninja import Router
 
 from evalsite.core.http import AuthenticatedHttpRequest
@@ -12,8 +10,6 @@ from evalsite.core.schemas import ErrorOut
 from evalsite.review.guidelines.schemas import GuidelineIn, GuidelineOut, GuidelinesOut
 from evalsite.review.guidelines.selectors import (
     GuidelineScope,
-    guideline_current,
-    guideline_history,
     guideline_scope_for_user,
 )
 from evalsite.review.guidelines.services import guideline_save
@@ -32,27 +28,14 @@ _WRITE_ERRORS = {
 }
 
 
-def _guidelines_out(scope: GuidelineScope) -> dict[str, Any]:
-    project_id = scope.project.pk
-    queue_id = scope.queue.pk if scope.queue is not None else None
-    current = guideline_current(project_id=project_id, queue_id=queue_id)
-    return {
-        "project_id": project_id,
-        "queue_id": queue_id,
-        "current": current,
-        "versions": list(guideline_history(project_id=project_id, queue_id=queue_id)),
-    }
-
-
 @router.get(
     "/projects/{project_id}/guidelines",
     response={200: GuidelinesOut, **_READ_ERRORS},
 )
 def project_guidelines_api(
     request: AuthenticatedHttpRequest, project_id: int
-) -> dict[str, Any]:
-    scope = guideline_scope_for_user(user=request.user, project_id=project_id)
-    return _guidelines_out(scope)
+) -> GuidelineScope:
+    return guideline_scope_for_user(user=request.user, project_id=project_id)
 
 
 @router.put(
@@ -80,11 +63,10 @@ def project_guidelines_put_api(
 )
 def queue_guidelines_api(
     request: AuthenticatedHttpRequest, project_id: int, queue_id: int
-) -> dict[str, Any]:
-    scope = guideline_scope_for_user(
+) -> GuidelineScope:
+    return guideline_scope_for_user(
         user=request.user, project_id=project_id, queue_id=queue_id
     )
-    return _guidelines_out(scope)
 
 
 @router.put(

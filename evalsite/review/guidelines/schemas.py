@@ -11,7 +11,12 @@ from pydantic import (
     Field,
 )
 
-from evalsite.review.guidelines.selectors import guideline_html
+from evalsite.review.guidelines.selectors import (
+    GuidelineScope,
+    guideline_current,
+    guideline_history,
+    guideline_html,
+)
 from evalsite.review.models import Guideline
 
 
@@ -65,3 +70,27 @@ class GuidelinesOut(Schema):
     versions: list[GuidelineOut] = Field(
         description="This scope's own versions, newest first (at most 50)."
     )
+
+    @staticmethod
+    def resolve_project_id(scope: GuidelineScope) -> int:
+        return scope.project.pk
+
+    @staticmethod
+    def resolve_queue_id(scope: GuidelineScope) -> int | None:
+        return scope.queue.pk if scope.queue is not None else None
+
+    @staticmethod
+    def resolve_current(scope: GuidelineScope) -> Guideline | None:
+        return guideline_current(
+            project_id=scope.project.pk,
+            queue_id=scope.queue.pk if scope.queue is not None else None,
+        )
+
+    @staticmethod
+    def resolve_versions(scope: GuidelineScope) -> list[Guideline]:
+        return list(
+            guideline_history(
+                project_id=scope.project.pk,
+                queue_id=scope.queue.pk if scope.queue is not None else None,
+            )
+        )
