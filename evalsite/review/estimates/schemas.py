@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+from django.urls import reverse
 from ninja import Schema
 from pydantic import ConfigDict, Field
+
+from evalsite.review.estimates.selectors import ScorerEstimates
+from evalsite.review.models import ReviewQueue
 
 
 class EstimateFigureOut(Schema):
@@ -50,6 +54,10 @@ class ScorerEstimatesOut(Schema):
     pass_rate: EstimateFigureOut | None
     mean: EstimateFigureOut | None
 
+    @staticmethod
+    def resolve_unused_sources(est: ScorerEstimates) -> list[dict[str, object]]:
+        return [{"source": source, "results": n} for source, n in est.unused_sources]
+
 
 class CalibrationSampleIn(Schema):
     model_config = ConfigDict(extra="forbid")
@@ -72,3 +80,7 @@ class CalibrationSampleOut(Schema):
     size: int
     design: dict[str, object]
     url: str
+
+    @staticmethod
+    def resolve_url(queue: ReviewQueue) -> str:
+        return reverse("review:queue", args=[queue.project_id, queue.pk])
