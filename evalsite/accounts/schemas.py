@@ -11,6 +11,7 @@ from evalsite.accounts.models import (
     Invitation,
     InvitationStatus,
     Membership,
+    Project,
     Role,
 )
 from evalsite.accounts.selectors import AuditFilters
@@ -34,6 +35,23 @@ class ProjectOut(Schema):
     reviewers_can_save_rescore: bool
     created_at: datetime
     role: str | None = None
+
+    @staticmethod
+    def resolve_role(project: Project, context: dict[str, Any]) -> str | None:
+        """The caller's role: annotated by the list, attached by project_get_for_user,
+        else looked up."""
+        role = getattr(project, "caller_role", None)
+        if role is not None:
+            return str(role)
+        membership = getattr(project, "membership", None)
+        if membership is not None:
+            return str(membership.role)
+        user = context["request"].user
+        return (
+            Membership.objects.filter(project=project, user=user)
+            .values_list("role", flat=True)
+            .first()
+        )
 
 
 class MemberIn(Schema):
