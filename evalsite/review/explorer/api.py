@@ -28,7 +28,6 @@ from evalsite.review.explorer.saved_filters import (
 from evalsite.review.explorer.saved_filters_selectors import (
     saved_filter_get_for_user,
     saved_filter_list,
-    saved_filter_query,
 )
 from evalsite.review.explorer.schemas import (
     BulkAssignIn,
@@ -177,28 +176,14 @@ def results_enqueue_api(
 # ------------------------------------------------------------------ saved filters
 
 
-def _saved_filter_out(saved: SavedFilter) -> dict[str, Any]:
-    return {
-        "id": saved.pk,
-        "project_id": saved.project_id,
-        "name": saved.name,
-        "query": saved.query,
-        "filters": saved_filter_query(saved=saved).to_json(),
-        "created_at": saved.created_at,
-    }
-
-
 @router.get("/projects/{project_id}/saved-filters", response=list[SavedFilterOut])
 @paginate(LimitOffsetPagination)
 def saved_filter_list_api(
     request: AuthenticatedHttpRequest, project_id: int
-) -> list[dict[str, Any]]:
+) -> list[SavedFilter]:
     """My saved explorer filters in this project (never anyone else's), by name."""
     project = project_get_for_user(user=request.user, pk=project_id)
-    return [
-        _saved_filter_out(saved)
-        for saved in saved_filter_list(project_id=project.pk, user=request.user)
-    ]
+    return list(saved_filter_list(project_id=project.pk, user=request.user))
 
 
 @router.post(
@@ -207,12 +192,12 @@ def saved_filter_list_api(
 )
 def saved_filter_create_api(
     request: AuthenticatedHttpRequest, project_id: int, payload: SavedFilterIn
-) -> Status[dict[str, Any]]:
+) -> Status[SavedFilter]:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     saved = saved_filter_create(
         project=project, user=request.user, name=payload.name, query=payload.filters
     )
-    return Status(201, _saved_filter_out(saved))
+    return Status(201, saved)
 
 
 @router.get(
@@ -220,9 +205,8 @@ def saved_filter_create_api(
 )
 def saved_filter_detail_api(
     request: AuthenticatedHttpRequest, saved_filter_id: int
-) -> dict[str, Any]:
-    saved = saved_filter_get_for_user(user=request.user, pk=saved_filter_id)
-    return _saved_filter_out(saved)
+) -> SavedFilter:
+    return saved_filter_get_for_user(user=request.user, pk=saved_filter_id)
 
 
 @router.delete("/saved-filters/{saved_filter_id}", response={204: None, **_ERRORS})

@@ -21,6 +21,7 @@ from evalsite.core.pagination import MAX_OFFSET
 from evalsite.core.schemas import ObjectId
 from evalsite.evals.models import RunScorer
 from evalsite.review.explorer.selectors import DEFAULT_SORT, Q_MAX_LENGTH, SORTS
+from evalsite.review.models import SavedFilter
 
 ResultStatus = Literal["pending", "ok", "error", "cancelled"]
 
@@ -356,3 +357,13 @@ class SavedFilterOut(Schema):
     query: str = Field(description="The explorer's query string.")
     filters: dict[str, Any]
     created_at: datetime
+
+    @staticmethod
+    def resolve_filters(saved: SavedFilter) -> dict[str, Any]:
+        # Imported here: the saved filters' selectors parse with this module's
+        # ResultQuery, so a top-level import would be circular.
+        from evalsite.review.explorer.saved_filters_selectors import (
+            saved_filter_query,
+        )
+
+        return saved_filter_query(saved=saved).to_json()
