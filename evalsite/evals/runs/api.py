@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import Http404
-from django.urls import reverse
 from ninja import Router, Status
 from ninja.pagination import paginate
 
@@ -47,7 +44,7 @@ def run_list(request: AuthenticatedHttpRequest, project_id: int) -> list[Run]:
 @router.post("/projects/{project_id}/runs", response={202: RunStartedOut})
 def run_create(
     request: AuthenticatedHttpRequest, project_id: int, payload: RunIn
-) -> Status[dict[str, Any]]:
+) -> Status[Run]:
     project = project_get_for_user(user=request.user, pk=project_id, write=True)
     try:
         dataset = selectors.dataset_get_in_project(
@@ -68,15 +65,7 @@ def run_create(
         scorers=scorers,
         name=payload.name,
     )
-    return Status(
-        202,
-        {
-            "id": run.pk,
-            "status": run.status,
-            "total": run.total,
-            "url": reverse("api:run_detail", kwargs={"run_id": run.pk}),
-        },
-    )
+    return Status(202, run)
 
 
 @router.get("/runs/{run_id}", response=RunDetailOut, url_name="run_detail")
@@ -91,7 +80,7 @@ def run_cancel(request: AuthenticatedHttpRequest, run_id: int) -> Run:
 
 
 @router.post("/runs/{run_id}/retry-failed", response=RetryOut)
-def run_retry_failed(request: AuthenticatedHttpRequest, run_id: int) -> dict[str, Any]:
+def run_retry_failed(request: AuthenticatedHttpRequest, run_id: int) -> Run:
     run = selectors.run_get_for_user(user=request.user, pk=run_id, write=True)
     # A retry calls the run's judges again: the same rule as starting the run.
     require_run_start(
@@ -100,4 +89,5 @@ def run_retry_failed(request: AuthenticatedHttpRequest, run_id: int) -> dict[str
     )
     count = services.run_retry_failed(run=run, user=request.user)
     run.refresh_from_db()
-    return {"id": run.pk, "status": run.status, "retried": count}
+    run.retried = count  # type: ignore[attr-defined]  # read by RetryOut
+    return run

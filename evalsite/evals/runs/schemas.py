@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.urls import reverse
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
@@ -10,7 +11,7 @@ from evalsite.core.schemas import ObjectId
 from evalsite.evals.judges.schemas import RateBoundOut
 from evalsite.evals.models import Run, RunScorer
 from evalsite.evals.results.aggregates import run_aggregates
-from evalsite.evals.runs.selectors import run_error_groups, run_progress
+from evalsite.evals.runs.selectors import RunProgress, run_error_groups, run_progress
 
 
 class RunIn(Schema):
@@ -25,6 +26,10 @@ class RunStartedOut(Schema):
     status: str
     total: int
     url: str
+
+    @staticmethod
+    def resolve_url(run: Run) -> str:
+        return reverse("api:run_detail", kwargs={"run_id": run.pk})
 
 
 class ProgressOut(Schema):
@@ -51,6 +56,22 @@ class ProgressOut(Schema):
     )
     judge_outage_seconds: float = 0.0
     judge_bounds: list[RateBoundOut] = Field(default_factory=list)
+
+    @staticmethod
+    def resolve_percent(progress: RunProgress) -> float:
+        return round(progress.percent, 1)
+
+    @staticmethod
+    def resolve_judge_unreachable_seconds(progress: RunProgress) -> float | None:
+        return progress.unreachable_seconds
+
+    @staticmethod
+    def resolve_judge_outage_seconds(progress: RunProgress) -> float:
+        return progress.outage_seconds
+
+    @staticmethod
+    def resolve_judge_bounds(progress: RunProgress) -> list[dict[str, Any]]:
+        return [bound.as_dict() for bound in progress.bounds]
 
 
 class RunScorerOut(Schema):
@@ -91,10 +112,9 @@ class RunOut(Schema):
         return str(run)
 
     @staticmethod
-    def resolve_progress(run: Run) -> dict[str, Any]:
+    def resolve_progress(run: Run) -> RunProgress:
         # A list sets run.progress from one query for all its runs (run_progress_many).
-        progress = getattr(run, "progress", None) or run_progress(run=run)
-        return progress.as_dict()
+        return getattr(run, "progress", None) or run_progress(run=run)
 
 
 class RunDetailOut(RunOut):
@@ -116,6 +136,8 @@ class RunDetailOut(RunOut):
 
 
 class RetryOut(Schema):
+    """Read from the run, with `retried` set on it by the endpoint."""
+
     id: int
     status: str
     retried: int
