@@ -146,6 +146,30 @@ class PairwiseQueueOut(Schema):
     created_at: datetime
     figures: PairwiseFiguresOut
 
+    @staticmethod
+    def resolve_run_a_id(queue: ReviewQueue) -> int:
+        return queue.run_id
+
+    @staticmethod
+    def resolve_total(queue: ReviewQueue, context: dict[str, Any]) -> int:
+        return pairwise_progress(queue=queue, user=context["request"].user)["total"]
+
+    @staticmethod
+    def resolve_complete(queue: ReviewQueue, context: dict[str, Any]) -> int:
+        return pairwise_progress(queue=queue, user=context["request"].user)["complete"]
+
+    @staticmethod
+    def resolve_mine(queue: ReviewQueue, context: dict[str, Any]) -> int:
+        return pairwise_progress(queue=queue, user=context["request"].user)["mine"]
+
+    @staticmethod
+    def resolve_url(queue: ReviewQueue) -> str:
+        return reverse("review:pairwise", args=[queue.project_id, queue.pk])
+
+    @staticmethod
+    def resolve_figures(queue: ReviewQueue, context: dict[str, Any]) -> dict[str, Any]:
+        return _figures_out(queue, context["request"].user)
+
 
 class PairwiseQueueRowOut(Schema):
     id: int
@@ -181,6 +205,14 @@ class PreferenceOut(Schema):
     created_at: datetime
     updated_at: datetime
 
+    @staticmethod
+    def resolve_reviewer(obj: Preference) -> str | None:
+        return obj.reviewer.get_username() if obj.reviewer else None
+
+    @staticmethod
+    def resolve_guideline_version(obj: Preference) -> int | None:
+        return obj.guideline.version if obj.guideline else None
+
 
 class PairOut(Schema):
     queue_id: int
@@ -206,14 +238,6 @@ class PreferenceRowOut(PreferenceOut):
     position: int
     item_a_id: int
     item_b_id: int
-
-    @staticmethod
-    def resolve_reviewer(obj: Preference) -> str | None:
-        return obj.reviewer.get_username() if obj.reviewer else None
-
-    @staticmethod
-    def resolve_guideline_version(obj: Preference) -> int | None:
-        return obj.guideline.version if obj.guideline else None
 
     @staticmethod
     def resolve_position(obj: Preference) -> int:
@@ -249,40 +273,6 @@ def _figures_out(queue: ReviewQueue, user: Any) -> dict[str, Any]:
     return figures
 
 
-def _queue_out(queue: ReviewQueue, user: Any) -> dict[str, Any]:
-    progress = pairwise_progress(queue=queue, user=user)
-    assert queue.run_b_id is not None  # a pairwise queue always has run B
-    return {
-        "id": queue.pk,
-        "project_id": queue.project_id,
-        "run_a_id": queue.run_id,
-        "run_b_id": queue.run_b_id,
-        "name": queue.name,
-        "overlap": queue.overlap,
-        "size": queue.size,
-        "truncated": queue.truncated,
-        "pairing": queue.pairing,
-        **progress,
-        "url": reverse("review:pairwise", args=[queue.project_id, queue.pk]),
-        "created_at": queue.created_at,
-        "figures": _figures_out(queue, user),
-    }
-
-
-def _preference_out(p: Preference) -> dict[str, Any]:
-    return {
-        "reviewer": p.reviewer.get_username() if p.reviewer else None,
-        "choice": p.choice,
-        "side": p.side,
-        "a_left": p.a_left,
-        "reason": p.reason,
-        "guideline_version": p.guideline.version if p.guideline else None,
-        "seconds": p.seconds,
-        "created_at": p.created_at,
-        "updated_at": p.updated_at,
-    }
-
-
 def _pair(queue: ReviewQueue, position: int) -> PairwiseItem:
     pair = pair_at(queue=queue, position=position)
     if pair is None:
@@ -314,7 +304,7 @@ def _pair_out(queue: ReviewQueue, pair: PairwiseItem, user: Any) -> dict[str, An
         "a_left": pair.a_left if visible else None,
         "item_a_id": pair.item_a_id if visible else None,
         "item_b_id": pair.item_b_id if visible else None,
-        "preferences": [_preference_out(p) for p in shown],
+        "preferences": shown,
         "queue_agreement": pairwise_quick_agreement(queue_id=queue.pk),
     }
 
@@ -325,7 +315,7 @@ def _pair_out(queue: ReviewQueue, pair: PairwiseItem, user: Any) -> dict[str, An
 @router.post("/runs/{run_id}/pairwise", response={201: PairwiseQueueOut})
 def pairwise_create_api(
     request: AuthenticatedHttpRequest, run_id: int, payload: PairwiseQueueIn
-) -> Status[dict[str, Any]]:
+) -> Status[ReviewQueue]:
     """A pairwise queue comparing this run's outputs (A) with run B's on matched
     items; each pair's left/right order is drawn from the (recorded) seed."""
     run_a = run_get_for_user(user=request.user, pk=run_id, write=True)
@@ -344,7 +334,7 @@ def pairwise_create_api(
     )
     queue.project = run_a.project
     queue.run_b = run_b
-    return Status(201, _queue_out(queue, request.user))
+    return Status(201, queue)
 
 
 @router.get("/projects/{project_id}/pairwise", response=list[PairwiseQueueRowOut])
@@ -360,11 +350,10 @@ def pairwise_list_api(
 @router.get("/pairwise/{pairwise_id}", response=PairwiseQueueOut)
 def pairwise_detail_api(
     request: AuthenticatedHttpRequest, pairwise_id: int
-) -> dict[str, Any]:
+) -> ReviewQueue:
     """A pairwise queue with its progress and figures (win rates are null while you
     still have pairs to answer, unless you are an owner or adjudicator)."""
-    queue = pairwise_get_for_user(user=request.user, pk=pairwise_id)
-    return _queue_out(queue, request.user)
+    return pairwise_get_for_user(user=request.user, pk=pairwise_id)
 
 
 @router.get("/pairwise/{pairwise_id}/pairs", response=list[PairRowOut])
@@ -448,11 +437,11 @@ def pairwise_agreement_api(
 @router.get("/runs/{run_id}/pairwise/agreement", response=list[PairwiseQueueOut])
 def run_pairwise_agreement_api(
     request: AuthenticatedHttpRequest, run_id: int
-) -> list[dict[str, Any]]:
+) -> list[ReviewQueue]:
     """The pairwise queues the run takes part in (as A or B), with their figures
     (the newest 20)."""
     run = run_get_for_user(user=request.user, pk=run_id)
     queues = list(pairwise_list_for_run(run=run)[:20])
     for queue in queues:
         queue.project = run.project
-    return [_queue_out(q, request.user) for q in queues]
+    return queues
