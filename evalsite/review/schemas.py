@@ -13,6 +13,7 @@ from pydantic import (
 )
 
 from evalsite.core.schemas import ObjectId
+from evalsite.evals.models import Override
 
 
 class OverrideIn(Schema):
@@ -51,6 +52,18 @@ class OverrideOut(Schema):
     active: bool
     reverted_at: datetime | None = None
     reverted_by: str | None = None
+
+    @staticmethod
+    def resolve_user(override: Override) -> str | None:
+        return override.user.get_username() if override.user else None
+
+    @staticmethod
+    def resolve_active(override: Override) -> bool:
+        return override.reverted_at is None
+
+    @staticmethod
+    def resolve_reverted_by(override: Override) -> str | None:
+        return override.reverted_by.get_username() if override.reverted_by else None
 
 
 class JudgeCallOut(Schema):

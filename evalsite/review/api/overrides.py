@@ -7,7 +7,7 @@ from typing import Any
 from ninja import Router, Status
 
 from evalsite.core.http import AuthenticatedHttpRequest
-from evalsite.evals.models import JudgeCall, Override, Result
+from evalsite.evals.models import JudgeCall, Result
 from evalsite.evals.results import verdicts
 from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.results.selectors import override_get_for_user
@@ -23,25 +23,6 @@ from evalsite.review.selectors.blind import blind_entry_for, result_out_mask
 from evalsite.review.team.services import review_override_revert
 
 router = Router(tags=["review"])
-
-
-def _override_out(override: Override) -> dict[str, Any]:
-    return {
-        "id": override.pk,
-        "result_id": override.result_id,
-        "kind": override.kind,
-        "path": override.path,
-        "old_value": override.old_value,
-        "new_value": override.new_value,
-        "note": override.note,
-        "user": override.user.get_username() if override.user else None,
-        "created_at": override.created_at,
-        "active": override.reverted_at is None,
-        "reverted_at": override.reverted_at,
-        "reverted_by": override.reverted_by.get_username()
-        if override.reverted_by
-        else None,
-    }
 
 
 def _final_out(result: Result) -> dict[str, Any]:
@@ -117,7 +98,7 @@ def result_detail(request: AuthenticatedHttpRequest, result_id: int) -> dict[str
         if result.reviewed_by
         else None,
         "reviewed_at": result.reviewed_at,
-        "overrides": [_override_out(override) for override in overrides],
+        "overrides": list(overrides),
         "calls": _calls_out(result),
     }
     blind = blind_entry_for(user=request.user, result=result)
@@ -141,8 +122,8 @@ def override_create(
     return Status(
         201,
         {
-            "override": _override_out(override),
-            "result": _final_out(result),
+            "override": override,
+            "result": result,
             "aggregates": _aggregates(result),
         },
     )
@@ -163,7 +144,7 @@ def override_revert(
     )
     override.refresh_from_db()
     return {
-        "override": _override_out(override),
-        "result": _final_out(result),
+        "override": override,
+        "result": result,
         "aggregates": _aggregates(result),
     }
