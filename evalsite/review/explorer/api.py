@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import reverse
 from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
@@ -79,37 +78,10 @@ def _selection(payload: SelectionIn) -> Selection:
     return Selection(query=payload.filters)
 
 
-def _background_out(action: str, queued: int) -> dict[str, Any]:
-    return {
-        "action": action,
-        "done": 0,
-        "skipped": 0,
-        "skipped_reasons": {},
-        "message": f"{queued} results go to a worker; the run's audit log says "
-        "when they are done.",
-        "background": queued,
-    }
-
-
-def _bulk_out(outcome: BulkOutcome) -> dict[str, Any]:
-    queue = outcome.queue
-    return {
-        "action": outcome.action,
-        "done": outcome.done,
-        "skipped": outcome.skipped_total,
-        "skipped_reasons": dict(outcome.skipped),
-        "message": outcome.summary(),
-        "queue_id": queue.pk if queue else None,
-        "queue_url": reverse("review:queue", args=[queue.project_id, queue.pk])
-        if queue
-        else None,
-    }
-
-
 @router.post("/runs/{run_id}/results/accept", response={200: BulkOut, **_ERRORS})
 def results_accept_api(
     request: AuthenticatedHttpRequest, run_id: int, payload: SelectionIn
-) -> dict[str, Any]:
+) -> BulkOutcome:
     """Accept the current verdict of the results named by `ids`, or of every result
     matching `filters`; errored, pending and already reviewed ones are skipped."""
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
@@ -118,14 +90,14 @@ def results_accept_api(
         user=request.user, run=run, action="accept", selection=selection
     )
     if queued:
-        return _background_out("accept", queued)
-    return _bulk_out(results_accept(run=run, user=request.user, selection=selection))
+        return BulkOutcome(action="accept", background=queued)
+    return results_accept(run=run, user=request.user, selection=selection)
 
 
 @router.post("/runs/{run_id}/results/assign", response={200: BulkOut, **_ERRORS})
 def results_assign_api(
     request: AuthenticatedHttpRequest, run_id: int, payload: BulkAssignIn
-) -> dict[str, Any]:
+) -> BulkOutcome:
     """Assign the selected results to a reviewer (`assignee: null` unassigns)."""
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
     assignee = (
@@ -140,17 +112,19 @@ def results_assign_api(
         assignee=assignee,
     )
     if queued:
-        return _background_out("assign" if assignee else "unassign", queued)
+        return BulkOutcome(
+            action="assign" if assignee else "unassign", background=queued
+        )
     outcome = results_assign(
         run=run, user=request.user, selection=selection, assignee=assignee
     )
-    return _bulk_out(outcome)
+    return outcome
 
 
 @router.post("/runs/{run_id}/results/queue", response={200: BulkOut, **_ERRORS})
 def results_enqueue_api(
     request: AuthenticatedHttpRequest, run_id: int, payload: BulkQueueIn
-) -> dict[str, Any]:
+) -> BulkOutcome:
     """Put the selected results in a new queue, or append them to `queue_id` (a queue
     of this run that is not a stratified sample)."""
     run = run_get_for_user(user=request.user, pk=run_id, write=True)
@@ -170,7 +144,7 @@ def results_enqueue_api(
         name=payload.name,
         blind=payload.blind,
     )
-    return _bulk_out(outcome)
+    return outcome
 
 
 # ------------------------------------------------------------------ saved filters

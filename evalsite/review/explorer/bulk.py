@@ -66,6 +66,9 @@ class BulkOutcome:
     done: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     queue: ReviewQueue | None = None
+    # Results handed to a worker instead (a large all-matching selection): nothing
+    # is done or skipped here yet.
+    background: int = 0
 
     @property
     def skipped_total(self) -> int:
@@ -73,6 +76,11 @@ class BulkOutcome:
 
     def summary(self) -> str:
         """E.g. "Accepted 40 results; skipped 3 (2 not scored …, 1 already reviewed)."""
+        if self.background:
+            return (
+                f"{self.background} results go to a worker; the run's audit log "
+                "says when they are done."
+            )
         verb = {
             "accept": "Accepted",
             "assign": "Assigned",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
+from django.urls import reverse
 from ninja import Schema
 from pydantic import (
     ConfigDict,
@@ -22,6 +23,10 @@ from evalsite.core.schemas import ObjectId
 from evalsite.evals.models import RunScorer
 from evalsite.review.explorer.selectors import DEFAULT_SORT, Q_MAX_LENGTH, SORTS
 from evalsite.review.models import SavedFilter
+
+if TYPE_CHECKING:
+    # Only a type here: bulk.py imports this module's ResultQuery.
+    from evalsite.review.explorer.bulk import BulkOutcome
 
 ResultStatus = Literal["pending", "ok", "error", "cancelled"]
 
@@ -342,6 +347,29 @@ class BulkOut(Schema):
         description="Results a worker accepts or assigns after this answer (an "
         "all-matching selection of more than 5,000); 0 when done here.",
     )
+
+    @staticmethod
+    def resolve_skipped(outcome: BulkOutcome) -> int:
+        return outcome.skipped_total
+
+    @staticmethod
+    def resolve_skipped_reasons(outcome: BulkOutcome) -> dict[str, int]:
+        return dict(outcome.skipped)
+
+    @staticmethod
+    def resolve_message(outcome: BulkOutcome) -> str:
+        return outcome.summary()
+
+    @staticmethod
+    def resolve_queue_id(outcome: BulkOutcome) -> int | None:
+        return outcome.queue.pk if outcome.queue else None
+
+    @staticmethod
+    def resolve_queue_url(outcome: BulkOutcome) -> str | None:
+        queue = outcome.queue
+        if queue is None:
+            return None
+        return reverse("review:queue", args=[queue.project_id, queue.pk])
 
 
 class SavedFilterIn(Schema):
