@@ -233,6 +233,49 @@ class PairOut(Schema):
     preferences: list[PreferenceOut]
     queue_agreement: dict[str, Any]
 
+    # Read from a pair prepared by _pair_shown: `visible` and `shown_preferences`
+    # are set on it for the caller, and `queue` is the caller's queue.
+
+    @staticmethod
+    def resolve_input(pair: PairwiseItem) -> str:
+        return pair.item_a.input
+
+    @staticmethod
+    def resolve_left_output(pair: PairwiseItem) -> str:
+        return (pair.item_a if pair.a_left else pair.item_b).output
+
+    @staticmethod
+    def resolve_right_output(pair: PairwiseItem) -> str:
+        return (pair.item_b if pair.a_left else pair.item_a).output
+
+    @staticmethod
+    def resolve_overlap(pair: PairwiseItem) -> int:
+        return pair.queue.overlap
+
+    @staticmethod
+    def resolve_complete(pair: PairwiseItem) -> bool:
+        return pair_complete(queue=pair.queue, pair=pair)
+
+    @staticmethod
+    def resolve_a_left(pair: PairwiseItem) -> bool | None:
+        return pair.a_left if pair.visible else None  # type: ignore[attr-defined]
+
+    @staticmethod
+    def resolve_item_a_id(pair: PairwiseItem) -> int | None:
+        return pair.item_a_id if pair.visible else None  # type: ignore[attr-defined]
+
+    @staticmethod
+    def resolve_item_b_id(pair: PairwiseItem) -> int | None:
+        return pair.item_b_id if pair.visible else None  # type: ignore[attr-defined]
+
+    @staticmethod
+    def resolve_preferences(pair: PairwiseItem) -> list[Preference]:
+        return pair.shown_preferences  # type: ignore[attr-defined,no-any-return]
+
+    @staticmethod
+    def resolve_queue_agreement(pair: PairwiseItem) -> dict[str, Any]:
+        return pairwise_quick_agreement(queue_id=pair.queue_id)
+
 
 class PreferenceRowOut(PreferenceOut):
     position: int
@@ -280,33 +323,19 @@ def _pair(queue: ReviewQueue, position: int) -> PairwiseItem:
     return pair
 
 
-def _pair_out(queue: ReviewQueue, pair: PairwiseItem, user: Any) -> dict[str, Any]:
+def _pair_shown(queue: ReviewQueue, pair: PairwiseItem, user: Any) -> PairwiseItem:
+    """The pair as PairOut reads it for `user`: whether the others' answers and the
+    sides are visible yet, and the answers shown (only the user's own until then)."""
     preferences = pair_preferences(pair=pair)
     visible = preferences_visible(
         queue=queue, pair=pair, preferences=preferences, user=user
     )
-    left, right = (
-        (pair.item_a, pair.item_b) if pair.a_left else (pair.item_b, pair.item_a)
-    )
-    shown = (
+    pair.queue = queue
+    pair.visible = visible  # type: ignore[attr-defined]
+    pair.shown_preferences = (  # type: ignore[attr-defined]
         preferences if visible else [p for p in preferences if p.reviewer_id == user.pk]
     )
-    return {
-        "queue_id": queue.pk,
-        "position": pair.position,
-        "input": pair.item_a.input,
-        "left_output": left.output,
-        "right_output": right.output,
-        "answers": pair.answers,
-        "overlap": queue.overlap,
-        "complete": pair_complete(queue=queue, pair=pair),
-        "visible": visible,
-        "a_left": pair.a_left if visible else None,
-        "item_a_id": pair.item_a_id if visible else None,
-        "item_b_id": pair.item_b_id if visible else None,
-        "preferences": shown,
-        "queue_agreement": pairwise_quick_agreement(queue_id=queue.pk),
-    }
+    return pair
 
 
 # ------------------------------------------------------------------ endpoints
@@ -377,12 +406,12 @@ def pairwise_pairs_api(
 @router.get("/pairwise/{pairwise_id}/pairs/{position}", response=PairOut)
 def pairwise_pair_api(
     request: AuthenticatedHttpRequest, pairwise_id: int, position: int
-) -> dict[str, Any]:
+) -> PairwiseItem:
     """One pair as a reviewer sees it: the input and the two outputs (left, right).
     Blind: until you have answered (or the pair is complete) only your own answer is
     listed and which run wrote which side is not given."""
     queue = pairwise_get_for_user(user=request.user, pk=pairwise_id)
-    return _pair_out(queue, _pair(queue, position), request.user)
+    return _pair_shown(queue, _pair(queue, position), request.user)
 
 
 @router.post(
@@ -393,7 +422,7 @@ def pairwise_answer_api(
     pairwise_id: int,
     position: int,
     payload: PreferenceIn,
-) -> Status[dict[str, Any]]:
+) -> Status[PairwiseItem]:
     """Your preference on a pair (sending it again replaces it while the pair takes
     answers). Audited; the response carries the pair and the queue's agreement."""
     queue = pairwise_get_for_user(user=request.user, pk=pairwise_id, write=True)
@@ -408,7 +437,7 @@ def pairwise_answer_api(
         seconds=payload.seconds,
     )
     pair = _pair(queue, outcome.pair.position)
-    return Status(201, _pair_out(queue, pair, request.user))
+    return Status(201, _pair_shown(queue, pair, request.user))
 
 
 @router.get("/pairwise/{pairwise_id}/preferences", response=list[PreferenceRowOut])
