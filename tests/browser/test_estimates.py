@@ -66,7 +66,10 @@ def test_lead_draws_an_active_sample_and_the_interval_narrows(page, live_server,
     rs = run.run_scorers.get()
     login(page, live_server, "olivia", "pw")
     page.goto(f"{live_server.url}/projects/{project.pk}/runs/{run.pk}/")
-    assert page.locator(f"#est-none-{rs.pk}").is_visible()
+    # The corrected figures arrive by htmx once the run page has loaded.
+    none_yet = page.locator(f"#est-none-{rs.pk}")
+    none_yet.wait_for()
+    assert none_yet.is_visible()
     page.click(f"#estimates-{rs.pk} >> text=Draw a calibration sample")
     page.wait_for_selector("#sample-plan")
     page.select_option("#calibration-design", "active")
