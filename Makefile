@@ -6,7 +6,9 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export EVALSITE_PORT := $(PORT)
 
-.PHONY: run test install install-dev browser lint bench docs conformance clean
+serve_processes := web worker beat $(if $(filter 1 true yes,$(OFFLINE_JUDGE)),judge)
+
+.PHONY: run serve test install install-dev browser lint bench docs conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +36,25 @@ run: install
 	@echo "  (Ctrl-C stops web, worker, beat and the offline judge)"
 	@echo ""
 	$(BIN)/honcho -f Procfile.dev start
+
+# What a server runs, without Docker: gunicorn (workers from the cores), the Celery
+# worker and beat; no runserver, and no offline judge unless OFFLINE_JUDGE=1. DEBUG is
+# off, so SECRET_KEY is needed: one is made once into var/secret_key when unset.
+# Behind a TLS proxy set ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS; see
+# docs/operations/serve.md.
+serve: export DEBUG := false
+serve: export ALLOWED_HOSTS ?= 127.0.0.1,localhost
+serve: export SECURE_SSL_REDIRECT ?= false
+serve: export OFFLINE_JUDGE_URL ?= http://127.0.0.1:$(or $(JUDGE_PORT),8011)/v1
+serve: install
+	@mkdir -p var && test -n "$$SECRET_KEY" || test -s var/secret_key \
+	  || $(BIN)/python -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key
+	@export SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}"; \
+	  $(BIN)/python manage.py preflight \
+	  && $(BIN)/python manage.py migrate --noinput \
+	  && $(BIN)/python manage.py collectstatic --noinput -v 0 \
+	  && echo "  evalsite serves on http://$${EVALSITE_HOST:-127.0.0.1}:$(PORT)/ ($(serve_processes))" \
+	  && exec $(BIN)/honcho -f Procfile.serve start $(serve_processes)
 
 lint: install-dev
 	$(BIN)/ruff check .

@@ -3,10 +3,10 @@ configuration table of docs/operations/configuration.md, and neither lists one t
 does not read.
 
 The names are taken from the code itself: environment reads in evalsite/, scoring/ and
-manage.py (django-environ's ``env.<type>("NAME")``, ``os.environ.get``, ``os.getenv``,
+manage.py and docker/*.py (django-environ's ``env.<type>("NAME")``, ``os.environ.get``, ``os.getenv``,
 ``os.environ[...]``, and calls to a function that passes its parameter to one of those,
-such as ``_login_rate("NAME", ...)``), and ``${NAME}`` expansions in Procfile.dev and
-docker/.
+such as ``_login_rate("NAME", ...)``), and ``${NAME}`` expansions in Procfile.dev,
+Procfile.serve and docker/.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def _python_sources() -> Iterator[Path]:
         for path in sorted((ROOT / folder).rglob("*.py")):
             if "migrations" not in path.parts:
                 yield path
+    yield from sorted((ROOT / "docker").glob("*.py"))
 
 
 def _is_env_read(call: ast.Call) -> bool:
@@ -107,7 +108,11 @@ def names_the_app_reads() -> set[str]:
     names: set[str] = set()
     for path in _python_sources():
         names |= names_in_python(path.read_text(encoding="utf-8"))
-    for path in [ROOT / "Procfile.dev", *sorted((ROOT / "docker").iterdir())]:
+    for path in [
+        ROOT / "Procfile.dev",
+        ROOT / "Procfile.serve",
+        *sorted((ROOT / "docker").iterdir()),
+    ]:
         if path.is_file() and path.name != ".env.example":
             names |= set(_SHELL_EXPANSION.findall(path.read_text(encoding="utf-8")))
     return names - NOT_SETTINGS
