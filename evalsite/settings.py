@@ -120,11 +120,16 @@ except Exception as exc:  # django-environ raises several types for a bad URL
     ) from exc
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes (web, worker) share the file: wait for locks instead of failing.
+    # In WAL mode synchronous=NORMAL syncs at checkpoints, not at every commit: a commit
+    # took 6.8 ms with FULL (SQLite's default) and 0.22 ms with NORMAL on this machine's
+    # disk, and a run stores every result in a commit of its own. WAL with NORMAL
+    # cannot corrupt the file; a power cut may lose the last commits, which the run
+    # watchdog judges again. The embedded default is for one machine, not production.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 30,
             "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL;",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
 else:
