@@ -302,7 +302,9 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     # Only plain HTTP on loopback (`make serve` under the load test) turns this off:
     # a client that is not a browser will not send a secure cookie over http://.
-    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=True)
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool(
+        "SECURE_COOKIES", default=True
+    )
 
 # Celery: the broker is Redis when REDIS_URL is set, else the filesystem transport.
 REDIS_URL = env.str("REDIS_URL", default="")
