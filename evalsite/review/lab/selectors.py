@@ -20,6 +20,7 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
+from evalsite.accounts.selectors import project_get_for_user
 from evalsite.evals.models import Comment, Override, Result, RunScorer, ScorerConfig
 from evalsite.evals.scorers.selectors import scorer_get_for_user
 from evalsite.review.models import LabCandidate, LabReplay, Review
@@ -40,8 +41,6 @@ def lab_scorer_get_for_user(
     `manage` (replay costs money; promote changes what every run uses)."""
     scorer = scorer_get_for_user(user=user, pk=scorer_id, project_id=project_id)
     if manage:
-        from evalsite.accounts.selectors import project_get_for_user
-
         scorer.project = project_get_for_user(user=user, pk=project_id, manage=True)
     return scorer
 

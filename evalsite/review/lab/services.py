@@ -425,8 +425,10 @@ def lab_candidate_promote(
 ) -> ScorerConfig:
     """Save the candidate as the scorer's next version: the next run judges with it
     (and records its judge version)."""
-    _editable(candidate)
     with transaction.atomic():
+        # Locked: two promotions of one candidate at once make one version, not two.
+        locked = LabCandidate.objects.select_for_update().get(pk=candidate.pk)
+        _editable(locked)
         current = current_scorer(scorer=candidate.scorer)
         current.project = candidate.project
         new = scorer_update(scorer=current, user=user, options=candidate.options)
