@@ -102,7 +102,7 @@ def honest_verdicts(server, capture=None) -> dict[int, bool]:
     from tests.evals.conftest import support_rows
     from tests.factories import ProjectFactory
 
-    judge_control(server)
+    judge_control(server, yes_bias=0.0, example_sensitivity=0.0)
     other = ProjectFactory()
     judge = offline_judge(other, server)
     dataset = DatasetFactory(project=other, rows=support_rows(ROWS))
