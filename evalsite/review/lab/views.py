@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
@@ -149,6 +150,13 @@ def _manage(
     )
 
 
+def _form_errors(form: forms.Form) -> str:
+    return "; ".join(
+        f"{name}: {' '.join(str(e) for e in errors)}"
+        for name, errors in form.errors.items()
+    )
+
+
 def _fail(
     request: AuthenticatedHttpRequest,
     scorer: ScorerConfig,
@@ -190,8 +198,7 @@ def candidate_update(
     scorer.project = candidate.project
     form = CandidateForm(request.POST)
     if not form.is_valid():
-        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
-        return _fail(request, scorer, candidate, errors)
+        return _fail(request, scorer, candidate, _form_errors(form))
     data = form.cleaned_data
     try:
         lab_candidate_update(
@@ -222,8 +229,7 @@ def example_add(
     scorer.project = candidate.project
     form = ExampleForm(request.POST)
     if not form.is_valid():
-        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
-        return _fail(request, scorer, candidate, errors)
+        return _fail(request, scorer, candidate, _form_errors(form))
     data = form.cleaned_data
     try:
         lab_example_add(
