@@ -11,7 +11,8 @@
   candidates, each replayed) over 2,000 labels, server time p50 / p95 (target p95 ≤
   300 ms), built without judge calls.
 
-BENCH_LAB_LABELS sets N for both (e.g. 300 on a busy machine). Creates scratch
+BENCH_LAB_LABELS sets N for the replay, BENCH_LAB_PAGE_LABELS for the page (e.g. 300
+on a busy machine). Creates scratch
 projects and deletes them afterwards. Run alone: `python -m bench bench_lab`.
 """
 
@@ -43,6 +44,7 @@ from bench.bench_runs import (
 
 SECTION = "lab"
 LABELS = int(os.environ.get("BENCH_LAB_LABELS", 2000))
+PAGE_LABELS = int(os.environ.get("BENCH_LAB_PAGE_LABELS", 2000))
 LATENCY_MS = 1000
 CONCURRENCY = 128
 REPLAY_TARGET = 0.85
@@ -264,7 +266,7 @@ def _page_rows() -> list[dict[str, Any]]:
         user, _ = get_user_model().objects.get_or_create(username="bench-lab")
         Membership.objects.create(project=project, user=user, role="owner")
         judge = judge_services.judge_create_offline(project)
-        scorer, dataset = _labelled(project, user, judge, LABELS)
+        scorer, dataset = _labelled(project, user, judge, PAGE_LABELS)
         scorer.project = project
         items = list(dataset.items.order_by("index").values_list("pk", flat=True))
         rng = random.Random(5)
@@ -325,7 +327,7 @@ def _page_rows() -> list[dict[str, Any]]:
         samples = time_get(client, url, {}, REPEAT)
         rows = latency_rows(
             SECTION,
-            f"lab page, {versions} versions × {LABELS} labels",
+            f"lab page, {versions} versions × {PAGE_LABELS} labels",
             samples,
             PAGE_TARGET_MS,
         )

@@ -21,7 +21,14 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
-from evalsite.evals.models import Comment, Override, Result, RunScorer, ScorerConfig
+from evalsite.evals.models import (
+    Comment,
+    Override,
+    Result,
+    Run,
+    RunScorer,
+    ScorerConfig,
+)
 from evalsite.evals.scorers.selectors import scorer_get_for_user
 from evalsite.review.models import LabCandidate, LabReplay, Review
 from scoring.fewshot import DEFAULT_K, Correction, propose_examples
@@ -29,8 +36,6 @@ from scoring.inference import NotEnoughAnnotations, alternative_annotator_test
 from scoring.inference.judge_agreement import Confusion, JudgeAgreement, judge_agreement
 
 AnyUser = User | AnonymousUser
-# Runs the lab itself made never count as labels nor as another run's history.
-LAB_PURPOSE = "lab"
 MAX_VERSIONS = 6
 
 
@@ -95,7 +100,9 @@ def labels(*, project_id: int, kind: str) -> list[Label]:
             reviewed=True,
             final_passed__isnull=False,
         )
-        .exclude(run__purpose=LAB_PURPOSE)
+        # Labels come from ordinary runs: a lab replay or a bias audit is the judge
+        # being tried, not the work the reviewers labelled.
+        .filter(run__purpose=Run.Purpose.RUN)
         .order_by("item_id", "-reviewed_at", "-id")
         .values(
             "pk",
