@@ -385,3 +385,82 @@ class Preference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.choice} by {self.reviewer_id} on pair {self.pair_id}"
+
+
+class LabCandidate(models.Model):
+    """A draft judge for a scorer in the judge lab: the scorer's options with another
+    rubric, model, temperature or few-shot examples. Not offered to runs until it is
+    promoted, which saves it as the scorer's next version."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="lab_candidates"
+    )
+    # The scorer version it was drafted from; the lab of any version of that scorer
+    # (same project and name) lists it.
+    scorer = models.ForeignKey(
+        "evals.ScorerConfig", on_delete=models.CASCADE, related_name="lab_candidates"
+    )
+    name = models.CharField(max_length=200)
+    # Every scorer option, validated like an edit of the scorer would be.
+    options = models.JSONField(default=dict)
+    # The item each of options["examples"] was taken from (None: written by hand), in
+    # the same order: a replay never judges an example's own item.
+    example_items = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    promoted_to = models.ForeignKey(
+        "evals.ScorerConfig",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    promoted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class LabReplay(models.Model):
+    """One replay of a candidate and of the scorer's version at that time over the
+    human-labelled items (minus the candidate's examples' own items): per dataset the
+    items come from, a lab run of each version."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="lab_replays"
+    )
+    candidate = models.ForeignKey(
+        LabCandidate, on_delete=models.CASCADE, related_name="replays"
+    )
+    # The scorer version replayed as "current" beside the candidate.
+    scorer = models.ForeignKey(
+        "evals.ScorerConfig", on_delete=models.CASCADE, related_name="+"
+    )
+    current_runs = models.ManyToManyField(Run, related_name="+")
+    candidate_runs = models.ManyToManyField(Run, related_name="+")
+    held_out = models.JSONField(default=list, blank=True)  # item ids not judged
+    items = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"replay {self.pk} of {self.candidate_id}"

@@ -5,6 +5,7 @@ from django.urls import path
 from evalsite.review.estimates import views as estimates
 from evalsite.review.explorer import views as explorer
 from evalsite.review.guidelines import views as guidelines
+from evalsite.review.lab import views as lab
 from evalsite.review.pairwise import views as pairwise
 from evalsite.review.queues import views as queues
 from evalsite.review.team import views as reviews
@@ -20,7 +21,28 @@ from evalsite.review.views import (
 
 app_name = "review"
 P = "projects/<int:project_id>/"
+L = f"{P}scorers/<int:scorer_id>/lab/"
+C = f"{L}candidates/<int:candidate_id>/"
 urlpatterns = [
+    # The judge lab of a scorer.
+    path(L, lab.lab, name="lab"),
+    path(f"{L}candidates/", lab.candidate_create, name="lab_candidate_create"),
+    path(C, lab.candidate_update, name="lab_candidate_update"),
+    path(f"{C}examples/", lab.example_add, name="lab_example_add"),
+    path(
+        f"{C}examples/proposed/",
+        lab.example_add_proposed,
+        name="lab_example_add_proposed",
+    ),
+    path(f"{C}examples/remove/", lab.example_remove, name="lab_example_remove"),
+    path(f"{C}replay/", lab.replay_preview, name="lab_replay_preview"),
+    path(f"{C}replay/start/", lab.replay_start, name="lab_replay_start"),
+    path(f"{C}promote/", lab.candidate_promote, name="lab_candidate_promote"),
+    path(
+        f"{L}replays/<int:replay_id>/cancel/",
+        lab.replay_cancel,
+        name="lab_replay_cancel",
+    ),
     # Item page, overrides, what-if rescore.
     path(f"{P}results/<int:result_id>/", item.item, name="item"),
     path(

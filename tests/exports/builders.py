@@ -149,6 +149,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
     membership_event = MembershipEventFactory(
         project=project, actor=owner, subject=owner, after={"role": "owner"}
     )
+    candidate, replay = _lab(project, scorer, owner)
     return {
         "project": project,
         "judge": judge,
@@ -171,6 +172,8 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         "saved_filter": saved_filter,
         "invitation": invitation,
         "membership_event": membership_event,
+        "candidate": candidate,
+        "replay": replay,
         "membership": project.memberships.get(user=owner),
         "reviewer_membership": project.memberships.exclude(user=owner)
         .order_by("id")
@@ -178,6 +181,23 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         or project.memberships.get(user=owner),
         **build_webhooks(project),
     }
+
+
+def _lab(project: Project, scorer: Any, owner: Any) -> tuple[Any, Any]:
+    """A judge lab candidate of `scorer` and a replay of it (no runs)."""
+    from evalsite.review.models import LabCandidate, LabReplay
+
+    candidate = LabCandidate.objects.create(
+        project=project,
+        scorer=scorer,
+        name="candidate",
+        options=scorer.options,
+        created_by=owner,
+    )
+    replay = LabReplay.objects.create(
+        project=project, candidate=candidate, scorer=scorer, created_by=owner
+    )
+    return candidate, replay
 
 
 def _pairwise_queue(

@@ -110,6 +110,8 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "saved_filter_id": world["saved_filter"],
         "webhook_id": world["webhook"],
         "delivery_id": world["delivery"],
+        "candidate_id": world["candidate"],
+        "replay_id": world["replay"],
     }
     if name in objects:
         return objects[name].pk
