@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import login
-from tests.security.conftest import world  # noqa: F401 - the fixture, used below
+from tests.exports.builders import build_world
 from tests.security.routes import fill, pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -23,17 +23,23 @@ PHONE = {"width": 390, "height": 844}
 SLACK = 1
 
 
+@pytest.fixture
+def world(project, owner, reviewer, viewer):
+    """One of every project-scoped object (the security walk's world)."""
+    return build_world(project, owner)
+
+
 def _html_pages(client, world, owner) -> list[tuple[str, str]]:
     client.force_login(owner)
     found = []
     for route in pages():
         url = fill(route.route, world)
         response = client.get(url)
-        if response.status_code == 200 and response["Content-Type"].startswith(
+        is_page = response.status_code == 200 and response["Content-Type"].startswith(
             "text/html"
-        ):
-            if b"<html" in response.content[:400]:
-                found.append((route.name, url))
+        )
+        if is_page and b"<html" in response.content[:400]:
+            found.append((route.name, url))
     project = world["project"].pk
     a, b = world["run"].pk, world["other_run"].pk
     found.append(
@@ -76,7 +82,7 @@ def test_every_page_fits_a_phone_without_sideways_scrolling(
     client,
     world,
     owner,
-    axe,  # noqa: F811 - world is the fixture
+    axe,
 ):
     urls = _html_pages(client, world, owner)
     assert len(urls) >= 25, urls  # the walk found the app's pages
@@ -97,7 +103,7 @@ def test_a_wide_table_scrolls_in_its_own_labelled_focusable_box(
     page,
     live_server,
     world,
-    owner,  # noqa: F811 - world is the fixture
+    owner,
 ):
     page.set_viewport_size(PHONE)
     login(page, live_server, owner.username, "pw")
