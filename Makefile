@@ -31,9 +31,7 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py load_demo
 	@echo ""
-	@echo "  evalsite is starting on http://127.0.0.1:$(PORT)/"
-	@echo "  demo login: user 'demo', password 'demo'"
-	@echo "  (Ctrl-C stops web, worker, beat and the offline judge)"
+	@echo "  evalsite is starting; its address follows once it answers"
 	@echo ""
 	$(BIN)/honcho -f Procfile.dev start
 

@@ -104,7 +104,13 @@ class Item(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"item {self.index} of {self.dataset_id}"
+        return f"item {self.number} of {self.dataset_id}"
+
+    @property
+    def number(self) -> int:
+        """The item as people count it, from 1 (as context chunks are): every page
+        shows this; `index` stays 0-based in the API and the exports."""
+        return self.index + 1
 
     def as_case(self) -> dict[str, Any]:
         """The item in the shape `scoring` expects."""

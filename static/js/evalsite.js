@@ -36,3 +36,15 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
   if (box.value.trim()) box.form.requestSubmit();
 });
+
+// The new-scorer form's name follows its kind (the kind's label) until it is edited by
+// hand: a name still equal to the last default, or empty, becomes the new kind's label.
+document.addEventListener("change", (event) => {
+  const kind = event.target.closest && event.target.closest("select[data-name-follows]");
+  if (!kind) return;
+  const name = document.getElementById(kind.dataset.nameFollows);
+  const label = kind.selectedOptions[0] && kind.selectedOptions[0].dataset.label;
+  if (!name || !label) return;
+  if (name.value.trim() === "" || name.value === name.dataset.defaultName) name.value = label;
+  name.dataset.defaultName = label;
+});

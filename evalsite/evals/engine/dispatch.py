@@ -53,6 +53,7 @@ from evalsite.evals.engine.claims import (
 from evalsite.evals.engine.judge_cache import JudgeCacheBatcher
 from evalsite.evals.engine.limiter import FileLimiter, RedisLimiter, judge_limiter
 from evalsite.evals.judges.egress import judge_address_guard
+from evalsite.evals.judges.messages import judge_failure_message, judge_host_port
 from evalsite.evals.judges.services import judge_api_key, judge_guard
 from evalsite.evals.models import JudgeConnection, Result, Run, RunScorer
 from evalsite.evals.runs.services import (
@@ -63,6 +64,7 @@ from evalsite.evals.runs.services import (
 from scoring import ScoringError, StepRecord, ajudge_case, make_async_client
 from scoring.client import OutageClock, RetryPolicy, is_unreachable
 from scoring.egress import AddressGuard
+from scoring.errors import JudgeError
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -170,12 +172,27 @@ def judge_model_settings(
 
 
 def outcome_message(
-    exc: Exception, steps: list[StepRecord], *, result_id: int
+    exc: Exception,
+    steps: list[StepRecord],
+    *,
+    result_id: int,
+    judge: JudgeConnection | None = None,
 ) -> tuple[str, list[StepRecord]]:
     """What a result that failed with `exc` stores: its error message and the judge
-    steps made so far."""
+    steps made so far.
+
+    A judge's failure leads with what *Test connection* would say (the host and port,
+    and whether it answered an HTTP error, timed out or was unreachable), then the
+    step's own account (which step, how many attempts, the judge's one-line reason)."""
     if isinstance(exc, ScoringError):
-        return str(exc), list(getattr(exc, "steps", None) or [])
+        message = str(exc)
+        if judge is not None and isinstance(exc, JudgeError):
+            said = judge_failure_message(
+                exc, base_url=judge.base_url, timeout_seconds=judge.timeout_seconds
+            )
+            lead = said or f"{judge_host_port(judge.base_url)} answered, but:"
+            message = f"{lead} {message}"
+        return message, list(getattr(exc, "steps", None) or [])
     if isinstance(exc, ApplicationError):
         return exc.message, steps
     logger.error("result %s: unexpected error while judging", result_id, exc_info=exc)
@@ -655,7 +672,9 @@ class _Dispatcher:
         except (RunCancelledError, _Abandoned, OperationalError, InterfaceError):
             raise
         except Exception as exc:  # noqa: BLE001 - any other failure fails this result only
-            message, steps = outcome_message(exc, steps, result_id=result.pk)
+            message, steps = outcome_message(
+                exc, steps, result_id=result.pk, judge=judge
+            )
             stored = await self.db(
                 store_result,
                 result.pk,

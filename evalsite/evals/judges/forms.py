@@ -16,9 +16,10 @@ class JudgeForm(forms.Form):
         required=False,
         label="API key",
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        # "Leave empty to keep the current key" is the edit form's (the template adds
+        # it when a key is set): a new connection has no key to keep.
         help_text=(
-            "Stored encrypted and never shown again, and only sent to this base URL. "
-            "Leave empty to keep the current key (a new base URL needs it again)."
+            "Stored encrypted and never shown again, and only sent to this base URL."
         ),
     )
     api_key_env = forms.CharField(
@@ -45,13 +46,16 @@ class JudgeForm(forms.Form):
         label="Requests per minute (0 = no limit)",
     )
     price_per_1k_input = forms.DecimalField(
-        required=False, min_value=0, decimal_places=6, label="Price per 1k input tokens"
+        required=False,
+        min_value=0,
+        decimal_places=6,
+        label="Price per 1k input tokens (USD)",
     )
     price_per_1k_output = forms.DecimalField(
         required=False,
         min_value=0,
         decimal_places=6,
-        label="Price per 1k output tokens",
+        label="Price per 1k output tokens (USD)",
     )
 
     @classmethod

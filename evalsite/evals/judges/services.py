@@ -9,7 +9,6 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
 
 import openai
 from django.conf import settings
@@ -26,10 +25,11 @@ from evalsite.evals.judges.egress import (
     judge_key_env_problem,
     judge_url_problem,
 )
+from evalsite.evals.judges.messages import judge_failure_message, judge_host_port
 from evalsite.evals.models import JudgeConnection
 from evalsite.lib.text import unstorable_char
 from scoring import make_client, preview_prompts
-from scoring.egress import AddressGuard, refused_cause
+from scoring.egress import AddressGuard
 from scoring.errors import JudgeURLError
 
 logger = logging.getLogger(__name__)
@@ -417,7 +417,7 @@ def _judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
     the remote answered: a judge URL may point anywhere, and its reply is not ours to
     show.
     """
-    where = _host_port(judge.base_url)
+    where = judge_host_port(judge.base_url)
     try:
         key = judge_api_key(judge=judge)
     except ApplicationError as exc:
@@ -451,21 +451,13 @@ def _judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
         content = reply.choices[0].message.content if reply.choices else None
         if not isinstance(content, str):
             raise TypeError("no message content")
-    except openai.APIStatusError as exc:
-        return failed(
-            f"{where} answered HTTP {exc.status_code}{_status_hint(exc.status_code)}."
+    except (openai.APIStatusError, openai.APIConnectionError) as exc:
+        message = judge_failure_message(
+            exc,
+            base_url=judge.base_url,
+            timeout_seconds=min(judge.timeout_seconds, 30.0),
         )
-    except openai.APITimeoutError:
-        return failed(
-            f"{where} did not answer within {min(judge.timeout_seconds, 30.0):g} s."
-        )
-    except openai.APIConnectionError as exc:
-        refused = refused_cause(exc)
-        if refused is not None:
-            return failed(f"Not connected: {refused}")
-        return failed(
-            f"Could not connect to {where} (refused, unreachable or unknown host)."
-        )
+        return failed(message or f"Could not reach {where}.")
     except Exception:  # noqa: BLE001 - any other reply (HTML, not JSON, wrong shape) is the judge's fault, reported as such
         logger.info("judge %s test: reply was not a chat completion", judge.pk)
         return failed(
@@ -480,33 +472,3 @@ def _judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
         latency,
         f"{judge.model} at {where} answered a judge prompt in {latency:.0f} ms.",
     )
-
-
-_REDIRECT_HINT = (
-    "a redirect, which judge calls never follow: enter the URL it redirects to"
-)
-_STATUS_HINTS = {
-    **dict.fromkeys((301, 302, 307, 308), _REDIRECT_HINT),
-    400: "the request was refused; check the model name",
-    401: "the API key was refused",
-    403: "the API key may not use this model",
-    404: "no such model or path; check the base URL and the model",
-    429: "rate limited; try again later",
-}
-
-
-def _status_hint(status: int) -> str:
-    hint = _STATUS_HINTS.get(status) or ("the server failed" if status >= 500 else None)
-    return f" ({hint})" if hint else ""
-
-
-def _host_port(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # "http://[::1/v1": a URL stored before it was checked
-        return "the judge's URL"
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        port = None
-    return f"{parts.hostname}:{port}" if port else str(parts.hostname)

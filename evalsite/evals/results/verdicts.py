@@ -275,7 +275,7 @@ _REVIEW_FIELDS = ("reviewed", "reviewed_by", "reviewed_at", "human_passed")
 
 
 def result_where(result: Result) -> str:
-    return f"item {result.item.index} · {result.run_scorer.name}"
+    return f"item {result.item.number} · {result.run_scorer.name}"
 
 
 def _require_ok(result: Result) -> None:

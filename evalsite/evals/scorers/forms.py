@@ -242,6 +242,9 @@ class ScorerForm(forms.Form):
         self.kind_name = kind if kind in SCORER_KINDS else SCORER_KINDS[0]
         self.spec = KINDS[self.kind_name]
         self.fields["kind"].initial = self.kind_name
+        # The kind's label is the default name: evalsite.js replaces it with the new
+        # kind's label when the kind changes, unless the name was edited by hand.
+        self.fields["name"].widget.attrs["data-default-name"] = self.spec.label
         judge = self.fields["judge"]
         assert isinstance(judge, forms.ModelChoiceField)
         judge.queryset = JudgeConnection.objects.filter(project_id=project_id).order_by(

@@ -44,6 +44,16 @@ def _render_scorer_form(
     return render(request, template, context, status=status)
 
 
+def _default_name(typed: str, kind: str) -> str:
+    """The name the create form shows for `kind`: what was typed (the form re-shown
+    without JavaScript for another kind), unless it is empty or another kind's default
+    name, which follows the kind."""
+    typed = typed.strip()[:200]
+    if not typed or typed in {KINDS[k].label for k in SCORER_KINDS}:
+        return KINDS[kind].label
+    return typed
+
+
 @require_http_methods(["GET", "POST"])
 @vary_on_htmx
 def scorer_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
@@ -82,7 +92,10 @@ def scorer_create(request: AuthenticatedHttpRequest, project_id: int) -> HttpRes
     form = ScorerForm(
         project_id=project.pk,
         kind=kind,
-        initial={"name": KINDS[kind].label, "judge": offline},
+        initial={
+            "name": _default_name(request.GET.get("name", ""), kind),
+            "judge": offline,
+        },
     )
     return _render_scorer_form(
         request, {"project": project, "form": form, "scorer": None}

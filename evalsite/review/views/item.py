@@ -32,6 +32,24 @@ from evalsite.review.views.flow import reference_context
 from scoring import KINDS, KindSpec
 
 
+@dataclass(frozen=True)
+class FieldError:
+    """A refused override: which control ("score" or "pass"), what the reviewer typed
+    there, and why it was refused."""
+
+    control: str
+    typed: str
+    message: str
+
+    @property
+    def score(self) -> bool:
+        return self.control == "score"
+
+    @property
+    def passfail(self) -> bool:
+        return self.control == "pass"
+
+
 @dataclass
 class Panel:
     r: Result
@@ -43,6 +61,8 @@ class Panel:
     calls: list[JudgeCall] = field(default_factory=list)
     error: str = ""
     notice: str = ""
+    # A refused override, shown at its own control with what was typed there.
+    field_error: FieldError | None = None
     offline: bool = False
     # Set while the result waits for this user's answer in a blind queue: the panel
     # then shows none of the judge, the final fields, the overrides or the calls.
@@ -77,6 +97,7 @@ def result_panel(
     can_write: bool,
     error: str = "",
     notice: str = "",
+    field_error: FieldError | None = None,
 ) -> Panel:
     project = result.run.project
     blind = blind_entry_for(user=request.user, result=result)
@@ -91,6 +112,7 @@ def result_panel(
             hide_judge=True,
             error=error,
             notice=notice,
+            field_error=field_error,
             blind=blind,
         )
     return Panel(
@@ -114,6 +136,7 @@ def result_panel(
         calls=list(result.calls.defer("messages", "raw_response", "error_body")),
         error=error,
         notice=notice,
+        field_error=field_error,
         offline=bool((result.run_scorer.judge_snapshot or {}).get("is_offline")),
     )
 
@@ -143,8 +166,21 @@ def item(
     request: AuthenticatedHttpRequest, project_id: int, result_id: int
 ) -> HttpResponse:
     result = result_get_for_user(user=request.user, pk=result_id, project_id=project_id)
-    project = result.project
-    panel = result_panel(request, result, can_write=user_can_write(project))
+    panel = result_panel(request, result, can_write=user_can_write(result.project))
+    return item_page(request, result, panel)
+
+
+def item_page(
+    request: AuthenticatedHttpRequest,
+    result: Result,
+    panel: Panel,
+    *,
+    status: int = 200,
+) -> HttpResponse:
+    """The item page (or, for htmx, its result panel) of `result` showing `panel`: also
+    the answer to a refused override posted without JavaScript, so the page comes
+    back with the error at its control and the value typed there."""
+    project = result.run.project
     siblings = (
         Result.objects.filter(run_id=result.run_id, item_id=result.item_id)
         .exclude(pk=result.pk)
@@ -164,7 +200,10 @@ def item(
     }
     if wants_partial(request):
         return render(
-            request, "review/item.html#result-panel", {**context, "panel": panel}
+            request,
+            "review/item.html#result-panel",
+            {**context, "panel": panel},
+            status=status,
         )
     context.update(
         result=result,
@@ -180,7 +219,7 @@ def item(
         ),
         **reference_context(result),
     )
-    return render(request, "review/item.html", context)
+    return render(request, "review/item.html", context, status=status)
 
 
 @require_GET

@@ -21,11 +21,16 @@ from evalsite.review.forms import OverrideForm
 from evalsite.review.selectors.audit import audit_list_for_result
 from evalsite.review.selectors.blind import audit_mask_blind
 from evalsite.review.team.services import review_override_revert
-from evalsite.review.views.item import result_panel
+from evalsite.review.views.item import FieldError, item_page, result_panel
 
 
 def _panel_response(
-    request: HttpRequest, result: Result, *, error: str = "", notice: str = ""
+    request: HttpRequest,
+    result: Result,
+    *,
+    error: str = "",
+    notice: str = "",
+    field_error: FieldError | None = None,
 ) -> HttpResponse:
     """The updated result panel + the scorer's aggregates card (hx-swap-oob) at once."""
     project = result.run.project
@@ -33,7 +38,14 @@ def _panel_response(
     # and item are the ones loaded for the permission check.
     if result.reviewed_by_id is not None and result.reviewed_by_id == request.user.pk:
         result.reviewed_by = request.user
-    panel = result_panel(request, result, can_write=True, error=error, notice=notice)
+    panel = result_panel(
+        request,
+        result,
+        can_write=True,
+        error=error,
+        notice=notice,
+        field_error=field_error,
+    )
     agg = run_aggregates(run_id=result.run_id, run_scorer_id=result.run_scorer_id)
     # The single-result page sends history=1 (its panel's hx-vals): its History list
     # comes back in the same response, swapped out of band.
@@ -65,9 +77,17 @@ def _after_write(
     *,
     error: str = "",
     notice: str = "",
+    field_error: FieldError | None = None,
 ) -> HttpResponse:
     if wants_partial(request):
-        return _panel_response(request, result, error=error, notice=notice)
+        return _panel_response(
+            request, result, error=error, notice=notice, field_error=field_error
+        )
+    if field_error is not None:
+        # Without JavaScript too, the page comes back with the error at its control
+        # and what was typed there (a redirect would lose both).
+        panel = result_panel(request, result, can_write=True, field_error=field_error)
+        return item_page(request, result, panel, status=400)
     if error:
         messages.error(request, error)
     elif notice:
@@ -88,6 +108,13 @@ def override_create(
     )
     form = OverrideForm(request.POST, scorer_kind=result.run_scorer.kind)
     if not form.is_valid():
+        value_errors = form.errors.get("value")
+        at = _control(request)
+        if value_errors and at is not None:
+            message = " ".join(str(e) for e in value_errors)
+            return _after_write(
+                request, result, field_error=_field_error(request, at, message)
+            )
         errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())  # type: ignore[arg-type]  # ErrorList iterates as str
         return _after_write(request, result, error=f"Not saved: {errors}")
     data = form.cleaned_data
@@ -104,8 +131,43 @@ def override_create(
             expected_version=data.get("version"),
         )
     except ApplicationError as exc:
+        at = _control(request)
+        if "value" in exc.field_errors and at is not None:
+            # The value itself was refused (a score out of range): say so at the
+            # control, keeping what was typed, rather than above the panel.
+            return _after_write(
+                request,
+                _fresh(result),
+                field_error=_field_error(
+                    request, at, _sentence(exc.field_errors["value"])
+                ),
+            )
         return _after_write(request, _fresh(result), error=exc.message)
     return _after_write(request, result)
+
+
+def _control(request: HttpRequest) -> str | None:
+    """The item page control a refused value is shown at: "score" or "pass". A verdict
+    is flipped with buttons offering only allowed values, so what refuses one (a stale
+    page, a path that is gone) is said above the panel."""
+    kind = request.POST.get("kind", "")
+    return kind if kind in ("score", "pass") else None
+
+
+def _field_error(request: HttpRequest, control: str, message: str) -> FieldError:
+    return FieldError(
+        control=control, typed=request.POST.get("value", "")[:100], message=message
+    )
+
+
+def _sentence(text: str) -> str:
+    """A field error as the page shows it ("must be between 0 and 1" → "Must be
+    between 0 and 1.")."""
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 def _fresh(result: Result) -> Result:

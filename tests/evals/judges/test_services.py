@@ -167,3 +167,99 @@ def test_judge_error_fails_only_that_result_and_the_run_finishes(
     assert failed.judge_score is None and failed.final_score is None
     assert failed.calls.count() == 1 and failed.calls.get().error
     assert Result.objects.filter(run=run, status=Result.Status.OK).count() == 2
+
+
+def test_a_judge_error_on_a_result_names_the_host_port_and_what_failed(
+    project,
+    owner,
+    dataset,
+    scorers,
+    judge,
+    offline_judge,
+    django_capture_on_commit_callbacks,
+):
+    """The result says what *Test connection* says (same words), then the step's own
+    account."""
+    judge_control(offline_judge, script=["400"])
+    run = _start(
+        project, owner, dataset, scorers[:1], django_capture_on_commit_callbacks
+    )
+    failed = Result.objects.get(run=run, status=Result.Status.ERROR)
+    judge_control(offline_judge, script=["400"])
+    tested = judge_services.judge_test(judge=judge).message
+    where = judge.base_url.split("//")[1].split("/")[0]  # 127.0.0.1:<port>
+    assert tested == (
+        f"{where} answered HTTP 400 (the request was refused; check the model name)."
+    )
+    assert failed.error.startswith(tested + " ")
+    assert "HTTP 400" in failed.error.removeprefix(tested)  # the step's account follows
+
+
+def test_outcome_message_leads_with_the_judge_address_for_any_judge_error(judge):
+    from evalsite.evals.engine.dispatch import outcome_message
+    from scoring.errors import JudgeError
+
+    where = judge.base_url.split("//")[1].split("/")[0]
+    message, _ = outcome_message(
+        JudgeError("faithfulness: reply was not valid JSON"),
+        [],
+        result_id=1,
+        judge=judge,
+    )
+    assert message == f"{where} answered, but: faithfulness: reply was not valid JSON"
+    # Not a judge's failure (bad options): said as it is.
+    from scoring.errors import OptionsError
+
+    message, _ = outcome_message(
+        OptionsError("scale must be positive", field="scale"),
+        [],
+        result_id=1,
+        judge=judge,
+    )
+    assert message == "scale must be positive"
+
+
+def test_judge_failure_message_follows_the_cause_chain():
+    import httpx
+    import openai
+
+    from evalsite.evals.judges.messages import judge_failure_message
+    from scoring.errors import JudgeError
+
+    request = httpx.Request("POST", "https://api.example.com/v1/chat/completions")
+    status = openai.APIStatusError(
+        "nope", response=httpx.Response(429, request=request), body=None
+    )
+    try:
+        try:
+            raise status
+        except openai.APIStatusError as exc:
+            raise JudgeError("factuality: step 'grade': gave up") from exc
+    except JudgeError as wrapped:
+        message = judge_failure_message(
+            wrapped, base_url="https://api.example.com/v1", timeout_seconds=30
+        )
+    assert (
+        message
+        == "api.example.com:443 answered HTTP 429 (rate limited; try again later)."
+    )
+    timeout = openai.APITimeoutError(request=request)
+    assert (
+        judge_failure_message(
+            timeout, base_url="http://10.0.0.5:8080/v1", timeout_seconds=12.5
+        )
+        == "10.0.0.5:8080 did not answer within 12.5 s."
+    )
+    refused = openai.APIConnectionError(request=request)
+    assert (
+        judge_failure_message(
+            refused, base_url="http://127.0.0.1:9/v1", timeout_seconds=1
+        )
+        == "Could not connect to 127.0.0.1:9 (refused, unreachable or unknown host)."
+    )
+    assert (
+        judge_failure_message(
+            ValueError("bad JSON"), base_url="http://h/v1", timeout_seconds=1
+        )
+        is None
+    )

@@ -166,3 +166,31 @@ def test_run_progress_tells_calls_in_flight_rates_eta_and_judge_errors_while_run
     api = owner_client.get(f"/api/runs/{run.pk}").json()
     assert api["progress"]["in_flight"] == 5
     assert api["progress"]["throttled"] == 3
+
+
+def test_only_the_edit_form_offers_to_keep_the_current_key(owner_client, project):
+    new = owner_client.get(_url("judges", project)).content.decode()
+    assert "keep" not in new.split("New judge connection", 1)[1].lower()
+    assert "Stored encrypted and never shown again" in new
+    owner_client.post(
+        _url("judge_create", project),
+        {
+            "name": "GPT",
+            "base_url": "https://api.example.com/v1",
+            "model": "gpt-4o-mini",
+            "api_key": SECRET,
+            "temperature": 0,
+            "timeout_seconds": 30,
+            "max_concurrency": 4,
+            "requests_per_minute": 100,
+        },
+    )
+    judge = project.judges.get(name="GPT")
+    edit = owner_client.get(_url("judge_edit", project, judge.pk)).content.decode()
+    assert "A key is set. Leave empty to keep it" in edit
+
+
+def test_judge_prices_say_their_currency(owner_client, project):
+    body = owner_client.get(_url("judges", project)).content.decode()
+    assert "Price per 1k input tokens (USD)" in body
+    assert "Price per 1k output tokens (USD)" in body

@@ -138,3 +138,31 @@ def test_scorer_edit_after_a_run_makes_a_new_version(
     )
     assert response.status_code == 302
     assert ScorerConfig.objects.get(parent=scorer).options["threshold"] == 0.8
+
+
+def _name_input(body):
+    return re.search(r'<input[^>]*name="name"[^>]*>', body).group(0)
+
+
+def test_new_scorer_name_defaults_to_the_kind_and_follows_it(
+    owner_client, project, judge
+):
+    from scoring import KINDS
+
+    body = owner_client.get(_url("scorer_create", project)).content.decode()
+    name = _name_input(body)
+    label = KINDS["faithfulness"].label
+    assert f'value="{label}"' in name and f'data-default-name="{label}"' in name
+    # The kind select says what each kind's default name is (evalsite.js swaps it in).
+    assert 'data-name-follows="id_name"' in body
+    assert f'data-label="{KINDS["hallucination"].label}"' in body
+    # Without JavaScript, "Show options for this kind" re-sends the form: an untouched
+    # default name becomes the new kind's, a name typed by hand stays.
+    body = owner_client.get(
+        _url("scorer_create", project), {"kind": "hallucination", "name": label}
+    ).content.decode()
+    assert f'value="{KINDS["hallucination"].label}"' in _name_input(body)
+    body = owner_client.get(
+        _url("scorer_create", project), {"kind": "hallucination", "name": "Mine"}
+    ).content.decode()
+    assert 'value="Mine"' in _name_input(body)

@@ -132,7 +132,7 @@ def test_bulk_accept_marks_reviewed_and_audits_each_like_a_single_accept(
         assert event.actor == reviewer and event.run_id == run.pk
         assert event.summary == (
             f"rita accepted {'pass' if result.final_passed else 'fail'} on item "
-            f"{result.item.index} · {result.run_scorer.name}"
+            f"{result.item.number} · {result.run_scorer.name}"
         )
         assert set(event.before) == set(single_event.before)
         assert (
