@@ -75,6 +75,8 @@ def shipped_worker_command() -> list[str]:
         "${WORKER_CONCURRENCY:-4}", os.environ.get("WORKER_CONCURRENCY", "4")
     )
     argv = shlex.split(command)
+    if "--" in argv:  # `manage.py supervise --name worker -- <the worker command>`
+        argv = argv[argv.index("--") + 1 :]
     assert argv[0].endswith("celery"), argv
     return [sys.executable, "-m", "celery", *argv[1:]]
 
