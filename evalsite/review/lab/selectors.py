@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
+from evalsite.datasets.models import Item
 from evalsite.evals.models import (
     Comment,
     Override,
@@ -80,9 +81,10 @@ class Label:
     human_passed: bool
     reviewed_by: str
     reviewed_at: datetime | None
-    input: str
-    output: str
-    context: tuple[str, ...]
+    # The item's text: read only for the labels shown or proposed (`with_texts`).
+    input: str = ""
+    output: str = ""
+    context: tuple[str, ...] = ()
 
     @property
     def corrected(self) -> bool:
@@ -114,9 +116,6 @@ def labels(*, project_id: int, kind: str) -> list[Label]:
             "final_passed",
             "reviewed_by__username",
             "reviewed_at",
-            "item__input",
-            "item__output",
-            "item__context",
         )
     )
     out: dict[int, Label] = {}
@@ -133,15 +132,31 @@ def labels(*, project_id: int, kind: str) -> list[Label]:
             human_passed=bool(r["final_passed"]),
             reviewed_by=r["reviewed_by__username"] or "",
             reviewed_at=r["reviewed_at"],
-            input=r["item__input"] or "",
-            output=r["item__output"] or "",
-            context=tuple(str(c) for c in (r["item__context"] or [])),
         )
     return sorted(
         out.values(),
         key=lambda label: (label.reviewed_at is not None, label.reviewed_at),
         reverse=True,
     )
+
+
+def with_texts(label_list: Sequence[Label]) -> list[Label]:
+    """The labels with their items' input, output and context."""
+    texts = {
+        pk: (text_in or "", text_out or "", tuple(str(c) for c in (context or [])))
+        for pk, text_in, text_out, context in Item.objects.filter(
+            pk__in=[label.item_id for label in label_list]
+        ).values_list("pk", "input", "output", "context")
+    }
+    return [
+        replace(
+            label,
+            input=texts[label.item_id][0],
+            output=texts[label.item_id][1],
+            context=texts[label.item_id][2],
+        )
+        for label in label_list
+    ]
 
 
 def _notes(result_ids: Sequence[int]) -> dict[int, str]:
@@ -170,7 +185,7 @@ def _notes(result_ids: Sequence[int]) -> dict[int, str]:
 def corrections(*, label_list: Sequence[Label]) -> list[Correction]:
     """The labels where the human verdict differs from the judge's, as example
     candidates keyed by item, with the reviewer's note as their explanation."""
-    corrected = [label for label in label_list if label.corrected]
+    corrected = with_texts([label for label in label_list if label.corrected])
     notes = _notes([label.result_id for label in corrected])
     return [
         Correction(

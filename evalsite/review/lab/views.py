@@ -33,6 +33,7 @@ from evalsite.review.lab.selectors import (
     lab_scorer_get_for_user,
     labels,
     proposed_examples,
+    with_texts,
 )
 from evalsite.review.lab.services import (
     lab_candidate_create,
@@ -78,6 +79,7 @@ def _context(
         taken = [i for i in candidate.example_items or [] if i is not None]
         proposed = proposed_examples(label_list=label_list, exclude=taken)
     page = Paginator(label_list, LABELS_PER_PAGE).get_page(request.GET.get("page") or 1)
+    page.object_list = with_texts(list(page.object_list))
     states = [_replay_state(r) for r in replays[:5]]
     compared = comparison(scorer=scorer, label_list=label_list)
     examples = (
