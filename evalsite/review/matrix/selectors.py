@@ -101,7 +101,14 @@ def matrix_page(
     page, lead_rows = results_page_at(
         leads, sort=query.sort, limit=limit, paging=paging
     )
-    rows = _rows(run=run, user=user, leads=lead_rows, columns=run_scorers)
+    rows = _rows(
+        run=run,
+        user=user,
+        leads=lead_rows,
+        columns=run_scorers,
+        # Nothing of the run is blind to the user: no need to ask per cell.
+        check_blind=bool(blind_hidden),
+    )
     items = PagedResults(leads)
     results = PagedResults(visible)
     return Matrix(
@@ -118,18 +125,27 @@ def matrix_page(
 
 
 def _rows(
-    *, run: Run, user: AnyUser, leads: list[Result], columns: list[RunScorer]
+    *,
+    run: Run,
+    user: AnyUser,
+    leads: list[Result],
+    columns: list[RunScorer],
+    check_blind: bool,
 ) -> list[MatrixRow]:
     item_ids = [lead.item_id for lead in leads]
     cells: dict[tuple[int, int], Result] = {
         (r.item_id, r.run_scorer_id): r
         for r in _results_of_items(run=run, item_ids=item_ids)
     }
-    blind = blind_result_ids(
-        user=user,
-        project_id=run.project_id,
-        result_ids=[r.pk for r in cells.values()],
-        project=run.project if Run.project.is_cached(run) else None,
+    blind = (
+        blind_result_ids(
+            user=user,
+            project_id=run.project_id,
+            result_ids=[r.pk for r in cells.values()],
+            project=run.project if Run.project.is_cached(run) else None,
+        )
+        if check_blind
+        else set()
     )
     rows = []
     for lead in leads:

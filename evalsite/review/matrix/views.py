@@ -63,9 +63,20 @@ def _matrix_context(
         "sort_labels": SORT_LABELS,
         "per_page": per_page,
         "page_sizes": PAGE_SIZES,
+        # Cell links as prefix + id: reversing 250 URLs per page cost more than
+        # every query of the page together (1.2 s of 1.3 s on the 100k-item bench).
+        "item_prefix": _item_prefix(run.project_id),
         "can_write": user_can_write(run.project),
         "queue_hidden": query.to_querydict(),
     }
+
+
+def _item_prefix(project_id: int) -> str:
+    """The item page's URL up to the result id ("/projects/1/results/")."""
+    url = reverse("review:item", args=[project_id, 1])
+    if not url.endswith("/1/"):
+        raise AssertionError(f"unexpected item URL shape {url!r}")
+    return url[: -len("1/")]
 
 
 @require_GET
