@@ -25,6 +25,7 @@ from evalsite.evals.models import Result, Run, RunScorer
 from evalsite.review.explorer.keyset import KeysetPage
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import (
+    COUNT_CAP,
     RUN_RANGE_SORTS,
     PagedResults,
     results_filter,
@@ -56,7 +57,8 @@ class Matrix:
     lead: RunScorer
     rows: list[MatrixRow]
     page: KeysetPage
-    item_count: int
+    # None when not counted (a filter over all scorers: see matrix_page).
+    item_count: int | None
     item_count_capped: bool
     result_count: int
     result_count_capped: bool
@@ -109,15 +111,24 @@ def matrix_page(
         # Nothing of the run is blind to the user: no need to ask per cell.
         check_blind=bool(blind_hidden),
     )
-    items = PagedResults(leads)
     results = PagedResults(visible)
+    item_count: int | None = None
+    if query.run_scorer_id is not None:
+        # One lead per matching result: the rows are the results.
+        item_count = results.count() + (1 if results.capped else 0)
+    elif not query.is_filtered():
+        item_count = leads.order_by().values("pk")[: COUNT_CAP + 1].count()
+    # Otherwise the rows (items with any matching result) are not counted: every way
+    # to count them walked most of a 100k-item run when few items match (1.27 s by
+    # probing each lead, 1.2-1.5 s by DISTINCT item_id, for "not reviewed +
+    # overridden" on the bench), and the page needs only the results' count.
     return Matrix(
         columns=run_scorers,
         lead=lead_scorer,
         rows=rows,
         page=page,
-        item_count=items.count(),
-        item_count_capped=items.capped,
+        item_count=None if item_count is None else min(item_count, COUNT_CAP),
+        item_count_capped=item_count is not None and item_count > COUNT_CAP,
         result_count=results.count(),
         result_count_capped=results.capped,
         blind_hidden=blind_hidden,
