@@ -6,6 +6,7 @@ from evalsite.review.estimates import views as estimates
 from evalsite.review.explorer import views as explorer
 from evalsite.review.guidelines import views as guidelines
 from evalsite.review.lab import views as lab
+from evalsite.review.matrix import views as matrix
 from evalsite.review.pairwise import views as pairwise
 from evalsite.review.queues import views as queues
 from evalsite.review.team import views as reviews
@@ -65,6 +66,7 @@ urlpatterns = [
     path(f"{P}runs/<int:run_id>/rescore/", rescore.rescore, name="rescore"),
     # Results explorer, review queues, assigned work, comments, audit log.
     path(f"{P}runs/<int:run_id>/results/", explorer.explorer, name="explorer"),
+    path(f"{P}runs/<int:run_id>/matrix/", matrix.matrix, name="matrix"),
     path(
         f"{P}runs/<int:run_id>/results/bulk/",
         explorer.bulk_action,

@@ -131,6 +131,12 @@ def _walk(
         f"/projects/{project}/queues/{blind}/",
         f"/projects/{project}/queues/{blind}/1/adjudicate/",
         f"/api/queues/{blind}/entries/1/reviews",
+        # The matrix and the explorer, sorted and filtered by the judge's values, and
+        # the results API by cursor: no order or match may tell the blind value.
+        f"/projects/{project}/runs/{run}/matrix/?sort=-score",
+        f"/projects/{project}/runs/{run}/matrix/?min_score=0.8&max_score=0.82",
+        f"/projects/{project}/runs/{run}/results/?sort=-final&last=1",
+        f"/api/runs/{run}/results?sort=-score&limit=1&offset=1",
     ]
     for page in pages():
         url = fill(page.route, world)

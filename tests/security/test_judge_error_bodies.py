@@ -160,6 +160,7 @@ def test_a_judge_echoing_the_key_leaks_it_nowhere(
     for name, url in {
         "run page": f"/projects/{pid}/runs/{run_id}/",
         "explorer": f"/projects/{pid}/runs/{run_id}/results/",
+        "matrix": f"/projects/{pid}/runs/{run_id}/matrix/",
         "run audit": f"/projects/{pid}/runs/{run_id}/audit/",
         "result audit": f"/projects/{pid}/results/{rid}/audit/",
     }.items():

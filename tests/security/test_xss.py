@@ -95,3 +95,8 @@ def test_htmx_partials_render_payloads_escaped(client, poisoned, owner):
     for payload in PAYLOADS:
         assert payload not in html
     assert run.pk
+    matrix = fill("projects/<int:project_id>/runs/<int:run_id>/matrix/", poisoned)
+    html = client.get(matrix, HTTP_HX_REQUEST="true").content.decode()
+    assert html.lstrip().startswith('<div id="matrix"')
+    for payload in PAYLOADS:
+        assert payload not in html

@@ -298,3 +298,8 @@ def run_rate_bounds(*, run: Run, live: livestats.Snapshot | None) -> list[RateBo
         if rs.judge is not None
     }
     return [judge_rate_bound(judge=j, live=live) for j in judges.values()]
+
+
+def run_result_count(*, run: Run) -> int:
+    """How many results the run has (every status), counted on the rows."""
+    return Result.objects.filter(run_id=run.pk).count()

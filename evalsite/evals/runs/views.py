@@ -134,9 +134,11 @@ def run_detail(
     request: AuthenticatedHttpRequest, project_id: int, pk: int
 ) -> HttpResponse:
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
-    return render(
-        request, "evals/runs/run_detail.html", _run_context(run) | _summary_context(run)
-    )
+    context = _run_context(run) | _summary_context(run)
+    if context["can_write"]:
+        # "Create queue from these N results" with no filter: every result of the run.
+        context["queue_count"] = selectors.run_result_count(run=run)
+    return render(request, "evals/runs/run_detail.html", context)
 
 
 @require_GET

@@ -20,6 +20,7 @@ from evalsite.review.explorer.bulk import (
     results_assign,
     results_enqueue,
 )
+from evalsite.review.explorer.keyset import KeysetPage, cursor_decode
 from evalsite.review.explorer.saved_filters import (
     saved_filter_create,
     saved_filter_delete,
@@ -38,7 +39,11 @@ from evalsite.review.explorer.schemas import (
     SavedFilterOut,
     SelectionIn,
 )
-from evalsite.review.explorer.selectors import Selection, results_filter, results_page
+from evalsite.review.explorer.selectors import (
+    Selection,
+    results_filter,
+    results_page_at,
+)
 from evalsite.review.models import SavedFilter
 from evalsite.review.queues.selectors import queue_get_for_user
 from evalsite.review.selectors.blind import blind_run_split
@@ -55,16 +60,35 @@ def result_list(
     run_id: int,
     filters: ResultListIn = Query(...),  # type: ignore[type-arg]  # noqa: B008 - ninja types Query as an Annotated alias
 ) -> dict[str, Any]:
-    """Filtered results, `{"items", "count"}` like every other list. Paginated by hand:
-    ninja's @paginate wrapper breaks postponed annotations of a Query schema."""
+    """Filtered results, `{"items", "count"}` like every other list, plus `next` and
+    `previous` cursors: pass one as `after` / `before` to page by keyset, which reaches
+    every result of any run (limit/offset still works up to its cap). Paginated by
+    hand: ninja's @paginate wrapper breaks postponed annotations of a Query schema."""
     run = run_get_for_user(user=request.user, pk=run_id)
     qs = results_filter(run=run, query=filters, user=request.user)
     # Results blind to the caller are left out before filters and sorts apply;
     # how many is counted over the whole run, not the filter (selectors.blind).
     qs, blind_hidden = blind_run_split(qs, user=request.user, run=run)
+    paging: dict[str, Any] = {"offset": filters.offset}
+    if filters.after:
+        paging = {"after_cursor": cursor_decode(filters.after, sort=filters.sort)}
+    elif filters.before:
+        cursor = cursor_decode(filters.before, sort=filters.sort, field="before")
+        paging = {"before_cursor": cursor}
+    page, rows = results_page_at(
+        qs, sort=filters.sort, limit=filters.limit, paging=paging
+    )
+    return _result_page(qs, page, rows, blind_hidden)
+
+
+def _result_page(
+    qs: Any, page: KeysetPage, rows: list[Any], blind_hidden: int
+) -> dict[str, Any]:
     return {
         "count": qs.count(),
-        "items": results_page(qs, offset=filters.offset, limit=filters.limit),
+        "items": rows,
+        "next": page.next_cursor,
+        "previous": page.previous_cursor,
         "blind_hidden": blind_hidden,
     }
 

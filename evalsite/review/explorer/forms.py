@@ -8,6 +8,7 @@ from django import forms
 from django.forms.utils import ErrorDict
 
 from evalsite.evals.models import Result, RunScorer
+from evalsite.review.explorer.keyset import CursorError, cursor_decode
 from evalsite.review.explorer.schemas import ResultQuery, ResultQueryError
 from evalsite.review.explorer.selectors import DEFAULT_SORT, Q_MAX_LENGTH, SORT_LABELS
 
@@ -21,6 +22,10 @@ STATUS_CHOICES = [("", "any"), *[(s.value, s.label) for s in Result.Status]]
 
 
 PAGE_SIZES = [25, 50, 100, 200]
+
+
+# A cursor holds a segment number and at most two values (an ISO time or a score, an id).
+CURSOR_MAX_LENGTH = 200
 
 
 class ExplorerFilterForm(forms.Form):
@@ -61,7 +66,11 @@ class ExplorerFilterForm(forms.Form):
         choices=[(n, n) for n in PAGE_SIZES],
         label="Per page",
     )
+    # Old bookmarks page by number (an offset); the page's own links carry cursors.
     page = forms.IntegerField(required=False, min_value=1)
+    after = forms.CharField(required=False, max_length=CURSOR_MAX_LENGTH)
+    before = forms.CharField(required=False, max_length=CURSOR_MAX_LENGTH)
+    last = forms.BooleanField(required=False)
 
     def __init__(
         self, data: Any = None, *, run_scorers: list[RunScorer], **kwargs: Any
@@ -99,9 +108,44 @@ class ExplorerFilterForm(forms.Form):
         except ResultQueryError as exc:
             for name, message in exc.field_errors.items():
                 self._errors[name] = self.error_class([message])
+            return
+        self._clean_cursors()
+
+    def _clean_cursors(self) -> None:
+        """Decode `after`/`before` for the query's sort: at most one of them, and
+        neither with `last`."""
+        given = [n for n in ("after", "before") if self.cleaned_data.get(n)]
+        if len(given) + bool(self.cleaned_data.get("last")) > 1:
+            self._errors["after"] = self.error_class(
+                ["Give only one of after, before and last."]
+            )
+            return
+        for name in given:
+            try:
+                self.cleaned_data[f"{name}_cursor"] = cursor_decode(
+                    self.cleaned_data[name], sort=self.query.sort, field=name
+                )
+            except CursorError as exc:
+                self._errors[name] = self.error_class([exc.field_errors[name]])
+
+    @property
+    def cursor_params(self) -> dict[str, str]:
+        """The paging position as GET parameters (for links that stay on this page)."""
+        if not self.is_valid():
+            return {}
+        out = {
+            n: self.cleaned_data[n]
+            for n in ("after", "before")
+            if self.cleaned_data.get(n)
+        }
+        if self.cleaned_data.get("last"):
+            out["last"] = "1"
+        if self.cleaned_data.get("page") and not out:
+            out["page"] = str(self.cleaned_data["page"])
+        return out
 
 
-PAGING_FIELDS = ("per_page", "page")
+PAGING_FIELDS = ("per_page", "page", "after", "before", "last")
 
 
 SELECTION_SCOPES = [
@@ -159,6 +203,9 @@ class BulkActionForm(forms.Form):
     queue_name = forms.CharField(required=False, max_length=200, label="New queue name")
     blind = forms.BooleanField(required=False, label="Blind review")
     page = forms.IntegerField(required=False, min_value=1)
+    # The page the bar was posted from, to come back to (checked again on the way).
+    after = forms.CharField(required=False, max_length=CURSOR_MAX_LENGTH)
+    before = forms.CharField(required=False, max_length=CURSOR_MAX_LENGTH)
     per_page = forms.TypedChoiceField(
         required=False,
         coerce=int,

@@ -246,6 +246,26 @@ class ResultListIn(ResultQuery):
 
     limit: int = Field(default=100, ge=1, le=1000)
     offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
+    after: str | None = Field(
+        default=None,
+        max_length=200,
+        description="A `next` cursor from the previous response: the page after it "
+        "(keyset paging reaches every result, however deep; offset stops at "
+        f"{MAX_OFFSET}).",
+    )
+    before: str | None = Field(
+        default=None,
+        max_length=200,
+        description="A `previous` cursor: the page before it.",
+    )
+
+    @model_validator(mode="after")
+    def _one_position(self) -> ResultListIn:
+        if self.after and self.before:
+            raise ValueError("give after or before, not both")
+        if (self.after or self.before) and self.offset:
+            raise ValueError("a cursor (after/before) replaces offset")
+        return self
 
 
 class ResultRowOut(Schema):
@@ -292,6 +312,14 @@ class ResultRowOut(Schema):
 class ResultPageOut(Schema):
     count: int
     items: list[ResultRowOut]
+    next: str | None = Field(
+        None,
+        description="Cursor of the next page (pass it as `after`); null at the end.",
+    )
+    previous: str | None = Field(
+        None,
+        description="Cursor of the previous page (pass it as `before`); null at the start.",
+    )
     blind_hidden: int = Field(
         0,
         description="Results of the run left out because they wait for your "

@@ -21,6 +21,12 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.selectors import items_matching
 from evalsite.evals.models import Result, Run
 from evalsite.lib.text import text_check_storable
+from evalsite.review.explorer.keyset import (
+    Cursor,
+    KeysetPage,
+    cursor_of,
+    keyset_page,
+)
 from evalsite.review.models import ReviewQueue
 
 if TYPE_CHECKING:
@@ -35,14 +41,15 @@ User = AuthUser | AnonymousUser
 # transaction (datasets.services._insert_items), so item ids increase with the index,
 # and the unique (run, item, run_scorer) index answers it with no sort at all (it leads
 # with run_id: see RUN_RANGE_SORTS). Every ordering ends in a unique column so pages
-# never overlap.
+# never overlap; descending sorts break ties by descending id too, so one backward
+# scan of a (…, score, id) index serves them (explorer.keyset pages these orders).
 SORTS: dict[str, tuple[Any, ...]] = {
     "item": ("run_id", "item_id", "run_scorer_id"),
     "-item": ("-run_id", "-item_id", "-run_scorer_id"),
     "score": (F("judge_score").asc(nulls_last=True), "id"),
-    "-score": (F("judge_score").desc(nulls_last=True), "id"),
+    "-score": (F("judge_score").desc(nulls_last=True), "-id"),
     "final": (F("final_score").asc(nulls_last=True), "id"),
-    "-final": (F("final_score").desc(nulls_last=True), "id"),
+    "-final": (F("final_score").desc(nulls_last=True), "-id"),
     "updated": ("updated_at", "id"),
     "-updated": ("-updated_at", "-id"),
 }
@@ -131,6 +138,73 @@ def results_page(qs: QuerySet[Result], *, offset: int, limit: int) -> list[Resul
     )
     by_id = {row.pk: row for row in rows}
     return [by_id[pk] for pk in ids if pk in by_id]
+
+
+def results_keyset(
+    qs: QuerySet[Result],
+    *,
+    sort: str,
+    limit: int,
+    after: Cursor | None = None,
+    before: Cursor | None = None,
+    last_page: bool = False,
+) -> tuple[KeysetPage, list[Result]]:
+    """One keyset page of `qs` (see explorer.keyset) and its rows with their item,
+    scorer and assignee, in sort order."""
+    page = keyset_page(
+        qs,
+        sort=sort if sort in SORTS else DEFAULT_SORT,
+        limit=limit,
+        after=after,
+        before=before,
+        last_page=last_page,
+    )
+    rows = qs.model.objects.filter(id__in=page.ids).select_related(
+        "item", "run_scorer", "assignee"
+    )
+    by_id = {row.pk: row for row in rows}
+    return page, [by_id[pk] for pk in page.ids if pk in by_id]
+
+
+def results_page_at(
+    qs: QuerySet[Result],
+    *,
+    sort: str,
+    limit: int,
+    paging: dict[str, Any],
+) -> tuple[KeysetPage, list[Result]]:
+    """The page `paging` names (an ExplorerFilterForm's cleaned data: after_cursor,
+    before_cursor, last, or an old bookmark's page number; the API's offset) as a
+    keyset page.
+
+    A page number or offset reads by offset, as before cursors; the links from it
+    continue by cursor."""
+    sort = sort if sort in SORTS else DEFAULT_SORT
+    offset = paging.get("offset")
+    if offset is None:
+        offset = ((paging.get("page") or 1) - 1) * limit
+    cursors = ("after_cursor", "before_cursor", "last")
+    if offset > 0 and not any(paging.get(k) for k in cursors):
+        rows = results_page(qs, offset=offset, limit=limit + 1)
+        more, rows = len(rows) > limit, rows[:limit]
+        return (
+            KeysetPage(
+                ids=[r.pk for r in rows],
+                first=cursor_of(rows[0], sort=sort) if rows else None,
+                last=cursor_of(rows[-1], sort=sort) if rows else None,
+                has_next=more,
+                has_previous=True,
+            ),
+            rows,
+        )
+    return results_keyset(
+        qs,
+        sort=sort,
+        limit=limit,
+        after=paging.get("after_cursor"),
+        before=paging.get("before_cursor"),
+        last_page=bool(paging.get("last")),
+    )
 
 
 # Counting 100k matching rows costs more than fetching a page; past this many the list

@@ -6,7 +6,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -30,6 +29,7 @@ from evalsite.review.explorer.forms import (
     ExplorerFilterForm,
     SavedFilterForm,
 )
+from evalsite.review.explorer.keyset import KeysetPage, page_links
 from evalsite.review.explorer.saved_filters import (
     saved_filter_create as saved_filter_create_service,
 )
@@ -50,6 +50,7 @@ from evalsite.review.explorer.selectors import (
     bulk_assignees,
     bulk_queues,
     results_filter,
+    results_page_at,
     results_selected,
 )
 from evalsite.review.queues.forms import QueueCreateForm
@@ -77,8 +78,8 @@ def _explorer_context(
     per_page = (
         form.cleaned_data.get("per_page") if valid else None
     ) or DEFAULT_PER_PAGE
-    page_number = (form.cleaned_data.get("page") if valid else None) or 1
-    results: Page[Result] | None = None
+    page: KeysetPage | None = None
+    results: list[Result] = []
     paged: PagedResults | None = None
     blind_hidden = 0
     if valid:
@@ -91,32 +92,43 @@ def _explorer_context(
             run=run,
         )
         paged = PagedResults(visible)
-        results = Paginator(paged, per_page).get_page(page_number)  # type: ignore[arg-type]  # PagedResults has the len() and slicing Paginator uses
+        paged.count()
+        page, results = results_page_at(
+            visible, sort=result_query.sort, limit=per_page, paging=form.cleaned_data
+        )
     query = result_query.to_querydict()
     if per_page != DEFAULT_PER_PAGE:
         query["per_page"] = str(per_page)
     base_url = reverse("review:explorer", args=[run.project_id, run.pk])
     rows = [
         {"result": result, "item_url": item_url(run.project_id, result.pk)}
-        for result in results or []
+        for result in results
     ]
     can_write = user_can_write(run.project)
     return {
         "project": run.project,
         "run": run,
         "form": form,
-        "page_obj": results,
+        "page": page,
+        "pages": page_links(base_url, query, page) if page else {},
+        "count": paged.count() if paged else 0,
         "count_capped": bool(paged and paged.capped),
         "blind_hidden": blind_hidden,
         "rows": rows,
         "query": urlencode(query),
         "sort_links": _sort_links(base_url, query, result_query.sort),
         "base_url": base_url,
+        "matrix_url": _with_params(
+            reverse("review:matrix", args=[run.project_id, run.pk]),
+            result_query.to_querydict(),
+        ),
         "can_write": can_write,
         "queue_form": QueueCreateForm(),
         "queue_hidden": query,
         # The filter alone (no paging): what "all matching" and a saved filter hold.
         "filter_hidden": result_query.to_querydict(),
+        # Where the bulk bar comes back to: this very page.
+        "paging_hidden": form.cursor_params,
         "per_page": per_page,
         "page_sizes": PAGE_SIZES,
         "saved_filters": saved_filter_list(project_id=run.project_id, user=request.user)
@@ -127,6 +139,10 @@ def _explorer_context(
         "bulk_queues": bulk_queues(run=run) if can_write else [],
         "unassign": UNASSIGN,
     }
+
+
+def _with_params(url: str, params: dict[str, str]) -> str:
+    return f"{url}?{urlencode(params)}" if params else url
 
 
 def _sort_links(base_url: str, query: dict[str, str], current: str) -> dict[str, str]:
@@ -192,7 +208,7 @@ def bulk_action(
         return redirect_htmx(request, _explorer_url(run, {}))
     back = dict(query.to_querydict())
     if form.is_valid():
-        for key in ("page", "per_page"):
+        for key in ("page", "after", "before", "per_page"):
             value = form.cleaned_data.get(key)
             if value and not (key == "per_page" and value == DEFAULT_PER_PAGE):
                 back[key] = str(value)

@@ -57,6 +57,15 @@ from scoring import KINDS
 ASSIGNED_PAGE_SIZE = 50
 
 
+# Where a queue that cannot be built sends the user back to, with the filter kept:
+# the page whose "Create queue" control was used.
+QUEUE_BACK = {
+    "explorer": "review:explorer",
+    "matrix": "review:matrix",
+    "run": "evals:run_detail",
+}
+
+
 @require_POST
 @vary_on_htmx
 def queue_create(
@@ -100,7 +109,10 @@ def queue_create(
         )
     except ApplicationError as exc:
         messages.error(request, exc.message)
-        back = reverse("review:explorer", args=[project_id, run_id])
+        back = reverse(
+            QUEUE_BACK.get(request.POST.get("back", ""), "review:explorer"),
+            args=[project_id, run_id],
+        )
         query = urlencode(result_query.to_querydict())
         url = f"{back}?{query}" if query else back
         return redirect_htmx(request, url)
