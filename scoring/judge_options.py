@@ -142,7 +142,8 @@ class JudgePromptOptions(OptionsModel):
 
 def with_judge_options(model: type[CommonOptions]) -> type[CommonOptions]:
     """``model`` with the judge options added (a subclass with the same name)."""
-    bases: tuple[type[Any], ...] = (model, JudgePromptOptions)
+    # The judge options after the kind's own, in forms and schemas.
+    bases: tuple[type[Any], ...] = (JudgePromptOptions, model)
     combined = cast(
         "type[CommonOptions]",
         create_model(model.__name__, __base__=bases, __module__=model.__module__),

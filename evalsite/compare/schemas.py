@@ -41,6 +41,17 @@ class ComparePairOut(Schema):
     b_pass_rate: float | None = None
     pass_rate_delta: float | None = None
     mcnemar_p: float | None = None
+    a_judge_version: str | None = Field(
+        default=None, description="Run A's judge version label (null: no judge)."
+    )
+    b_judge_version: str | None = Field(
+        default=None, description="The other run's judge version label."
+    )
+    judge_versions_differ: bool = Field(
+        default=False,
+        description="The two runs were judged by different judge versions: part of "
+        "any difference may be the judge's.",
+    )
 
 
 class CompareMatchOut(Schema):

@@ -40,7 +40,7 @@ from evalsite.datasets.matching.services import (
     match_duplicates,
 )
 from evalsite.datasets.models import DatasetMatchPair, Item
-from evalsite.evals.models import Result, Run, RunScorer
+from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
 from evalsite.lib.db import column_name
 from evalsite.review.selectors.blind import AnyUser, blind_result_ids
 from scoring import KINDS
@@ -142,6 +142,20 @@ class ScorerDelta:
         return self.a.name
 
     @property
+    def judges_differ(self) -> bool:
+        """The two runs' judges are not the same version (prompt, examples, model,
+        parameters, ...): a difference may be the judge's, not the system's."""
+        return self.a.judge_version_id != self.b.judge_version_id
+
+    @property
+    def a_judge_label(self) -> str | None:
+        return self.a.judge_version.label if self.a.judge_version else None
+
+    @property
+    def b_judge_label(self) -> str | None:
+        return self.b.judge_version.label if self.b.judge_version else None
+
+    @property
     def mean_p_text(self) -> str:
         return p_text(self.mean_test.p_value if self.mean_test else None)
 
@@ -176,6 +190,9 @@ class ScorerDelta:
             "b_pass_rate": self.b_pass_rate,
             "pass_rate_delta": self.pass_rate_delta,
             "mcnemar_p": self.mcnemar.p_value if self.mcnemar else None,
+            "a_judge_version": self.a_judge_label,
+            "b_judge_version": self.b_judge_label,
+            "judge_versions_differ": self.judges_differ,
         }
 
 
@@ -589,6 +606,27 @@ def match_summary(
     )
 
 
+def _scorer_roots(ids: set[int]) -> dict[int, int]:
+    """The first version of each scorer config (its lineage), by id: one query per
+    generation of edits."""
+    parent: dict[int, int | None] = {}
+    todo = set(ids)
+    while todo:
+        rows = dict(
+            ScorerConfig.objects.filter(pk__in=todo).values_list("pk", "parent_id")
+        )
+        parent.update(rows)
+        todo = {p for p in rows.values() if p is not None and p not in parent}
+    roots: dict[int, int] = {}
+    for scorer_id in ids:
+        node, seen = scorer_id, set()
+        while parent.get(node) is not None and node not in seen:
+            seen.add(node)
+            node = parent[node]  # type: ignore[assignment]
+        roots[scorer_id] = node
+    return roots
+
+
 def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Comparison:
     """Compare runs[1:] with runs[0] on their matched items.
 
@@ -613,10 +651,13 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
     scorers: dict[int, list[RunScorer]] = {r.pk: [] for r in runs}
     for rs in (
         RunScorer.objects.filter(run__in=[r.pk for r in runs])
-        .select_related("review_version")
+        .select_related("review_version", "judge_version")
         .order_by("position", "id")
     ):
         scorers[rs.run_id].append(rs)
+    roots = _scorer_roots(
+        {rs.scorer_id for side in scorers.values() for rs in side if rs.scorer_id}
+    )
     run_a = runs[0]
     labels = [f"run {SIDE_LABELS[i]} (#{r.pk})" for i, r in enumerate(runs)]
     candidates: list[Candidate] = []
@@ -627,10 +668,23 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
             if dup not in duplicates:
                 duplicates.append(dup)
         by_key = {(s.kind, s.name): s for s in scorers[run_b.pk]}
+        # A scorer edited after a run is a new version with a new name ("Faith v2");
+        # it is still the same scorer, so unpaired by name it pairs by its lineage.
+        by_lineage = {
+            (s.kind, roots[s.scorer_id]): s
+            for s in scorers[run_b.pk]
+            if s.scorer_id is not None
+        }
         deltas: list[ScorerDelta] = []
         paired: set[int] = set()
         for sa in scorers[run_a.pk]:
             sb = by_key.get((sa.kind, sa.name))
+            if sb is None and sa.scorer_id is not None:
+                sb = by_lineage.get((sa.kind, roots[sa.scorer_id]))
+                if sb is not None and (sb.kind, sb.name) in {
+                    (s.kind, s.name) for s in scorers[run_a.pk]
+                }:
+                    sb = None  # that one pairs by name with another of A's scorers
             if sb is None or sb.pk in paired:
                 continue
             paired.add(sb.pk)

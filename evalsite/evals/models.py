@@ -390,6 +390,22 @@ class Result(models.Model):
     def __str__(self) -> str:
         return f"result {self.pk} ({self.status})"
 
+    @property
+    def judge_split(self) -> tuple[int, int] | None:
+        """(passes, fails) among the judge's k answers; None when asked once."""
+        if not self.judge_answers:
+            return None
+        passes = sum(1 for answer in self.judge_answers if answer.get("passed"))
+        return passes, len(self.judge_answers) - passes
+
+    @property
+    def judge_answers_mean(self) -> float | None:
+        """The mean score of the judge's k answers; None when asked once."""
+        if not self.judge_answers:
+            return None
+        scores = [float(answer["score"]) for answer in self.judge_answers]
+        return sum(scores) / len(scores)
+
 
 class JudgeCall(models.Model):
     """One HTTP call (or cache hit) made for a result's judge step."""

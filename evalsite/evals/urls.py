@@ -22,6 +22,7 @@ urlpatterns = [
     path(f"{_P}runs/<int:pk>/progress", runs.run_progress, name="run_progress"),
     path(f"{_P}runs/<int:pk>/summary", runs.run_summary, name="run_summary"),
     path(f"{_P}runs/<int:pk>/cancel", runs.run_cancel, name="run_cancel"),
+    path(f"{_P}runs/<int:pk>/rejudge", runs.run_rejudge, name="run_rejudge"),
     path(
         f"{_P}runs/<int:pk>/retry-failed",
         runs.run_retry_failed,

@@ -37,6 +37,11 @@ Columns of a run export (one row per item × scorer), in file order:
     review_seconds (time spent on every review of the result, where the browser
     measured it, blind answers included: it says how long, not what);
     wait_ms (see latency_ms);
+    judge_version (the label of the judge version the judge fields were made with,
+    "faithfulness v3 · gpt-4o-mini · 2 examples"; empty without a judge result),
+    judge_answers (JSON list of {score, passed}, a judge asked k times; empty when
+    asked once), judge_uncertainty (the share of those answers that disagree with
+    the majority, 0-0.5);
     answer.<reviewer>.passed, answer.<reviewer>.score, answer.<reviewer>.note (one
     group per reviewer who answered anywhere in the run, sorted by name; their latest
     answer on the result): the wide shape an analyst computes agreement from.
@@ -79,7 +84,7 @@ from django.db.models import QuerySet
 from django.utils.text import slugify
 
 from evalsite.datasets.models import Dataset, Item
-from evalsite.evals.models import Result, Run
+from evalsite.evals.models import JudgeVersion, Result, Run
 from evalsite.exports.parquet_types import JsonText
 from evalsite.exports.selectors import (
     BatchExtras,
@@ -173,6 +178,9 @@ RUN_EXTRA: tuple[tuple[str, Kind], ...] = (
     ("adjudication_note", "str"),
     ("review_seconds", "float"),
     ("wait_ms", "float"),
+    ("judge_version", "str"),
+    ("judge_answers", "json"),
+    ("judge_uncertainty", "float"),
 )
 ANSWER_GROUP: tuple[tuple[str, Kind], ...] = (
     ("passed", "bool"),
@@ -200,6 +208,9 @@ _RESULT_VALUES = (
     "reviewed_at",
     "reason",
     "error",
+    "judge_version_id",
+    "judge_answers",
+    "judge_uncertainty",
     *(f"item__{name}" for name in AGENT_COLUMNS),
 )
 _ITEM_AT = 3  # position of the first ITEM_COLUMNS value in a _RESULT_VALUES row
@@ -357,6 +368,11 @@ def _result_records(
     """One dict per result with JSON-shaped values (the JSONL record; CSV and Parquet
     flatten it with `_flat_values`)."""
     scorers = _run_scorers(run)
+    versions = dict(
+        JudgeVersion.objects.filter(project_id=run.project_id).values_list(
+            "pk", "label"
+        )
+    )
     unknown = _Scorer("", "")
     agent = [
         (name, _AGENT_AT + list(AGENT_COLUMNS).index(name))
@@ -390,6 +406,9 @@ def _result_records(
                 reviewed_at,
                 reason,
                 error,
+                judge_version_id,
+                judge_answers,
+                judge_uncertainty,
             ) = row[_AFTER_ITEM:_AGENT_AT]
             scorer = scorers.get(run_scorer_id, unknown)
             usage = extras.usage.get(result_id, _NO_USAGE)
@@ -423,6 +442,9 @@ def _result_records(
                     "completion_tokens": usage.completion_tokens,
                     "latency_ms": usage.latency_ms,
                     "wait_ms": usage.wait_ms,
+                    "judge_version": versions.get(judge_version_id),
+                    "judge_answers": judge_answers,
+                    "judge_uncertainty": judge_uncertainty,
                     "cost": _cost(usage, scorer.price),
                     "comment_count": len(comments),
                     "comments": comments,

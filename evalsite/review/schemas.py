@@ -13,6 +13,7 @@ from pydantic import (
 )
 
 from evalsite.core.schemas import ObjectId
+from evalsite.evals.judges.schemas import JudgeVersionOut
 from evalsite.evals.models import Override
 
 
@@ -131,6 +132,18 @@ class ResultOut(ResultFinalOut):
     analysis: dict[str, Any] | None = None
     judge_score: float | None = None
     judge_passed: bool | None = None
+    judge_version: JudgeVersionOut | None = Field(
+        default=None, description="The judge version the judge fields were made with."
+    )
+    judge_answers: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="A judge asked k times: every answer {score, passed}; "
+        "judge_passed is their majority (ties fail).",
+    )
+    judge_uncertainty: float | None = Field(
+        default=None,
+        description="Share of the k answers that disagree with the majority (0-0.5).",
+    )
     reason: str
     reviewed_by: str | None = None
     reviewed_at: datetime | None = None

@@ -145,6 +145,7 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         },
         ("POST", "/runs/{run_id}/cancel"): None,
         ("POST", "/runs/{run_id}/retry-failed"): None,
+        ("POST", "/runs/{run_id}/rejudge"): None,
         ("POST", "/results/{result_id}/overrides"): {
             "kind": "score",
             "value": 0.5,

@@ -22,12 +22,13 @@ the ORM is blocking, and the loop must keep serving replies meanwhile.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import queue
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -61,10 +62,17 @@ from evalsite.evals.runs.services import (
     run_mark_running,
     task_send_dispatch,
 )
-from scoring import ScoringError, StepRecord, ajudge_case, make_async_client
+from scoring import (
+    JudgeResult,
+    ScoringError,
+    StepRecord,
+    ajudge_case,
+    make_async_client,
+)
 from scoring.client import OutageClock, RetryPolicy, is_unreachable
 from scoring.egress import AddressGuard
 from scoring.errors import JudgeError
+from scoring.repeat import combine_answers
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -640,6 +648,8 @@ class _Dispatcher:
         run_scorer = result.run_scorer
         judge = run_scorer.judge
         steps: list[Any] = []
+        answers: list[dict[str, Any]] | None = None
+        uncertainty: float | None = None
         try:
             client = None
             slot = None
@@ -651,7 +661,8 @@ class _Dispatcher:
                 self.limiters[judge.pk] = limiter
                 slot = partial(self._call_slot, limiter, judge.pk)
                 model, temperature = judge_model_settings(run_scorer, judge)
-            judged = await ajudge_case(
+            judge_once = partial(
+                ajudge_case,
                 run_scorer.kind,
                 result.item.as_case(),
                 run_scorer.options,
@@ -669,6 +680,13 @@ class _Dispatcher:
                     partial(self.stats.judged, judge.pk) if judge is not None else None
                 ),
             )
+            repeat = int((run_scorer.options or {}).get("repeat") or 1)
+            if judge is None or repeat <= 1:
+                judged = await judge_once()
+            else:
+                judged, answers, uncertainty = await _judge_repeatedly(
+                    judge_once, repeat
+                )
         except (RunCancelledError, _Abandoned, OperationalError, InterfaceError):
             raise
         except Exception as exc:  # noqa: BLE001 - any other failure fails this result only
@@ -691,8 +709,32 @@ class _Dispatcher:
             judged=judged,
             steps=judged.steps,
             judge_version_id=run_scorer.judge_version_id,
+            answers=answers,
+            uncertainty=uncertainty,
         )
         return "ok" if stored else "skipped"
+
+
+async def _judge_repeatedly(
+    judge_once: Callable[..., Awaitable[JudgeResult]], repeat: int
+) -> tuple[JudgeResult, list[dict[str, Any]], float]:
+    """Ask the judge ``repeat`` times (each answer its own calls, through the same
+    limiter: ``sample`` makes them distinct requests) and combine the answers
+    (scoring.repeat): the majority's first answer with every answer's calls, the
+    answers and the uncertainty. Any answer failing fails the result."""
+    outcomes = await asyncio.gather(
+        *(judge_once(sample=i) for i in range(repeat)), return_exceptions=True
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    judged_all = [o for o in outcomes if isinstance(o, JudgeResult)]
+    combined = combine_answers(
+        [(j.score, j.passed) for j in judged_all], [j.steps for j in judged_all]
+    )
+    chosen = judged_all[combined.chosen]
+    kept = dataclasses.replace(chosen, passed=combined.passed, steps=combined.steps)
+    return kept, [a.to_dict() for a in combined.answers], combined.uncertainty
 
 
 def _note_latencies(seconds: dict[int, float], requests: dict[int, int]) -> None:

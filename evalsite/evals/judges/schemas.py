@@ -107,3 +107,15 @@ class RateBoundOut(Schema):
     binding: str = Field(
         description='"concurrency", "requests_per_minute", or "" (unknown/unlimited).'
     )
+
+
+class JudgeVersionOut(Schema):
+    """A judge version (evals.judges.versions): v1, v2, ... per project and kind."""
+
+    id: int
+    kind: str
+    number: int
+    label: str = Field(description='e.g. "faithfulness v3 · gpt-4o-mini · 2 examples"')
+    digest: str = Field(
+        description="sha256 of the judge's spec (scoring.judge_version)."
+    )

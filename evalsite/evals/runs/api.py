@@ -79,6 +79,18 @@ def run_cancel(request: AuthenticatedHttpRequest, run_id: int) -> Run:
     return services.run_cancel(run=run, user=request.user)
 
 
+@router.post("/runs/{run_id}/rejudge", response={202: RunStartedOut})
+def run_rejudge(request: AuthenticatedHttpRequest, run_id: int) -> Status[Run]:
+    """Owners: a new run over the same items with each scorer's current judge
+    version, linked by rejudge_of; the old run's results are never changed."""
+    run = selectors.run_get_for_user(user=request.user, pk=run_id, manage=True)
+    require_run_start(
+        membership=run.project.membership,
+        judges=[rs.judge for rs in run.run_scorers.select_related("judge")],
+    )
+    return Status(202, services.run_rejudge(run=run, user=request.user))
+
+
 @router.post("/runs/{run_id}/retry-failed", response=RetryOut)
 def run_retry_failed(request: AuthenticatedHttpRequest, run_id: int) -> Run:
     run = selectors.run_get_for_user(user=request.user, pk=run_id, write=True)

@@ -8,7 +8,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field
 
 from evalsite.core.schemas import ObjectId
-from evalsite.evals.judges.schemas import RateBoundOut
+from evalsite.evals.judges.schemas import JudgeVersionOut, RateBoundOut
 from evalsite.evals.models import Run, RunScorer
 from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.runs.selectors import RunProgress, run_error_groups, run_progress
@@ -81,6 +81,9 @@ class RunScorerOut(Schema):
     kind: str
     options: dict[str, Any]
     judge: dict[str, Any]
+    judge_version: JudgeVersionOut | None = Field(
+        default=None, description="The judge this run scorer judges with."
+    )
 
     @staticmethod
     def resolve_judge(run_scorer: RunScorer) -> Any:
@@ -98,6 +101,9 @@ class RunOut(Schema):
     id: int
     project_id: int
     dataset_id: int
+    rejudge_of_id: int | None = Field(
+        default=None, description="The run this one judged again (re-judge)."
+    )
     name: str
     status: str
     error: str
@@ -124,7 +130,7 @@ class RunDetailOut(RunOut):
 
     @staticmethod
     def resolve_scorers(run: Run) -> list[RunScorer]:
-        return list(run.run_scorers.all())
+        return list(run.run_scorers.select_related("judge_version"))
 
     @staticmethod
     def resolve_aggregates(run: Run) -> list[dict[str, Any]]:

@@ -269,22 +269,86 @@ def run_start(
             )
         run.total = total
         run.save(update_fields=["total"])
+        versions = {
+            rs.name: rs.judge_version.label
+            for rs in run.run_scorers.select_related("judge_version")
+            if rs.judge_version is not None
+        }
         _audit(
             run,
             user,
-            "run.start",
-            f"started {_named(run)} on dataset “{dataset}” with "
-            f"{', '.join(str(s) for s in scorers)} ({total} results)",
+            "run.rejudge" if rejudge_of is not None else "run.start",
+            (
+                f"re-judged {_named(rejudge_of)} as {_named(run)} with "
+                if rejudge_of is not None
+                else f"started {_named(run)} on dataset “{dataset}” with "
+            )
+            + f"{', '.join(str(s) for s in scorers)} ({total} results)",
             after={
                 "dataset_id": dataset.pk,
                 "scorer_ids": [s.pk for s in scorers],
                 "total": total,
+                "purpose": purpose,
+                "rejudge_of": rejudge_of.pk if rejudge_of is not None else None,
+                "judge_versions": versions,
             },
         )
         if enqueue:
             task_send_on_commit(RUN_FANOUT_TASK, run.pk)
     logger.info("run %s started: %s results", run.pk, total)
     return run
+
+
+# --------------------------------------------------------------------------- re-judge
+
+
+def scorer_current(scorer: ScorerConfig) -> ScorerConfig:
+    """The newest version of a scorer config (an edit after a run makes a new version
+    and archives the old one)."""
+    current = scorer
+    seen = {current.pk}
+    while True:
+        newer = (
+            ScorerConfig.objects.filter(parent=current)
+            .select_related("judge")
+            .order_by("-version", "-pk")
+            .first()
+        )
+        if newer is None or newer.pk in seen:
+            return current
+        seen.add(newer.pk)
+        current = newer
+
+
+def run_rejudge(*, run: Run, user: User | None, enqueue: bool = True) -> Run:
+    """Judge the run's items again, as a new run, with each scorer's current version
+    (and so its current judge version): "<run> (re-judged)", linked to the run by
+    ``rejudge_of``. The old run and its results are never touched."""
+    if run.purpose != Run.Purpose.RUN:
+        raise ApplicationError(
+            "Only a run can be re-judged, not a lab replay or audit."
+        )
+    if not run.is_finished:
+        raise ConflictError(
+            "Wait until the run has finished, or cancel it, to re-judge it."
+        )
+    scorers: list[ScorerConfig] = []
+    for run_scorer in run.run_scorers.select_related("scorer", "scorer__judge"):
+        if run_scorer.scorer is None:
+            raise ApplicationError(
+                f"The scorer “{run_scorer.name}” was deleted: it cannot judge again.",
+                field_errors={"scorer_ids": f"{run_scorer.name} was deleted."},
+            )
+        scorers.append(scorer_current(run_scorer.scorer))
+    return run_start(
+        project=run.project,
+        user=user,
+        dataset=run.dataset,
+        scorers=scorers,
+        name=f"{run} (re-judged)"[:200],
+        rejudge_of=run,
+        enqueue=enqueue,
+    )
 
 
 # --------------------------------------------------------------------------- preview

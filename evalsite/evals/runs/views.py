@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
@@ -18,7 +19,7 @@ from evalsite.evals.results.aggregates import run_aggregates
 from evalsite.evals.runs import selectors, services
 from evalsite.evals.runs.forms import RunStartForm
 from evalsite.lib.forms import form_add_application_error
-from evalsite.lib.htmx import partial, vary_on_htmx, wants_partial
+from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 
 # --------------------------------------------------------------------------- judges
 
@@ -115,7 +116,7 @@ def _summary_context(run: Run) -> dict[str, Any]:
 
 def _run_context(run: Run) -> dict[str, Any]:
     membership = run.project.membership
-    run_scorers = list(run.run_scorers.select_related("judge"))
+    run_scorers = list(run.run_scorers.select_related("judge", "judge_version"))
     paid = any(rs.judge is not None and not rs.judge.is_offline for rs in run_scorers)
     return {
         "project": run.project,
@@ -123,6 +124,12 @@ def _run_context(run: Run) -> dict[str, Any]:
         "progress": selectors.run_progress(run=run),
         "run_scorers": run_scorers,
         "can_write": membership.can_review,
+        "can_rejudge": membership.can_manage
+        and run.is_finished
+        and run.purpose == Run.Purpose.RUN,
+        "rejudged_as": list(
+            selectors.runs_listed().filter(rejudge_of=run).order_by("pk")
+        ),
         # Retrying calls the judges again: on a paid judge, only who may start runs.
         "can_retry": membership.can_review
         and (not paid or membership.can_start_paid_runs),
@@ -211,6 +218,33 @@ def run_retry_failed(
     else:
         messages.success(request, f"{count} failed results queued again.")
     return _after_control(request, run)
+
+
+@require_POST
+@vary_on_htmx
+def run_rejudge(
+    request: AuthenticatedHttpRequest, project_id: int, pk: int
+) -> HttpResponse:
+    """Owners: judge the run's items again with each scorer's current judge, as a new
+    run (the old one is kept as it is)."""
+    run = selectors.run_get_for_user(
+        user=request.user, pk=pk, project_id=project_id, manage=True
+    )
+    require_run_start(
+        membership=run.project.membership,
+        judges=[rs.judge for rs in run.run_scorers.select_related("judge")],
+    )
+    try:
+        new = services.run_rejudge(run=run, user=request.user)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+        return redirect_htmx(
+            request, reverse("evals:run_detail", args=[project_id, run.pk])
+        )
+    messages.success(request, f"{new} started: {new.total} results to judge.")
+    return redirect_htmx(
+        request, reverse("evals:run_detail", args=[project_id, new.pk])
+    )
 
 
 def _after_control(request: AuthenticatedHttpRequest, run: Run) -> HttpResponse:

@@ -18,6 +18,7 @@ from evalsite.datasets.models import Dataset
 from evalsite.evals.models import JudgeConnection, RunScorer, ScorerConfig
 from evalsite.lib.text import text_check_storable, unstorable_in
 from scoring import KINDS, OptionsError, UnknownKindError, validate_options
+from scoring.judge_options import check_repeat
 
 # "Not given" (None is a meaningful threshold for factuality).
 UNSET: Any = object()
@@ -116,6 +117,20 @@ def _judge_for(
     return judge
 
 
+def _check_repeat(
+    kind: str, options: dict[str, Any], judge: JudgeConnection | None
+) -> None:
+    """A judge asked more than once must answer at a temperature above 0."""
+    if judge is None:
+        return
+    try:
+        check_repeat(kind, options, judge.temperature)
+    except OptionsError as exc:
+        raise ApplicationError(
+            str(exc), field_errors={"options.repeat": str(exc)}
+        ) from exc
+
+
 def _clean_name(name: str) -> str:
     name = (name or "").strip()
     if not name:
@@ -176,6 +191,7 @@ def scorer_create(
     name = _clean_name(name)
     full = scorer_options_clean(kind=kind, options=options, threshold=threshold)
     judge = _judge_for(project=project, kind=kind, judge=judge)
+    _check_repeat(kind, full, judge)
     scorer = ScorerConfig.objects.create(
         project=project,
         name=name,
@@ -220,6 +236,7 @@ def scorer_update(
     full = scorer_options_clean(kind=locked.kind, options=base, threshold=threshold)
     new_judge = locked.judge if judge is UNSET else judge
     new_judge = _judge_for(project=locked.project, kind=locked.kind, judge=new_judge)
+    _check_repeat(locked.kind, full, new_judge)
     if not RunScorer.objects.filter(scorer=locked).exists():
         before = _settings(locked)
         locked.name, locked.options, locked.judge = new_name, full, new_judge

@@ -93,6 +93,9 @@ def result_detail(request: AuthenticatedHttpRequest, result_id: int) -> dict[str
         "analysis": result.analysis,
         "judge_score": result.judge_score,
         "judge_passed": result.judge_passed,
+        "judge_version": result.judge_version,
+        "judge_answers": result.judge_answers,
+        "judge_uncertainty": result.judge_uncertainty,
         "reason": result.reason,
         "reviewed_by": result.reviewed_by.get_username()
         if result.reviewed_by

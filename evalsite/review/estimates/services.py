@@ -40,6 +40,7 @@ from evalsite.review.queues.services import (
 )
 from scoring.inference import (
     active_design,
+    split_uncertainty,
     stratified_design,
     threshold_uncertainty,
     uniform_design,
@@ -71,21 +72,36 @@ class SampleDesign:
 
 
 def judge_uncertainty(
-    scores: Sequence[float | None], *, threshold: float | None, scale: float
+    scores: Sequence[float | None],
+    *,
+    threshold: float | None,
+    scale: float,
+    splits: Sequence[float | None] | None = None,
 ) -> list[float]:
     """How unsure the judge was on each result, 0 (sure) … 1 (a coin toss).
 
-    A score at the threshold is a split verdict (for the verdict-counting kinds the
-    score is the share of verdicts that held); the farther from it, the surer, down to
-    0 at the far end of the scale. A result without a score, or a scorer without a
-    threshold, counts as fully uncertain: nothing says the judge was sure.
+    A judge asked several times says it itself: ``splits`` (Result.judge_uncertainty,
+    the share of its answers that disagree with the majority, 0 … 0.5) becomes
+    ``split_uncertainty`` of its pass fraction, 2 × split: 0 when the answers agree, 1
+    for a tie. Otherwise a score at the threshold is a split verdict (for the
+    verdict-counting kinds the score is the share of verdicts that held); the farther
+    from it, the surer, down to 0 at the far end of the scale. A result without a
+    score, or a scorer without a threshold, counts as fully uncertain: nothing says
+    the judge was sure.
     """
     reach = max(threshold, scale - threshold) if threshold is not None else 0.0
     if threshold is None or reach <= 0:
-        return [1.0] * len(scores)
-    # A missing score is put on the threshold, where the uncertainty is 1.
-    filled = [threshold if s is None else s for s in scores]
-    return [float(u) for u in threshold_uncertainty(filled, threshold, reach)]
+        by_score = [1.0] * len(scores)
+    else:
+        # A missing score is put on the threshold, where the uncertainty is 1.
+        filled = [threshold if s is None else s for s in scores]
+        by_score = [float(u) for u in threshold_uncertainty(filled, threshold, reach)]
+    if splits is None:
+        return by_score
+    return [
+        float(split_uncertainty([1.0 - split])[0]) if split is not None else u
+        for u, split in zip(by_score, splits, strict=True)
+    ]
 
 
 def _stratum(row: dict[str, Any], strata: str, scale: float) -> str:
@@ -111,7 +127,10 @@ def _probabilities(
         labels = [_stratum(r, spec.strata, scale) for r in rows]
         return [float(p) for p in stratified_design(labels, spec.budget)]
     uncertainty = judge_uncertainty(
-        [r["judge_score"] for r in rows], threshold=threshold, scale=scale
+        [r["judge_score"] for r in rows],
+        threshold=threshold,
+        scale=scale,
+        splits=[r.get("judge_uncertainty") for r in rows],
     )
     return [float(p) for p in active_design(uncertainty, spec.budget, floor=spec.floor)]
 
@@ -182,7 +201,7 @@ def calibration_sample_create(
         dict(row)
         for row in Result.objects.filter(run_scorer=run_scorer, status=Result.Status.OK)
         .order_by("pk")
-        .values("pk", "judge_score", "judge_passed")
+        .values("pk", "judge_score", "judge_passed", "judge_uncertainty")
     ]
     if not rows:
         raise ApplicationError("This scorer has no judged results to sample from.")

@@ -52,6 +52,13 @@ SORTS: dict[str, tuple[Any, ...]] = {
     "-final": (F("final_score").desc(nulls_last=True), "-id"),
     "updated": ("updated_at", "id"),
     "-updated": ("-updated_at", "-id"),
+    # A judge asked several times: its split (most uncertain first), then the item.
+    "-uncertainty": (
+        F("judge_uncertainty").desc(nulls_last=True),
+        "item_id",
+        "id",
+    ),
+    "uncertainty": (F("judge_uncertainty").asc(nulls_last=True), "item_id", "id"),
 }
 
 
@@ -64,6 +71,8 @@ SORT_LABELS = {
     "-final": "Final score ↓",
     "updated": "Updated ↑",
     "-updated": "Updated ↓",
+    "-uncertainty": "Judge uncertainty ↓ (most uncertain first)",
+    "uncertainty": "Judge uncertainty ↑",
 }
 
 
@@ -118,6 +127,9 @@ def results_filter(*, run: Run, query: ResultQuery, user: User) -> QuerySet[Resu
         # differs, or any active override" is exactly `overridden`: one small partial
         # index (review_result_overridden_idx) instead of a scan of the run.
         qs = qs.filter(overridden=True)
+    if query.uncertain:
+        # The judge's own answers disagree (it was asked several times).
+        qs = qs.filter(judge_uncertainty__gt=0)
     text = (query.q or "").strip()
     if text:
         # Postgres refuses NUL even as a query parameter: a 400, not a server error.

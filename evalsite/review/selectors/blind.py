@@ -219,6 +219,8 @@ _NULLED = (
     "final_analysis",
     "judge_score",
     "judge_passed",
+    "judge_answers",
+    "judge_uncertainty",
     "final_score",
     "final_passed",
     "human_passed",
@@ -261,5 +263,6 @@ def results_mask(
         if result.pk in blind:
             result.judge_score = result.final_score = None
             result.judge_passed = result.final_passed = result.human_passed = None
+            result.judge_answers = result.judge_uncertainty = None
             result.analysis = result.final_analysis = None
             result.reason = ""

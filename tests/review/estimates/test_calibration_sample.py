@@ -98,3 +98,38 @@ def test_calibration_sample_rejects_a_bad_design(run, owner, spec, field):
         _draw(run, owner, **spec)
     assert field in exc.value.field_errors
     assert not ReviewQueue.objects.exists()
+
+
+def test_judge_uncertainty_uses_the_judges_own_split_when_it_has_one():
+    got = judge_uncertainty(
+        [1.0, 1.0, 0.0, 0.5],
+        threshold=0.5,
+        scale=1,
+        splits=[None, 0.0, 0.5, 1 / 3],
+    )
+    # No split: from the score; a unanimous judge: 0; a tie: 1; 2 of 3: 2/3.
+    assert got == pytest.approx([0.0, 0.0, 1.0, 2 / 3])
+
+
+def test_active_sample_follows_the_split_of_a_judge_asked_several_times(run, owner):
+    rs = run.run_scorers.get()
+    results = list(rs.results.order_by("pk"))
+    # The same score everywhere, so only the splits can tell the results apart.
+    tie, unanimous = results[:100], results[100:]
+    rs.results.update(judge_score=1.0, judge_passed=True)
+    rs.results.filter(pk__in=[r.pk for r in tie]).update(
+        judge_uncertainty=0.5,
+        judge_answers=[{"score": 1.0, "passed": True}, {"score": 0.0, "passed": False}],
+    )
+    rs.results.filter(pk__in=[r.pk for r in unanimous]).update(
+        judge_uncertainty=0.0,
+        judge_answers=[{"score": 1.0, "passed": True}, {"score": 1.0, "passed": True}],
+    )
+    queue = _draw(run, owner, design="active", budget=40, floor=0.2, seed=0)
+    pi = {e.result_id: e.inclusion_probability for e in queue.entries.all()}
+    tied = {round(p, 9) for rid, p in pi.items() if rid in {r.pk for r in tie}}
+    sure = {round(p, 9) for rid, p in pi.items() if rid not in {r.pk for r in tie}}
+    # u = 1 for a tie, 0 when unanimous; mean u = 0.5; π ∝ 0.8 · u / 0.5 + 0.2:
+    # 1.8 against 0.2, scaled to a budget of 40 over 200 results.
+    assert tied == {round(40 * 1.8 / (100 * 1.8 + 100 * 0.2), 9)}
+    assert sure == {round(40 * 0.2 / (100 * 1.8 + 100 * 0.2), 9)}
