@@ -216,12 +216,12 @@ def test_duplicate_keys_are_an_error_naming_them(client, owner, project):
     resp = _api(client, a, b)
     assert resp.status_code == 400
     body = resp.json()
-    assert "'k' (items 0, 1)" in body["detail"] and f"run A (#{a.pk})" in body["detail"]
+    assert "'k' (items 1, 2)" in body["detail"] and f"run A (#{a.pk})" in body["detail"]
     assert body["errors"][0]["field"] == "key"
     url = reverse("compare:compare", args=[project.pk])
     page = client.get(f"{url}?a={a.pk}&b={b.pk}")
     assert page.status_code == 400
-    assert "&#x27;k&#x27; (items 0, 1)" in page.content.decode()
+    assert "&#x27;k&#x27; (items 1, 2)" in page.content.decode()
     # matching by input instead works
     assert _api(client, a, b, "?match=input").status_code == 200
 

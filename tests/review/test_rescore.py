@@ -224,3 +224,37 @@ def test_rescore_api_preview_and_save_by_config_id(client, reviewer, run):
         content_type="application/json",
     )
     assert missing.status_code == 400
+
+
+def test_a_refused_rescore_value_comes_back_at_its_field_with_the_value_typed(
+    client, reviewer, run
+):
+    """htmx posts the form to the result region; a refused value re-renders the form
+    instead (retargeted), the error under its field and what was typed kept."""
+    import re
+
+    rs = run.run_scorers.get()
+    url = reverse("review:rescore", args=[run.project_id, run.pk])
+    login(client, reviewer)
+    resp = client.post(
+        url,
+        {
+            "run_scorer": rs.pk,
+            "scale": "1",
+            "threshold": "abc",
+            "penalties__unused_high_relevance": "0",
+            "penalties__missing_context_per_item": "0.15",
+            "penalties__max_missing_context_penalty": "0.5",
+            "action": "preview",
+        },
+        HTTP_HX_REQUEST="true",
+    )
+    assert resp["HX-Retarget"] == "#rescore-form" and resp["HX-Reswap"] == "outerHTML"
+    html = resp.content.decode()
+    assert html.lstrip().startswith('<form method="post" id="rescore-form"')
+    field = re.search(r'<input[^>]*name="threshold"[^>]*>', html).group(0)
+    assert 'value="abc"' in field and 'aria-invalid="true"' in field
+    label = html.split('name="threshold"', 1)[1].split("</label>", 1)[0]
+    assert 'class="error"' in label  # the message sits in the field's own label
+    assert 'id="rescore-form-error"' in html
+    assert rs.results.filter(final_score=0.75).exists()  # nothing rescored

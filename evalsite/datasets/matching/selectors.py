@@ -181,7 +181,8 @@ def duplicates_message(
     parts = []
     for dup in duplicates[:DUPLICATES_SHOWN]:
         side = labels[dup.side] if labels else f"side {dup.side + 1}"
-        shown = ", ".join(str(i) for i in dup.item_indexes[:DUPLICATES_SHOWN])
+        # Items as the pages number them, from 1.
+        shown = ", ".join(str(i + 1) for i in dup.item_indexes[:DUPLICATES_SHOWN])
         more = "…" if len(dup.item_indexes) > DUPLICATES_SHOWN else ""
         key = dup.key if len(dup.key) <= 60 else dup.key[:57] + "…"
         parts.append(f"{side}: {key!r} (items {shown}{more})")

@@ -183,7 +183,7 @@ def _accept_batch(
             action="result.accept",
             summary=(
                 f"{name} accepted {'pass' if row['final_passed'] else 'fail'} on item "
-                f"{row['item__index']} · {scorer_names.get(row['run_scorer_id'], '')}"
+                f"{row['item__index'] + 1} · {scorer_names.get(row['run_scorer_id'], '')}"
             )[:500],
             before=_accept_snapshot(row, reviewed=False),
             after={**_accept_snapshot(row, reviewed=True), "bulk": True},

@@ -7,6 +7,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import reswap, retarget
 
 from evalsite.accounts.selectors import require_rescore_save
 from evalsite.core.exceptions import ApplicationError
@@ -111,6 +112,11 @@ def rescore(
         "finished": run.is_finished,
     }
     template = "review/rescore.html"
+    if write and wants_partial(request) and form.errors:
+        # A refused value: the form comes back (it posted to the result region) with
+        # each error at its field and the values as typed.
+        response = render(request, template + "#rescore-form", context)
+        return reswap(retarget(response, "#rescore-form"), "outerHTML")
     if write and wants_partial(request):
         template += "#rescore-result"
     return render(request, template, context)

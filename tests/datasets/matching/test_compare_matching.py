@@ -49,7 +49,7 @@ def test_match_keys_duplicates_match_nothing_and_are_reported():
     )
     with pytest.raises(DuplicateKeyError) as err:
         m.raise_for_duplicates(["run A", "run B"])
-    assert "run A: 'q1' (items 0, 1)" in err.value.message
+    assert "run A: 'q1' (items 1, 2)" in err.value.message
     assert "metadata key “id”" in err.value.message
 
 

@@ -91,7 +91,7 @@ def test_duplicates_are_reported_on_the_compare_side_and_not_stored(
     assert [d.side for d in summary.duplicates] == [2]
     response = login(client, viewer).get(f"/api/runs/{a.pk}/compare/{c.pk}")
     assert (
-        response.status_code == 400 and "'b' (items 1, 2)" in response.content.decode()
+        response.status_code == 400 and "'b' (items 2, 3)" in response.content.decode()
     )
     assert not DatasetMatch.objects.exists()
 

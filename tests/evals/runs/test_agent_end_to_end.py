@@ -108,7 +108,8 @@ def test_upload_run_review_export_and_upload_again(
     table = agent.split('id="agent-tool-calls"')[1].split("</table>")[0]
     assert table.count('<tr class="tool-call') == 2
     assert '<code class="tool-name">search_flights</code>' in table
-    assert "&quot;to&quot;: &quot;OSL&quot;" in table  # arguments as indented JSON
+    # Arguments as a tree of keys and values, not JSON text.
+    assert '<dt>to</dt><dd><span class="json-str">OSL</span></dd>' in table
     assert "&lt;script&gt;x&lt;/script&gt;" in table and "<script>x" not in page
     assert 'id="agent-expected-tool-calls"' in agent
     assert "Booked flight SK4411 (89 EUR)." in agent

@@ -76,7 +76,7 @@ def _assert_first_item_agent_data(page: str) -> None:
     table = agent.split('id="agent-tool-calls"')[1].split("</table>")[0]
     assert table.count('<tr class="tool-call') == 2
     assert '<code class="tool-name">search_flights</code>' in table
-    assert "&quot;to&quot;: &quot;OSL&quot;" in table
+    assert '<dt>to</dt><dd><span class="json-str">OSL</span></dd>' in table
     # Hostile text in arguments and results is shown as text, never as markup.
     assert "&lt;script&gt;x&lt;/script&gt;" in table
     assert "&lt;img src=x onerror=alert(1)&gt;" in table
