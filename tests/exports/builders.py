@@ -149,6 +149,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
     membership_event = MembershipEventFactory(
         project=project, actor=owner, subject=owner, after={"role": "owner"}
     )
+    bias_audit = _bias_audit(project, run, run_scorer, item)
     return {
         "project": project,
         "judge": judge,
@@ -171,6 +172,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         "saved_filter": saved_filter,
         "invitation": invitation,
         "membership_event": membership_event,
+        "bias_audit": bias_audit,
         "membership": project.memberships.get(user=owner),
         "reviewer_membership": project.memberships.exclude(user=owner)
         .order_by("id")
@@ -178,6 +180,48 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         or project.memberships.get(user=owner),
         **build_webhooks(project),
     }
+
+
+def _bias_audit(project: Project, run: Run, run_scorer: Any, item: Any) -> Any:
+    """A finished bias audit of one item, with its hidden run. Made directly: the
+    service refuses a judge-less snapshot like the world's."""
+    from evalsite.evals.models import BiasAudit, RunScorer
+
+    audit_run = Run.objects.create(
+        project=project,
+        dataset=run.dataset,
+        name="audit",
+        status=Run.Status.DONE,
+        total=1,
+        **({"purpose": "audit"} if _has_purpose() else {}),
+    )
+    changed = RunScorer.objects.create(
+        run=audit_run,
+        name=run_scorer.name,
+        kind=run_scorer.kind,
+        options=run_scorer.options,
+        perturbation="padded",
+    )
+    Result.objects.create(
+        run=audit_run,
+        item=item,
+        run_scorer=changed,
+        status=Result.Status.OK,
+        judge_passed=True,
+    )
+    return BiasAudit.objects.create(
+        project=project,
+        run=run,
+        run_scorer=run_scorer,
+        audit_run=audit_run,
+        sample_size=1,
+        seed=0,
+        sample=[item.pk],
+    )
+
+
+def _has_purpose() -> bool:
+    return any(f.name == "purpose" for f in Run._meta.get_fields())
 
 
 def _pairwise_queue(

@@ -89,6 +89,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
             "scorers": "scorer_id",
             "runs": "run_id",
             "webhooks": "webhook_id",
+            "bias-audits": "audit_id",
         }[segment]
     objects = {
         "project_id": world["project"],
@@ -110,6 +111,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "saved_filter_id": world["saved_filter"],
         "webhook_id": world["webhook"],
         "delivery_id": world["delivery"],
+        "audit_id": world["bias_audit"],
     }
     if name in objects:
         return objects[name].pk

@@ -63,6 +63,7 @@ from evalsite.evals.runs.services import (
 from scoring import ScoringError, StepRecord, ajudge_case, make_async_client
 from scoring.client import OutageClock, RetryPolicy, is_unreachable
 from scoring.egress import AddressGuard
+from scoring.perturbation import perturb_case
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -634,9 +635,13 @@ class _Dispatcher:
                 self.limiters[judge.pk] = limiter
                 slot = partial(self._call_slot, limiter, judge.pk)
                 model, temperature = judge_model_settings(run_scorer, judge)
+            case = result.item.as_case()
+            if run_scorer.perturbation:
+                # A bias audit's run: the same judge, on the changed copy of the item.
+                case = perturb_case(run_scorer.kind, case, run_scorer.perturbation)
             judged = await ajudge_case(
                 run_scorer.kind,
-                result.item.as_case(),
+                case,
                 run_scorer.options,
                 client,
                 model=model,

@@ -48,6 +48,9 @@ class ExplorerFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
     mine = forms.BooleanField(required=False, label="Assigned to me")
     disagree = forms.BooleanField(required=False, label="Human disagrees with judge")
+    judge_instructions = forms.BooleanField(
+        required=False, label="Instructions aimed at the judge"
+    )
     q = forms.CharField(
         required=False, max_length=Q_MAX_LENGTH, strip=True, label="Search"
     )

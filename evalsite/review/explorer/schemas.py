@@ -60,6 +60,8 @@ class ResultQuery(Schema):
     reviewed: bool | None = None
     overridden: bool | None = None
     disagree: bool | None = None
+    # Only results whose item's text holds instructions aimed at the judge.
+    judge_instructions: bool | None = None
     status: ResultStatus | None = None
     q: str | None = Field(default=None, max_length=Q_MAX_LENGTH)
     # Finite only: a queue stores its filters as JSON, which has no NaN or infinity.
@@ -148,7 +150,11 @@ class ResultQuery(Schema):
         for field, value in self.model_dump(
             include=set(ResultQuery.model_fields)
         ).items():
-            if value is None or value == "" or (field == "disagree" and not value):
+            if (
+                value is None
+                or value == ""
+                or (field in ("disagree", "judge_instructions") and not value)
+            ):
                 continue
             if field == "sort" and value == DEFAULT_SORT:
                 continue
@@ -181,6 +187,8 @@ class ResultQuery(Schema):
             out["mine"] = "on"
         if self.disagree:
             out["disagree"] = "on"
+        if self.judge_instructions:
+            out["judge_instructions"] = "on"
         if self.q:
             out["q"] = self.q
         if self.sort != DEFAULT_SORT:
@@ -227,6 +235,7 @@ QUERY_ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "reviewed": ("reviewed", _verdict),
     "overridden": ("overridden", _verdict),
     "disagree": ("disagree", _checkbox),
+    "judge_instructions": ("judge_instructions", _checkbox),
     "status": ("status", _text),
     "q": ("q", _text),
     "min_score": ("min_score", _text),

@@ -111,6 +111,9 @@ def results_filter(*, run: Run, query: ResultQuery, user: User) -> QuerySet[Resu
         # differs, or any active override" is exactly `overridden`: one small partial
         # index (review_result_overridden_idx) instead of a scan of the run.
         qs = qs.filter(overridden=True)
+    if query.judge_instructions:
+        # Found once per item on upload (datasets: Item.judge_instructions).
+        qs = qs.exclude(item__judge_instructions=[])
     text = (query.q or "").strip()
     if text:
         # Postgres refuses NUL even as a query parameter: a 400, not a server error.
