@@ -352,6 +352,9 @@ class StepSettings:
     temperature: float = 0.0
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy())
     use_cache: bool = False
+    # Sent as the request's ``seed`` when set: one of k repeated answers
+    # (scoring.judge's ``sample``), so each is its own call and cache entry.
+    seed: int | None = None
     # Values never to store in an error text (the connection's own key).
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
@@ -389,7 +392,7 @@ def step_plan(
             record.response_format = mode
             sent = _messages_for(step, messages, mode)
             record.messages = sent
-            params = _params(step, mode, settings.temperature)
+            params = _params(step, mode, settings.temperature, settings.seed)
             key = cache_key(settings.base_url, settings.model, sent, params)
             if settings.use_cache:
                 hit = _cached_reply(step, (yield CacheRead(key)), record)
@@ -429,8 +432,12 @@ def _messages_for(step: Step, messages: Messages, mode: str) -> list[dict[str, A
     return sent
 
 
-def _params(step: Step, mode: str, temperature: float) -> dict[str, Any]:
+def _params(
+    step: Step, mode: str, temperature: float, seed: int | None = None
+) -> dict[str, Any]:
     params: dict[str, Any] = {"temperature": temperature}
+    if seed is not None:
+        params["seed"] = seed
     if mode == "json_schema":
         params["response_format"] = {
             "type": "json_schema",

@@ -8,6 +8,7 @@ explains the computed score.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Callable, Mapping
@@ -41,6 +42,7 @@ from scoring.egress import (
 )
 from scoring.errors import AnalysisError, CaseError, JudgeError, JudgeURLError
 from scoring.formulas import compute_score, passes
+from scoring.judge_options import apply_judge_prompt, check_repeat, effective_judge
 from scoring.kinds.agent import (
     AGENT_STEPS,
     agent_first_messages,
@@ -249,10 +251,17 @@ def _check_text(name: str, value: str, limit: int) -> None:
 class _Run:
     """The steps of one case, collecting their records (a plan, see scoring.client)."""
 
-    def __init__(self, kind: str, settings: StepSettings, rng: random.Random) -> None:
+    def __init__(
+        self,
+        kind: str,
+        settings: StepSettings,
+        rng: random.Random,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.kind = kind
         self.settings = settings
         self.rng = rng
+        self.options: Mapping[str, Any] = options or {}
         self.steps: list[StepRecord] = []
 
     def step(self, name: str, messages: Messages) -> Plan[Reply]:
@@ -261,6 +270,10 @@ class _Run:
             if self.kind in AGENT_STEPS
             else get_step(self.kind, name)
         )
+        if name != "reason":
+            # The reason step explains a computed score: the rubric and examples are
+            # for the steps that judge.
+            messages = apply_judge_prompt(messages, self.options)
         try:
             reply, record = yield from step_plan(
                 step, messages, self.settings, self.rng
@@ -372,17 +385,25 @@ def judge_case(
     base_url: str | None = None,
     retry_base_delay: float = 0.5,
     retry_max_delay: float = 30.0,
+    sample: int | None = None,
 ) -> JudgeResult:
     """Judge one case for ``kind`` and score it.
 
     Raises UnknownKindError / OptionsError for bad kind or options, CaseError (before any
     call) for a case the kind cannot judge, and JudgeError (with ``raw`` and ``steps``)
     when a judge step cannot be completed after retries and one repair attempt.
+
+    ``sample`` numbers one of several answers to the same case (the ``repeat`` option):
+    it is sent as the requests' ``seed``, so each answer is its own call and cache entry.
+    The options' ``judge_model`` and ``judge_temperature`` replace ``model`` and
+    ``temperature`` when set.
     """
     prepared = _prepare(kind, case, options, max_field_chars, client is not None)
     if prepared.result is not None:
         return prepared.result
     assert client is not None
+    check_repeat(kind, prepared.opts, temperature)
+    model, temperature = effective_judge(prepared.opts, model, temperature)
     runner = StepRunner(
         client,
         model=model,
@@ -396,7 +417,9 @@ def judge_case(
             max_delay=retry_max_delay,
         ),
     )
-    run = _Run(kind, runner.settings, runner.rng)
+    if sample is not None:
+        runner.settings = dataclasses.replace(runner.settings, seed=sample)
+    run = _Run(kind, runner.settings, runner.rng, prepared.opts)
     return runner.drive(_judge_plan(run, case, prepared.opts))
 
 
@@ -415,6 +438,7 @@ async def ajudge_case(
     base_url: str | None = None,
     retry: RetryPolicy | None = None,
     on_request: Callable[[float], None] | None = None,
+    sample: int | None = None,
 ) -> JudgeResult:
     """``judge_case`` on asyncio: the same steps and errors, with an AsyncOpenAI
     client, an async cache and an async limiter (``retry.sleep`` is not used: the
@@ -424,6 +448,8 @@ async def ajudge_case(
     if prepared.result is not None:
         return prepared.result
     assert client is not None
+    check_repeat(kind, prepared.opts, temperature)
+    model, temperature = effective_judge(prepared.opts, model, temperature)
     runner = AsyncStepRunner(
         client,
         model=model,
@@ -434,7 +460,9 @@ async def ajudge_case(
         retry=retry or RetryPolicy(max_retries=max_retries),
         on_request=on_request,
     )
-    run = _Run(kind, runner.settings, runner.rng)
+    if sample is not None:
+        runner.settings = dataclasses.replace(runner.settings, seed=sample)
+    run = _Run(kind, runner.settings, runner.rng, prepared.opts)
     return await runner.drive(_judge_plan(run, case, prepared.opts))
 
 
@@ -475,12 +503,17 @@ def preview_prompts(
         return [
             {
                 "step": AGENT_STEPS[kind][0].name,
-                "messages": agent_first_messages(kind, case, opts),
+                "messages": apply_judge_prompt(
+                    agent_first_messages(kind, case, opts), opts
+                ),
             }
         ]
     names = [s.name for s in STEPS[kind]]
     out: list[dict[str, Any]] = [
-        {"step": names[0], "messages": first_step_messages(kind, case, opts)}
+        {
+            "step": names[0],
+            "messages": apply_judge_prompt(first_step_messages(kind, case, opts), opts),
+        }
     ]
     out.extend({"step": name, "messages": None} for name in names[1:])
     return out
@@ -495,18 +528,30 @@ def estimate_tokens(
 ) -> dict[str, int]:
     """A rough cost of judging one case: ``{calls, prompt_tokens, completion_tokens}``
     (tokens ~ characters / 4). Later steps are rendered with a stand-in for the earlier
-    replies (one item per sentence of the output)."""
+    replies (one item per sentence of the output). A judge asked ``repeat`` times costs
+    that many times as much."""
     spec = KINDS[kind]
     if not spec.needs_judge:
         return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     opts = validate_options(kind, dict(options) if options else None)
+    once = _estimate_once(kind, case, opts)
+    repeat = int(opts.get("repeat") or 1)
+    return {key: value * repeat for key, value in once.items()}
+
+
+def _estimate_once(
+    kind: str, case: Mapping[str, Any], opts: dict[str, Any]
+) -> dict[str, int]:
+    spec = KINDS[kind]
     context = list(case.get("context") or [])
     if kind == "context_relevance" and not context:
         return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     output = str(case.get("output") or "")
     if kind in AGENT_STEPS:
         entries = len(case.get("tool_calls") or []) + len(opts.get("criteria") or [])
-        prompt_chars = _chars(agent_first_messages(kind, case, opts))
+        prompt_chars = _chars(
+            apply_judge_prompt(agent_first_messages(kind, case, opts), opts)
+        )
         return {
             "calls": 1,
             "prompt_tokens": math.ceil(prompt_chars / 4),
@@ -517,14 +562,16 @@ def estimate_tokens(
     calls = 0
     prompt = 0
     completion = 0
-    first = first_step_messages(kind, case, opts)
+    first = apply_judge_prompt(first_step_messages(kind, case, opts), opts)
     calls += 1
     prompt += _chars(first)
     if kind in ("faithfulness", "hallucination", "answer_relevancy", "bias"):
         completion += len(output) + 20
         if items:
             calls += 1
-            prompt += _chars(verdict_messages(kind, case, items))
+            prompt += _chars(
+                apply_judge_prompt(verdict_messages(kind, case, items), opts)
+            )
             completion += sum(len(i) + verdict_chars for i in items)
     elif kind in ("context_relevance", "context_precision"):
         completion += len(context) * verdict_chars + 20

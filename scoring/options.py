@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from scoring.errors import OptionsError, UnknownKindError
+from scoring.judge_options import drop_defaults
 from scoring.kinds.base import MAX_SCALE, format_path, options_json_schema
 from scoring.registry import OPTIONS_MODELS
 
@@ -74,7 +75,9 @@ def validate_options(
     if not isinstance(options, dict):
         raise OptionsError(f"options of {kind} must be a JSON object", field="")
     try:
-        return model.model_validate(options).model_dump()
+        # Judge options at their defaults are left out: options saved before they
+        # existed, and scorers that do not use them, stay as they were.
+        return drop_defaults(model.model_validate(options).model_dump())
     except ValidationError as exc:
         field, message = _message(kind, model, exc.errors(include_url=False)[0])
         raise OptionsError(message, field=field) from None

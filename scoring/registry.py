@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from scoring import prompts
+from scoring.judge_options import drop_defaults, with_judge_options
 from scoring.kinds import (
     agent,
     answer_relevancy,
@@ -107,7 +108,17 @@ KIND_DEFS: tuple[KindDef, ...] = (
     imported.KIND,
 )
 
-OPTIONS_MODELS: dict[str, type[CommonOptions]] = {k.name: k.options for k in KIND_DEFS}
+
+def _options_model(kind: KindDef) -> type[CommonOptions]:
+    # Judged kinds also take the judge options (scoring.judge_options).
+    if kind.entry.get("needs_judge"):
+        return with_judge_options(kind.options)
+    return kind.options
+
+
+OPTIONS_MODELS: dict[str, type[CommonOptions]] = {
+    k.name: _options_model(k) for k in KIND_DEFS
+}
 ANALYSIS_MODELS: dict[str, type[BaseModel]] = {k.name: k.analysis for k in KIND_DEFS}
 SCORE_FUNCTIONS: dict[str, ScoreFunction] = {k.name: k.score for k in KIND_DEFS}
 # The judged kinds' steps before the reason (scoring.judge runs them).
@@ -119,8 +130,8 @@ ANALYSERS: dict[str, Analyse] = {
 def _spec(kind: KindDef) -> KindSpec:
     return KindSpec(
         name=kind.name,
-        options_schema=options_json_schema(kind.name, kind.options),
-        defaults=kind.options().model_dump(),
+        options_schema=options_json_schema(kind.name, OPTIONS_MODELS[kind.name]),
+        defaults=drop_defaults(OPTIONS_MODELS[kind.name]().model_dump()),
         **kind.entry,
     )
 

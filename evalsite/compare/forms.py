@@ -74,10 +74,10 @@ class CompareForm(forms.Form):
     @cached_property
     def runs(self) -> list[Any]:
         """The project's newest runs, for the selects (read only when rendered)."""
-        from evalsite.evals.models import Run
+        from evalsite.evals.runs.selectors import runs_listed
 
         return list(
-            Run.objects.filter(project=self.project)
+            runs_listed(project_id=self.project.pk)
             .select_related("dataset")
             .order_by("-created_at", "-id")[:200]
         )

@@ -116,7 +116,52 @@ class ScorerConfig(models.Model):
         return f"{self.name} v{self.version}" if self.version > 1 else self.name
 
 
+class JudgeVersion(models.Model):
+    """One judge as scoring.judge_version identifies it (prompt templates, rubric,
+    examples, model, parameters, options, library version), numbered v1, v2, ... per
+    project and scorer kind in the order first used. Written only through
+    evals.judges.versions; never changed once written."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="judge_versions"
+    )
+    kind = models.CharField(max_length=40)
+    digest = models.CharField(max_length=64)
+    number = models.PositiveIntegerField()
+    label = models.CharField(max_length=300)
+    spec = models.JSONField(default=dict)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "kind", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "kind", "digest"], name="unique_judge_version"
+            ),
+            models.UniqueConstraint(
+                fields=["project", "kind", "number"], name="unique_judge_version_number"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+
 class Run(models.Model):
+    class Purpose(models.TextChoices):
+        # Lab replays and bias audits are runs too (same dispatcher, limiter and
+        # cancel), kept out of every list of runs (evals.runs.selectors.listed_runs).
+        RUN = "run", "Run"
+        LAB = "lab", "Judge lab replay"
+        AUDIT = "audit", "Bias audit"
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
@@ -135,6 +180,20 @@ class Run(models.Model):
     # otherwise.
     progress: RunProgress
     name = models.CharField(max_length=200, blank=True)
+    purpose = models.CharField(
+        max_length=8,
+        choices=Purpose.choices,
+        default=Purpose.RUN,
+        db_default=Purpose.RUN,
+    )
+    # A re-judged run: the run whose items and scorers it judged again.
+    rejudge_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="rejudges",
+    )
     status = models.CharField(
         max_length=20, choices=Status.choices, default=Status.QUEUED
     )
@@ -156,6 +215,9 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["project", "purpose"], name="run_project_purpose_idx")
+        ]
 
     def __str__(self) -> str:
         return self.name or f"Run #{self.pk}"
@@ -190,6 +252,15 @@ class RunScorer(models.Model):
         default=dict, help_text="base_url, model, temperature at run time (no secrets)."
     )
     position = models.PositiveIntegerField(default=0)
+    # The judge this run scorer judges with (set when the run starts; none for the
+    # kinds without a judge).
+    judge_version = models.ForeignKey(
+        JudgeVersion,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="run_scorers",
+    )
     # Options or scores outside the range every score keeps to (0-scale), found by
     # migration 0006: what is wrong, shown on the run page until a what-if rescore
     # saves options within the ranges and recomputes every score.
@@ -239,6 +310,19 @@ class Result(models.Model):
     judge_score = models.FloatField(null=True, blank=True)
     judge_passed = models.BooleanField(null=True, blank=True)
     reason = models.TextField(blank=True)
+    # The judge that made judge_* (set when judged).
+    judge_version = models.ForeignKey(
+        JudgeVersion,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="results",
+    )
+    # A judge asked k times (the repeat option): every answer [{score, passed}], the
+    # majority's verdict in judge_passed, and the share of answers that disagree with
+    # it (0 to 0.5) as the judge's uncertainty. Null when asked once.
+    judge_answers = models.JSONField(null=True, blank=True)
+    judge_uncertainty = models.FloatField(null=True, blank=True)
     overridable_count = models.PositiveIntegerField(
         default=0,
         db_default=0,

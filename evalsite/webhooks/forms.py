@@ -7,6 +7,7 @@ from django import forms
 from evalsite.evals.models import Run
 from evalsite.webhooks.events import Event
 from evalsite.webhooks.models import Webhook
+from evalsite.webhooks.selectors import baseline_choices
 from evalsite.webhooks.services import SECRET_HELP
 
 
@@ -40,7 +41,7 @@ class WebhookForm(forms.Form):
 
     def __init__(self, *args: Any, project_id: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        runs = Run.objects.filter(project_id=project_id, status__in=Run.FINISHED)
+        runs = baseline_choices(project_id=project_id)
         self.fields["baseline_run"].queryset = runs  # type: ignore[attr-defined]
 
     @classmethod

@@ -8,6 +8,7 @@ from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.evals.models import Run
+from evalsite.evals.runs.selectors import runs_listed
 from evalsite.webhooks.models import Delivery, Webhook
 
 DELIVERY_PAGE = 100
@@ -47,4 +48,4 @@ def delivery_get(*, webhook: Webhook, pk: int) -> Delivery:
 
 def baseline_choices(*, project_id: int) -> QuerySet[Run]:
     """The runs a webhook may take as its baseline: the project's finished ones."""
-    return Run.objects.filter(project_id=project_id, status__in=Run.FINISHED)
+    return runs_listed(project_id=project_id).filter(status__in=Run.FINISHED)

@@ -35,6 +35,7 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.crypto import secret_decrypt, secret_encrypt
 from evalsite.evals.judges.egress import judge_address_guard, judge_url_problem
 from evalsite.evals.models import Run
+from evalsite.evals.runs.selectors import runs_listed
 from evalsite.lib.tasks import task_send_on_commit
 from evalsite.lib.text import unstorable_char
 from evalsite.review.models import ReviewQueue
@@ -279,8 +280,9 @@ def _run_data(run: Run) -> dict[str, Any]:
 def run_event(*, run_id: int) -> list[Delivery]:
     """The deliveries of a run that just finished: run.finished when every result
     scored, run.failed when some did not, and compare.regression to each webhook whose
-    baseline run it regressed from. A cancelled run sends nothing."""
-    run = Run.objects.filter(pk=run_id).first()
+    baseline run it regressed from. A cancelled run sends nothing, nor does a judge
+    lab replay or a bias audit (not a listed run)."""
+    run = runs_listed().filter(pk=run_id).first()
     if run is None:
         return []
     if run.status == Run.Status.DONE:

@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 
+from scoring.offline_judge.imperfect import KNOBS, Imperfection
 from scoring.offline_judge.server import start_server
 
 
@@ -35,6 +36,24 @@ def main(argv: list[str] | None = None) -> int:
         help="Retry-After seconds sent with 429",
     )
     parser.add_argument("--seed", type=int, default=0)
+    imperfect_help = {
+        "yes_bias": "probability that a failing verdict becomes a pass",
+        "noise": "probability that any verdict flips",
+        "padding_sensitivity": "probability that a long (padded) answer passes",
+        "instruction_sensitivity": "probability of obeying instructions to the judge in the answer",
+        "authority_sensitivity": "probability that an authority cue in the answer makes it pass",
+        "example_sensitivity": "share of the yes bias that few-shot examples in the prompt remove",
+    }
+    for knob, help_text in imperfect_help.items():
+        parser.add_argument(
+            f"--{knob.replace('_', '-')}", type=float, default=0.0, help=help_text
+        )
+    parser.add_argument(
+        "--padding-min-chars",
+        type=int,
+        default=Imperfection().padding_min_chars,
+        help="an answer at least this long counts as padded",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     parser.add_argument(
         "--enable-control",
@@ -46,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("error_rate", "malformed_rate"):
         if not 0 <= getattr(args, name) <= 1:
             parser.error(f"--{name.replace('_', '-')} must be between 0 and 1")
+    try:
+        imperfection = Imperfection(**{k: getattr(args, k) for k in KNOBS})
+    except ValueError as exc:
+        parser.error(str(exc))
     server = start_server(
         args.host,
         args.port,
@@ -56,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         retry_after=args.retry_after,
         verbose=args.verbose,
         enable_control=args.enable_control,
+        imperfection=imperfection,
     )
     print(
         f"offline judge listening on {server.base_url} (model 'offline-judge')",

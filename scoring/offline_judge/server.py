@@ -4,7 +4,8 @@ Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /_stats``, a
 test hooks that change how it answers everyone, so they exist only when the server is
 started with ``enable_control=True`` (``--enable-control``; the tests and benchmarks):
 ``POST /_control`` (``{"script": [...], "reject_formats": [...], "latency_ms": n}``),
-``POST /_reset``.
+``POST /_reset``. ``/_control`` also sets the imperfect-LLM knobs of
+``scoring.offline_judge.imperfect`` (``{"yes_bias": 0.3, "noise": 0.1, ...}``).
 
 Script items are consumed in order, one per chat request: ``ok``, ``429`` or
 ``429:<seconds>`` (with Retry-After), ``500``/``502``/``503``, ``malformed`` (broken
@@ -25,7 +26,8 @@ from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from scoring.offline_judge import heuristics
+from scoring.offline_judge import heuristics, imperfect
+from scoring.offline_judge.imperfect import Imperfection
 
 MODEL_NAME = "offline-judge"
 
@@ -41,8 +43,13 @@ class JudgeState:
         malformed_rate: float = 0.0,
         seed: int = 0,
         retry_after: float = 0.1,
+        imperfection: Imperfection | None = None,
     ) -> None:
         self.lock = threading.Lock()
+        self.imperfection = imperfection or Imperfection()
+        # Identical requests at temperature > 0 without a seed, counted so that
+        # repeating one can get another answer (imperfect.request_key).
+        self.repeats: Counter[str] = Counter()
         self.latency_ms = latency_ms
         self.error_rate = error_rate
         self.malformed_rate = malformed_rate
@@ -74,6 +81,7 @@ class JudgeState:
             self.completions = 0
             self.replies = 0
             self.answered.clear()
+            self.repeats.clear()
 
     def control(self, data: dict[str, Any]) -> None:
         with self.lock:
@@ -84,6 +92,22 @@ class JudgeState:
             for knob in ("latency_ms", "error_rate", "malformed_rate", "retry_after"):
                 if knob in data:
                     setattr(self, knob, float(data[knob]))
+            self.imperfection = self.imperfection.updated(data)
+
+    def imperfect_key(self, body: dict[str, Any]) -> str:
+        """The request's key for the imperfect knobs' rolls."""
+        counter: int | None = None
+        temperature = body.get("temperature")
+        if (
+            isinstance(temperature, int | float)
+            and temperature > 0
+            and body.get("seed") is None
+        ):
+            asked = json.dumps(body.get("messages"), sort_keys=True)
+            with self.lock:
+                counter = self.repeats[asked]
+                self.repeats[asked] += 1
+        return imperfect.request_key(body, counter)
 
     def next_action(self) -> str:
         with self.lock:
@@ -99,6 +123,7 @@ class JudgeState:
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
             data: dict[str, Any] = {
+                "imperfection": self.imperfection.to_dict(),
                 "requests": self.stats["requests"],
                 "chat_completions": self.stats["chat"],
                 "completed": self.completions,
@@ -261,7 +286,11 @@ class Handler(BaseHTTPRequestHandler):
                 f"no route {self.path} (test hooks are off: start with --enable-control)",
             )
         elif path == "/_control":
-            state.control(body if isinstance(body, dict) else {})
+            try:
+                state.control(body if isinstance(body, dict) else {})
+            except (TypeError, ValueError) as exc:
+                self._error(400, f"bad control value: {exc}")
+                return
             self._send_json(200, {"ok": True})
         elif path == "/_reset":
             state.reset()
@@ -347,6 +376,12 @@ class Handler(BaseHTTPRequestHandler):
         except KeyError:
             return _error_body(
                 400, f"the offline judge does not know the step {step!r}"
+            )
+        state = self.server.state
+        knobs = state.imperfection
+        if knobs.active and imperfect.deciding_step(step):
+            reply = imperfect.apply(
+                knobs, state.seed, step, body, reply, state.imperfect_key(body)
             )
         if action.startswith("reply:"):
             content = action.split(":", 1)[1]
@@ -473,16 +508,19 @@ def start_server(
     retry_after: float = 0.1,
     verbose: bool = False,
     enable_control: bool = False,
+    imperfection: Imperfection | None = None,
 ) -> OfflineJudgeServer:
     """Start the offline judge in a background thread; ``.base_url`` and ``.stop()``.
 
-    ``enable_control`` turns on the ``/_control`` and ``/_reset`` test hooks."""
+    ``enable_control`` turns on the ``/_control`` and ``/_reset`` test hooks;
+    ``imperfection`` sets the imperfect-LLM knobs (``imperfect.Imperfection``)."""
     state = JudgeState(
         latency_ms=latency_ms,
         error_rate=error_rate,
         malformed_rate=malformed_rate,
         seed=seed,
         retry_after=retry_after,
+        imperfection=imperfection,
     )
     return OfflineJudgeServer(
         host, port, state, verbose=verbose, enable_control=enable_control

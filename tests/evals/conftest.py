@@ -9,6 +9,7 @@ from evalsite.evals.judges.services import judge_create_offline
 from evalsite.evals.models import JudgeConnection
 from evalsite.evals.scorers.services import scorer_create
 from scoring.offline_judge import start_server
+from scoring.offline_judge.imperfect import Imperfection
 from tests.factories import DatasetFactory
 
 CASES: list[dict[str, Any]] = [
@@ -73,6 +74,8 @@ def judge(project, offline_judge) -> JudgeConnection:
     httpx.post(
         f"{offline_judge.base_url.removesuffix('/v1')}/_reset", timeout=5
     ).raise_for_status()
+    # An honest judge unless the test makes it imperfect (the knobs outlive _reset).
+    judge_control(offline_judge, **Imperfection().to_dict())
     judge = judge_create_offline(project)
     judge.base_url = offline_judge.base_url
     judge.save(update_fields=["base_url"])

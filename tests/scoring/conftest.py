@@ -13,6 +13,10 @@ import pytest
 from scoring.client import forget_formats
 from scoring.judge import make_client
 from scoring.offline_judge import OfflineJudgeServer, start_server
+from scoring.offline_judge.imperfect import Imperfection
+
+# The imperfect-LLM knobs all off (scoring.offline_judge.imperfect).
+HONEST = Imperfection().to_dict()
 
 
 class JudgeControl:
@@ -59,10 +63,13 @@ def judge(offline_server: OfflineJudgeServer) -> Iterator[JudgeControl]:
     """The session's offline judge, with its script, knobs and counters reset."""
     control = JudgeControl(offline_server)
     control.reset()
-    control.control(latency_ms=0, error_rate=0, malformed_rate=0, retry_after=0.1)
+    control.control(
+        latency_ms=0, error_rate=0, malformed_rate=0, retry_after=0.1, **HONEST
+    )
     forget_formats()
     yield control
     control.reset()
+    control.control(**HONEST)
     forget_formats()
 
 

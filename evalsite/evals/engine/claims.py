@@ -153,8 +153,15 @@ def store_result(
     judged: JudgeResult | None,
     error: str = "",
     steps: list[StepRecord],
+    judge_version_id: int | None = None,
+    answers: list[dict[str, Any]] | None = None,
+    uncertainty: float | None = None,
 ) -> bool:
     """Write the outcome iff this claim still holds; False when it does not.
+
+    A judged result records ``judge_version_id`` (its run scorer's judge version) and,
+    for a judge asked several times, every answer and the share that disagrees with
+    the majority (``answers``, ``uncertainty``).
 
     Error texts (the result's, each call's reason and the judge's reply to a failed
     call) are written with secrets redacted, the connection's own key included: a judge
@@ -185,6 +192,9 @@ def store_result(
                 final_analysis=judged.analysis,
                 final_score=judged.score,
                 final_passed=judged.passed,
+                judge_version_id=judge_version_id,
+                judge_answers=answers,
+                judge_uncertainty=uncertainty,
             )
         else:
             fields.update(status=Result.Status.ERROR, error=error or "unknown error")

@@ -671,7 +671,12 @@ class _Dispatcher:
             )
             return "error" if stored else "skipped"
         stored = await self.db(
-            store_result, result.pk, self.token, judged=judged, steps=judged.steps
+            store_result,
+            result.pk,
+            self.token,
+            judged=judged,
+            steps=judged.steps,
+            judge_version_id=run_scorer.judge_version_id,
         )
         return "ok" if stored else "skipped"
 

@@ -84,9 +84,19 @@ def dataset_get_in_project(*, project_id: int, pk: int) -> Dataset:
     return dataset
 
 
+def runs_listed(*, project_id: int | None = None) -> QuerySet[Run]:
+    """The runs people list, pick and export: purpose "run" only. Judge lab replays
+    and bias audits are runs too, but only their own pages show them. Every list of
+    runs (pages, pickers, API, exports, webhooks) starts here."""
+    runs = Run.objects.filter(purpose=Run.Purpose.RUN)
+    if project_id is not None:
+        runs = runs.filter(project_id=project_id)
+    return runs
+
+
 def run_list(*, project_id: int) -> QuerySet[Run]:
     return (
-        Run.objects.filter(project_id=project_id)
+        runs_listed(project_id=project_id)
         .select_related("dataset")
         .order_by("-created_at", "-pk")
     )
@@ -274,7 +284,7 @@ def project_overview_part(*, project: Project, user: User) -> dict[str, Any]:
                 run__project=project, assignee=user, reviewed=False
             ).count(),
         },
-        "recent_runs": Run.objects.filter(project=project).select_related("dataset")[
+        "recent_runs": runs_listed(project_id=project.pk).select_related("dataset")[
             :10
         ],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
@@ -19,6 +20,7 @@ from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.evals import conf
+from evalsite.evals.judges.versions import judge_version_for
 from evalsite.evals.models import JudgeCall, Result, Run, RunScorer, ScorerConfig
 from evalsite.evals.scorers.services import scorer_fields_missing
 from evalsite.lib.tasks import task_send, task_send_on_commit
@@ -31,6 +33,7 @@ from scoring import (
     preview_prompts,
     validate_options,
 )
+from scoring.judge_options import check_repeat
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +118,35 @@ def _check_run_inputs(
         raise ApplicationError(f"{first[0]}: {first[1]}", field_errors=errors)
 
 
+def _scorer_options(
+    scorers: list[ScorerConfig],
+    overrides: Mapping[int, Mapping[str, Any]] | None,
+) -> dict[int, dict[str, Any]]:
+    """Each scorer's options for the run: its own, or the validated ``overrides``."""
+    out: dict[int, dict[str, Any]] = {}
+    for scorer in scorers:
+        if overrides is not None and scorer.pk in overrides:
+            try:
+                out[scorer.pk] = validate_options(
+                    scorer.kind, dict(overrides[scorer.pk])
+                )
+            except ScoringError as exc:
+                raise ApplicationError(
+                    f"options: {exc}", field_errors={"options": str(exc)}
+                ) from None
+        else:
+            out[scorer.pk] = scorer.options
+        if KINDS[scorer.kind].needs_judge and scorer.judge is not None:
+            try:
+                check_repeat(scorer.kind, out[scorer.pk], scorer.judge.temperature)
+            except ScoringError as exc:
+                raise ApplicationError(
+                    f"scorer_ids: {scorer}: {exc}",
+                    field_errors={"scorer_ids": f"{scorer}: {exc}"},
+                ) from None
+    return out
+
+
 def _options_problem(scorer: ScorerConfig) -> str:
     """Why the scorer's saved options fail today's checks, or ""."""
     try:
@@ -124,9 +156,16 @@ def _options_problem(scorer: ScorerConfig) -> str:
     return ""
 
 
-def _insert_results(*, run: Run, run_scorer: RunScorer, dataset: Dataset) -> int:
-    """One pending result per item, in one INSERT … SELECT: a 100k-item dataset takes
-    one statement instead of 100k round trips, so the run starts at once."""
+def _insert_results(
+    *,
+    run: Run,
+    run_scorer: RunScorer,
+    dataset: Dataset,
+    item_ids: Sequence[int] | None = None,
+) -> int:
+    """One pending result per item (of ``item_ids`` only, when given), in one
+    INSERT … SELECT: a 100k-item dataset takes one statement instead of 100k round
+    trips, so the run starts at once."""
     now = timezone.now()
     result_table = connection.ops.quote_name(Result._meta.db_table)
     item_table = connection.ops.quote_name(Item._meta.db_table)
@@ -135,8 +174,15 @@ def _insert_results(*, run: Run, run_scorer: RunScorer, dataset: Dataset) -> int
         "attempts, claimed_by, reason, score_overridden, pass_overridden, reviewed, "
         "overridden, version, created_at, updated_at) "
         f"SELECT %s, i.id, %s, %s, '', 0, '', '', %s, %s, %s, %s, 0, %s, %s "
-        f"FROM {item_table} i WHERE i.dataset_id = %s ORDER BY i.id"
+        f"FROM {item_table} i WHERE i.dataset_id = %s"
+        + (
+            f" AND i.id IN ({', '.join(['%s'] * len(item_ids))})"
+            if item_ids is not None
+            else ""
+        )
+        + " ORDER BY i.id"
     )
+    extra: list[Any] = list(item_ids) if item_ids is not None else []
     with connection.cursor() as cursor:
         cursor.execute(
             sql,
@@ -151,6 +197,7 @@ def _insert_results(*, run: Run, run_scorer: RunScorer, dataset: Dataset) -> int
                 now,
                 now,
                 dataset.pk,
+                *extra,
             ],
         )
         inserted: int = cursor.rowcount
@@ -165,21 +212,43 @@ def run_start(
     scorers: list[ScorerConfig],
     name: str = "",
     enqueue: bool = True,
+    purpose: str = Run.Purpose.RUN,
+    rejudge_of: Run | None = None,
+    item_ids: Sequence[int] | None = None,
+    scorer_options: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> Run:
     """Start a run of `scorers` over `dataset`.
 
-    1. Snapshot each scorer config (options + judge settings) as a RunScorer.
+    1. Snapshot each scorer config (options + judge settings) as a RunScorer, with
+       its judge version (evals.judges.versions).
     2. Create every (item, scorer) result as pending, in bulk.
     3. After commit, enqueue the fan-out task (unless `enqueue` is False: the demo
        executes the results in-process).
+
+    ``purpose`` "lab" or "audit" makes a run that no list of runs shows (judge lab
+    replays, bias audits); ``item_ids`` limits it to those items of the dataset;
+    ``scorer_options`` (scorer pk -> options) judges with other options than the
+    scorer's saved ones (validated here; a lab candidate).
     """
+    if purpose not in Run.Purpose.values:
+        raise ApplicationError(f"Unknown run purpose {purpose!r}.")
     _check_run_inputs(project=project, dataset=dataset, scorers=scorers)
     text_check_storable(name, field="name")
+    options_by_scorer = _scorer_options(scorers, scorer_options)
+    if item_ids is not None:
+        item_ids = sorted({int(i) for i in item_ids})
+        if not item_ids:
+            raise ApplicationError(
+                "item_ids: Choose at least one item.",
+                field_errors={"item_ids": "Choose at least one item."},
+            )
     with transaction.atomic(durable=True):
         run = Run.objects.create(
             project=project,
             dataset=dataset,
             name=name.strip()[:200],
+            purpose=purpose,
+            rejudge_of=rejudge_of,
             created_by=user if user and user.is_authenticated else None,
         )
         total = 0
@@ -189,12 +258,15 @@ def run_start(
                 scorer=scorer,
                 name=str(scorer),
                 kind=scorer.kind,
-                options=scorer.options,
+                options=options_by_scorer[scorer.pk],
                 judge=scorer.judge,
                 judge_snapshot=_judge_snapshot(scorer),
                 position=position,
             )
-            total += _insert_results(run=run, run_scorer=run_scorer, dataset=dataset)
+            judge_version_for(run_scorer, user=user)
+            total += _insert_results(
+                run=run, run_scorer=run_scorer, dataset=dataset, item_ids=item_ids
+            )
         run.total = total
         run.save(update_fields=["total"])
         _audit(
@@ -452,8 +524,9 @@ def run_finish_if_complete(*, run_id: int) -> bool:
             finished_at=timezone.now(),
         )
     )
-    if finished:
+    if finished and Run.objects.filter(pk=run_id, purpose=Run.Purpose.RUN).exists():
         # Robust: a broker that is down must not fail the result that finished the run.
+        # Lab replays and audits are nobody's run: no webhook hears of them.
         task_send_on_commit(WEBHOOKS_RUN_EVENT_TASK, run_id, robust=True)
     return finished
 

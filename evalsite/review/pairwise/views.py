@@ -23,7 +23,7 @@ from evalsite.datasets.matching.selectors import (
     normalise_input,
 )
 from evalsite.evals.models import Run
-from evalsite.evals.runs.selectors import run_get_for_user
+from evalsite.evals.runs.selectors import run_get_for_user, runs_listed
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.models import PairwiseItem, ReviewQueue
@@ -77,7 +77,7 @@ class PairwiseCreateForm(forms.Form):
     def __init__(self, *args: Any, run: Run, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.runs = list(
-            Run.objects.filter(project=project)
+            runs_listed(project_id=project.pk)
             .exclude(pk=run.pk)
             .select_related("dataset")
             .order_by("-created_at", "-id")[:200]
