@@ -193,7 +193,7 @@ def _bias_audit(project: Project, run: Run, run_scorer: Any, item: Any) -> Any:
         name="audit",
         status=Run.Status.DONE,
         total=1,
-        **({"purpose": "audit"} if _has_purpose() else {}),
+        purpose=Run.Purpose.AUDIT,
     )
     changed = RunScorer.objects.create(
         run=audit_run,
@@ -218,10 +218,6 @@ def _bias_audit(project: Project, run: Run, run_scorer: Any, item: Any) -> Any:
         seed=0,
         sample=[item.pk],
     )
-
-
-def _has_purpose() -> bool:
-    return any(f.name == "purpose" for f in Run._meta.get_fields())
 
 
 def _pairwise_queue(

@@ -16,6 +16,7 @@ from django.db import transaction
 from evalsite.accounts.models import Project
 from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError
+from evalsite.evals.judges.versions import judge_version_for
 from evalsite.evals.models import BiasAudit, Result, Run, RunScorer
 from evalsite.evals.runs.services import RUN_FANOUT_TASK
 from evalsite.lib.tasks import task_send_on_commit
@@ -112,7 +113,8 @@ def bias_audit_start(
             dataset=run.dataset,
             name=f"Bias audit of {run} · {run_scorer.name}"[:200],
             created_by=user if user and user.is_authenticated else None,
-            **_hidden(),
+            purpose=Run.Purpose.AUDIT,
+            rejudge_of=run,
         )
         scorers = [
             RunScorer.objects.create(
@@ -125,9 +127,13 @@ def bias_audit_start(
                 judge_snapshot=run_scorer.judge_snapshot,
                 position=position,
                 perturbation=change,
+                # The audited judge itself: a change is made to the item, not the judge.
+                judge_version=run_scorer.judge_version,
             )
             for position, change in enumerate(changes)
         ]
+        for scorer in scorers:
+            judge_version_for(scorer, user=user)
         Result.objects.bulk_create(
             Result(run=audit_run, item_id=item_id, run_scorer=scorer)
             for scorer in scorers
@@ -167,12 +173,3 @@ def bias_audit_start(
         )
         task_send_on_commit(RUN_FANOUT_TASK, audit_run.pk)
     return audit
-
-
-def _hidden() -> dict[str, str]:
-    """The field values that keep the audit's run out of the run lists."""
-    return {"purpose": "audit"} if _has_purpose() else {}
-
-
-def _has_purpose() -> bool:
-    return any(f.name == "purpose" for f in Run._meta.get_fields())

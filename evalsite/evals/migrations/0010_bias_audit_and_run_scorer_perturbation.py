@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0007_delete_membershipevent"),
-        ("evals", "0008_verdict_models_moved_from_review"),
+        ("evals", "0009_judge_versions_and_run_purpose"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
