@@ -152,9 +152,11 @@ DATA_TAGS = (
     "criterion",
     "available_tools",
     "criterion_text",
-    # few-shot examples put in a judge's prompt
+    # few-shot examples put in a judge's prompt (scoring.judge_options)
     "example",
     "examples",
+    "verdict",
+    "explanation",
 )
 # "<" and the look-alikes a model may read as one (full-width, small form), then optional
 # blanks and a slash, then a tag name: "< /output>" or "＜/output＞" must not close a
