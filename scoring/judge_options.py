@@ -31,7 +31,7 @@ from scoring.kinds.base import (
     check_number,
     optional_name,
 )
-from scoring.prompts import DATA_TAGS, Messages
+from scoring.prompts import DATA_TAGS, TAG_OPENERS, Messages
 
 __all__ = [
     "JUDGE_OPTION_DEFAULTS",
@@ -194,7 +194,9 @@ def check_repeat(kind: str, options: Mapping[str, Any], temperature: float) -> N
 # --------------------------------------------------------------------------- prompt
 
 _EXAMPLE_TAGS = (*DATA_TAGS, "examples", "example", "verdict", "explanation")
-_EXAMPLE_TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(_EXAMPLE_TAGS) + r")\b", re.I)
+_EXAMPLE_TAG_RE = re.compile(
+    r"[" + TAG_OPENERS + r"](\s*/?\s*)(" + "|".join(_EXAMPLE_TAGS) + r")\b", re.I
+)
 
 EXAMPLES_INTRO = """\
 Graded examples: human reviewers graded the items in the examples block below (each \

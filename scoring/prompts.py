@@ -142,14 +142,47 @@ DATA_TAGS = (
     "output_unit",
     "reference_unit",
     "question",
+    # scoring.kinds.context_precision
+    "target",
+    # scoring.kinds.agent: neutralised in every kind's data, so that no block of any
+    # prompt can be opened or closed from inside another's
+    "turn",
+    "tool_call",
+    "expected_step",
+    "criterion",
+    "available_tools",
+    "criterion_text",
+    # few-shot examples put in a judge's prompt (scoring.judge_options)
+    "example",
+    "examples",
+    "verdict",
+    "explanation",
 )
-_TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(DATA_TAGS) + r")\b", re.I)
+# "<" and the look-alikes a model may read as one (full-width, small form), then optional
+# blanks and a slash, then a tag name: "< /output>" or "＜/output＞" must not close a
+# block either.
+TAG_OPENERS = "<\uff1c\ufe64"
+_TAG_RE = re.compile(
+    r"[" + TAG_OPENERS + r"](\s*/?\s*)(" + "|".join(DATA_TAGS) + r")\b", re.I
+)
 
 
 def neutralise(text: str) -> str:
     """Make sure data cannot open or close one of our blocks: ``</output>`` inside the data
     becomes ``&lt;/output>``."""
     return _TAG_RE.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+
+
+def attribute(value: str) -> str:
+    """A value that can sit between the double quotes of a block's attribute: no quote,
+    angle bracket or line break of the data can end the attribute or the tag."""
+    return (
+        " ".join(value.split())
+        .replace("&", "&amp;")
+        .replace('"', "&quot;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+    )
 
 
 def block(tag: str, text: str, index: int | None = None) -> str:

@@ -94,6 +94,9 @@ class Item(models.Model):
     baseline_output = models.TextField(
         blank=True, help_text="An earlier output to compare with (noise sensitivity)."
     )
+    # Passages of the item's text aimed at the judge (scoring.injection), found once on
+    # upload so the explorer can filter on them: [{"field", "rule", "match", "snippet"}].
+    judge_instructions = models.JSONField(default=list, blank=True, db_default=[])
 
     class Meta:
         ordering = ["dataset_id", "index"]

@@ -31,6 +31,7 @@ from evalsite.datasets.parsing.rows import (
 from evalsite.lib.db import insert_rows
 from evalsite.lib.tasks import task_send_on_commit
 from evalsite.lib.text import text_check_storable, unstorable_char
+from scoring.injection import case_injections
 
 BATCH_SIZE = 2000
 # A batch is also inserted once its rows hold this many characters of the file: decoded,
@@ -181,6 +182,7 @@ _ITEM_FIELDS = (
     "reference",
     "metadata",
     *AGENT_FIELDS,
+    "judge_instructions",
 )
 
 
@@ -216,10 +218,28 @@ def _insert_items(dataset: Dataset, rows: list[ParsedRow]) -> None:
                 _json_or_null(r.expected_tool_calls),
                 _json_or_null(r.expected_trajectory),
                 r.baseline_output,
+                dumps(_judge_instructions(r), ensure_ascii=False),
             )
             for r in rows
         ),
     )
+
+
+def _judge_instructions(row: ParsedRow) -> list[dict[str, str]]:
+    """The row's passages aimed at the judge, as Item.judge_instructions stores them."""
+    case = {
+        "input": row.input,
+        "output": row.output,
+        "context": row.context,
+        "reference": row.reference,
+        "system_prompt": row.system_prompt,
+        "baseline_output": row.baseline_output,
+        "conversation": row.conversation,
+        "tool_calls": row.tool_calls,
+        "expected_tool_calls": row.expected_tool_calls,
+        "expected_trajectory": row.expected_trajectory,
+    }
+    return [m.as_dict() for m in case_injections(case)]
 
 
 def _versions_match_on_commit(dataset_id: int) -> None:

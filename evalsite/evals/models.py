@@ -265,6 +265,9 @@ class RunScorer(models.Model):
     # migration 0006: what is wrong, shown on the run page until a what-if rescore
     # saves options within the ranges and recomputes every score.
     range_problem = models.TextField(blank=True)
+    # A bias audit's controlled change (scoring.perturbation.CHANGES), made to every
+    # item's case before it is judged; "" for the judge of an ordinary run.
+    perturbation = models.CharField(max_length=20, blank=True, default="")
 
     class Meta:
         ordering = ["run_id", "position", "id"]
@@ -539,3 +542,40 @@ class ReviewVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_scorer_id}@{self.version}"
+
+
+class BiasAudit(models.Model):
+    """A bias audit of one scorer of a run: a seeded sample of its judged results,
+    judged again by a hidden run (`audit_run`) with one controlled change per run
+    scorer of that run. The figures are counted from the audit run's results whenever
+    they are read (evals.audits.selectors), never stored."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="bias_audits"
+    )
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="bias_audits")
+    run_scorer = models.ForeignKey(
+        RunScorer, on_delete=models.CASCADE, related_name="bias_audits"
+    )
+    audit_run = models.OneToOneField(
+        Run, on_delete=models.CASCADE, related_name="bias_audit_of"
+    )
+    sample_size = models.PositiveIntegerField(help_text="The size asked for.")
+    seed = models.BigIntegerField()
+    sample = models.JSONField(
+        default=list, help_text="The sampled items' ids, in sampling order."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Bias audit #{self.pk}"

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from evalsite.evals.audits import views as audits
 from evalsite.evals.judges import views as judges
 from evalsite.evals.runs import views as runs
 from evalsite.evals.scorers import views as scorers
@@ -27,5 +28,20 @@ urlpatterns = [
         f"{_P}runs/<int:pk>/retry-failed",
         runs.run_retry_failed,
         name="run_retry_failed",
+    ),
+    path(
+        f"{_P}runs/<int:run_id>/bias-audits/",
+        audits.bias_audit_list,
+        name="bias_audits",
+    ),
+    path(
+        f"{_P}runs/<int:run_id>/bias-audits/start",
+        audits.bias_audit_start,
+        name="bias_audit_start",
+    ),
+    path(
+        f"{_P}runs/<int:run_id>/bias-audits/<int:pk>/",
+        audits.bias_audit_detail,
+        name="bias_audit_detail",
     ),
 ]

@@ -38,7 +38,16 @@ from scoring.kinds.base import (
     round_half_up,
 )
 from scoring.kinds.toolcalls import ToolName, name_list
-from scoring.prompts import Flag, Messages, Reply, Step, _system, neutralise
+from scoring.prompts import (
+    TAG_OPENERS,
+    Flag,
+    Messages,
+    Reply,
+    Step,
+    _system,
+    attribute,
+    neutralise,
+)
 from scoring.toolcalls import _steps, expected_field, tool_names
 
 __all__ = [
@@ -58,7 +67,9 @@ AGENT_TAGS = (
     "available_tools",
     "criterion_text",
 )
-_AGENT_TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(AGENT_TAGS) + r")\b", re.I)
+_AGENT_TAG_RE = re.compile(
+    r"[" + TAG_OPENERS + r"](\s*/?\s*)(" + "|".join(AGENT_TAGS) + r")\b", re.I
+)
 
 
 def agent_neutralise(text: str) -> str:
@@ -69,7 +80,8 @@ def agent_neutralise(text: str) -> str:
 
 
 def agent_block(tag: str, text: str, index: int | None = None, **attrs: str) -> str:
-    extra = "".join(f' {k}="{v}"' for k, v in attrs.items())
+    # An attribute may carry the item's data (a conversation turn's role).
+    extra = "".join(f' {k}="{attribute(v)}"' for k, v in attrs.items())
     at = f' index="{index}"' if index is not None else ""
     return f"<{tag}{at}{extra}>\n{agent_neutralise(text)}\n</{tag}>"
 

@@ -150,6 +150,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         project=project, actor=owner, subject=owner, after={"role": "owner"}
     )
     candidate, replay = _lab(project, scorer, owner)
+    bias_audit = _bias_audit(project, run, run_scorer, item)
     return {
         "project": project,
         "judge": judge,
@@ -174,6 +175,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         "membership_event": membership_event,
         "candidate": candidate,
         "replay": replay,
+        "bias_audit": bias_audit,
         "membership": project.memberships.get(user=owner),
         "reviewer_membership": project.memberships.exclude(user=owner)
         .order_by("id")
@@ -198,6 +200,42 @@ def _lab(project: Project, scorer: Any, owner: Any) -> tuple[Any, Any]:
         project=project, candidate=candidate, scorer=scorer, created_by=owner
     )
     return candidate, replay
+def _bias_audit(project: Project, run: Run, run_scorer: Any, item: Any) -> Any:
+    """A finished bias audit of one item, with its hidden run. Made directly: the
+    service refuses a judge-less snapshot like the world's."""
+    from evalsite.evals.models import BiasAudit, RunScorer
+
+    audit_run = Run.objects.create(
+        project=project,
+        dataset=run.dataset,
+        name="audit",
+        status=Run.Status.DONE,
+        total=1,
+        purpose=Run.Purpose.AUDIT,
+    )
+    changed = RunScorer.objects.create(
+        run=audit_run,
+        name=run_scorer.name,
+        kind=run_scorer.kind,
+        options=run_scorer.options,
+        perturbation="padded",
+    )
+    Result.objects.create(
+        run=audit_run,
+        item=item,
+        run_scorer=changed,
+        status=Result.Status.OK,
+        judge_passed=True,
+    )
+    return BiasAudit.objects.create(
+        project=project,
+        run=run,
+        run_scorer=run_scorer,
+        audit_run=audit_run,
+        sample_size=1,
+        seed=0,
+        sample=[item.pk],
+    )
 
 
 def _pairwise_queue(

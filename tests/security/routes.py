@@ -89,6 +89,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
             "scorers": "scorer_id",
             "runs": "run_id",
             "webhooks": "webhook_id",
+            "bias-audits": "audit_id",
         }[segment]
     objects = {
         "project_id": world["project"],
@@ -112,6 +113,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "delivery_id": world["delivery"],
         "candidate_id": world["candidate"],
         "replay_id": world["replay"],
+        "audit_id": world["bias_audit"],
     }
     if name in objects:
         return objects[name].pk

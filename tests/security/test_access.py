@@ -179,6 +179,10 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
             "passed": True
         },
         ("POST", "/runs/{run_id}/pairwise"): {"run_b_id": world["other_run"].pk},
+        ("POST", "/runs/{run_id}/bias-audits"): {
+            "run_scorer_id": world["run_scorer"].pk,
+            "sample_size": 1,
+        },
         ("POST", "/pairwise/{pairwise_id}/pairs/{position}/preferences"): {
             "side": "left"
         },

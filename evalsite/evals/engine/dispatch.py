@@ -73,6 +73,7 @@ from scoring.client import OutageClock, RetryPolicy, is_unreachable
 from scoring.egress import AddressGuard
 from scoring.errors import JudgeError
 from scoring.repeat import combine_answers
+from scoring.perturbation import perturb_case
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -661,10 +662,14 @@ class _Dispatcher:
                 self.limiters[judge.pk] = limiter
                 slot = partial(self._call_slot, limiter, judge.pk)
                 model, temperature = judge_model_settings(run_scorer, judge)
+            case = result.item.as_case()
+            if run_scorer.perturbation:
+                # A bias audit's run: the same judge, on the changed copy of the item.
+                case = perturb_case(run_scorer.kind, case, run_scorer.perturbation)
             judge_once = partial(
                 ajudge_case,
                 run_scorer.kind,
-                result.item.as_case(),
+                case,
                 run_scorer.options,
                 client,
                 model=model,

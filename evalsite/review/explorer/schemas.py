@@ -65,6 +65,8 @@ class ResultQuery(Schema):
         description="Only results whose judge, asked several times, gave answers "
         "that disagree (judge_uncertainty > 0).",
     )
+    # Only results whose item's text holds instructions aimed at the judge.
+    judge_instructions: bool | None = None
     status: ResultStatus | None = None
     q: str | None = Field(default=None, max_length=Q_MAX_LENGTH)
     # Finite only: a queue stores its filters as JSON, which has no NaN or infinity.
@@ -156,7 +158,10 @@ class ResultQuery(Schema):
             if (
                 value is None
                 or value == ""
-                or (field in ("disagree", "uncertain") and not value)
+                or (
+                    field in ("disagree", "uncertain", "judge_instructions")
+                    and not value
+                )
             ):
                 continue
             if field == "sort" and value == DEFAULT_SORT:
@@ -192,6 +197,8 @@ class ResultQuery(Schema):
             out["disagree"] = "on"
         if self.uncertain:
             out["uncertain"] = "on"
+        if self.judge_instructions:
+            out["judge_instructions"] = "on"
         if self.q:
             out["q"] = self.q
         if self.sort != DEFAULT_SORT:
@@ -239,6 +246,7 @@ QUERY_ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "overridden": ("overridden", _verdict),
     "disagree": ("disagree", _checkbox),
     "uncertain": ("uncertain", _checkbox),
+    "judge_instructions": ("judge_instructions", _checkbox),
     "status": ("status", _text),
     "q": ("q", _text),
     "min_score": ("min_score", _text),

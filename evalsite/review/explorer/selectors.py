@@ -130,6 +130,9 @@ def results_filter(*, run: Run, query: ResultQuery, user: User) -> QuerySet[Resu
     if query.uncertain:
         # The judge's own answers disagree (it was asked several times).
         qs = qs.filter(judge_uncertainty__gt=0)
+    if query.judge_instructions:
+        # Found once per item on upload (datasets: Item.judge_instructions).
+        qs = qs.exclude(item__judge_instructions=[])
     text = (query.q or "").strip()
     if text:
         # Postgres refuses NUL even as a query parameter: a 400, not a server error.

@@ -13,6 +13,7 @@ class QueueCreateForm(forms.Form):
         ("filters", "Queue these results"),
         ("disagreement", "Disagreement queue"),
         ("stratified", "Stratified sample"),
+        ("flagged", "Send flagged to a queue"),
     ]
 
     source = forms.ChoiceField(choices=SOURCES, initial="failing")

@@ -39,6 +39,8 @@ QUEUE_MAX = 5000
 # The explorer's "Review failing cases": a FILTERS queue of the final fails, unless the
 # query already names a final verdict.
 SOURCE_FAILING = "failing"
+# A FILTERS queue of the results whose item holds instructions aimed at the judge.
+SOURCE_FLAGGED = "flagged"
 
 
 def _default_name(source: str, run: Run, count: int) -> str:
@@ -114,6 +116,11 @@ def queue_create(
             query = query.model_copy(update={"passed": False})
     if source == ReviewQueue.Source.DISAGREEMENT:
         query = query.model_copy(update={"disagree": True})
+    default_name = ""
+    if source == SOURCE_FLAGGED:
+        source = ReviewQueue.Source.FILTERS
+        query = query.model_copy(update={"judge_instructions": True})
+        default_name = "Instructions aimed at the judge"
     stratified: dict[str, Any] = {}
     strata: dict[int, str] = {}
     truncated = False
@@ -157,11 +164,21 @@ def queue_create(
         truncated = len(ids) > QUEUE_MAX
         ids = ids[:QUEUE_MAX]
     if not ids:
+        if query.judge_instructions:
+            raise ApplicationError(
+                "No result of these filters has instructions aimed at the judge: "
+                "nothing to review."
+            )
         raise ApplicationError("No results match these filters: nothing to review.")
     queue = ReviewQueue.objects.create(
         project=run.project,
         run=run,
-        name=name.strip() or _default_name(source, run, len(ids)),
+        name=name.strip()
+        or (
+            f"{default_name} · {run} · {len(ids)} result{pluralize(len(ids))}"
+            if default_name
+            else _default_name(source, run, len(ids))
+        ),
         source=source,
         filters=query.to_json(),
         blind=blind,
