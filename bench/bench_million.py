@@ -1087,10 +1087,18 @@ def run() -> list[dict[str, Any]]:
         )
         gc.collect()
         gc.freeze()
-        rows += _pages(run_a, run_b, user)
-        rows += _writes(run_a, user, queue, reviewers)
-        rows += _exports(run_a, user)
-        rows += _ingest(run_a.project, user)
+        for phase in (
+            lambda: _pages(run_a, run_b, user),
+            lambda: _writes(run_a, user, queue, reviewers),
+            lambda: _exports(run_a, user),
+            lambda: _ingest(run_a.project, user),
+        ):
+            measured = phase()
+            # As they come: the whole section takes long on a busy machine, and a
+            # run stopped part-way still leaves what it measured.
+            for row in measured:
+                print(json.dumps(row, default=str), file=sys.stderr, flush=True)
+            rows += measured
         gc.unfreeze()
         rows.append(
             _row("load average (1 min) after timing", os.getloadavg()[0], "", None)
