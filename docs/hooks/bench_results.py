@@ -1,5 +1,6 @@
 """mkdocs hook: put the figures of the last `make bench` (bench/results.json) into the
-benchmarks page, where it says <!-- bench-results -->.
+benchmarks page, where it says <!-- bench-results --> (every row), or
+<!-- bench-results:SECTION --> (the rows of one section, e.g. `million`).
 
 The page keeps the method and the targets; the figures come from the file at build
 time, so they are never a dated copy. Without the file the page says so, and the build
@@ -9,10 +10,11 @@ still succeeds.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-MARKER = "<!-- bench-results -->"
+MARKER = re.compile(r"<!-- bench-results(?::([\w-]+))? -->")
 RESULTS = Path(__file__).resolve().parent.parent.parent / "bench" / "results.json"
 NO_FIGURES = (
     "No figures yet: `bench/results.json` is absent. Run `make bench` (on Postgres and "
@@ -30,8 +32,9 @@ def _cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def results_markdown(path: Path | None = None) -> str:
-    """The figures as markdown: a line about where they were measured, then a table."""
+def results_markdown(path: Path | None = None, section: str | None = None) -> str:
+    """The figures as markdown: a line about where they were measured, then a table
+    (of one section's rows when `section` is given)."""
     path = RESULTS if path is None else path
     if not path.is_file():
         return NO_FIGURES
@@ -40,6 +43,13 @@ def results_markdown(path: Path | None = None) -> str:
         rows = data["rows"]
     except (ValueError, KeyError, TypeError) as exc:
         return f"No figures: `bench/results.json` could not be read ({exc.__class__.__name__})."
+    if section is not None:
+        rows = [row for row in rows if row.get("section") == section]
+        if not rows:
+            return (
+                f"No figures of `{section}` in `bench/results.json` yet: run "
+                f"`python -m bench` with that section on Postgres, then `make docs`."
+            )
     if not rows:
         return NO_FIGURES
     machine = data.get("machine") or {}
@@ -69,6 +79,4 @@ def results_markdown(path: Path | None = None) -> str:
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    if MARKER not in markdown:
-        return markdown
-    return markdown.replace(MARKER, results_markdown())
+    return MARKER.sub(lambda m: results_markdown(section=m.group(1)), markdown)

@@ -88,3 +88,31 @@ def test_an_unreadable_file_does_not_break_the_build(tmp_path):
     path = tmp_path / "results.json"
     path.write_text("{not json")
     assert _hook().results_markdown(path).startswith("No figures")
+
+
+def test_a_section_marker_shows_only_that_sections_rows(tmp_path, monkeypatch):
+    hook = _hook()
+    path = tmp_path / "results.json"
+    row = {"value": 1.5, "unit": "s", "target": "≤ 2", "ok": True}
+    path.write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {"section": "million", "name": "CSV export", **row},
+                    {"section": "export", "name": "CSV 100k", **row},
+                ]
+            }
+        )
+    )
+    monkeypatch.setattr(hook, "RESULTS", path)
+    page = "# B\n\n<!-- bench-results:million -->\n\n## All\n\n<!-- bench-results -->\n"
+    text = hook.on_page_markdown(page, page=None)
+    million, everything = text.split("## All")
+    assert "| million | CSV export |" in million
+    assert "CSV 100k" not in million
+    assert "| million | CSV export |" in everything
+    assert "| export | CSV 100k |" in everything
+    # A section nobody measured yet says so instead of an empty table.
+    assert "No figures of `ingest`" in hook.on_page_markdown(
+        "<!-- bench-results:ingest -->", page=None
+    )
