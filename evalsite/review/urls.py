@@ -5,6 +5,7 @@ from django.urls import path
 from evalsite.review.estimates import views as estimates
 from evalsite.review.explorer import views as explorer
 from evalsite.review.guidelines import views as guidelines
+from evalsite.review.housekeeping import views as housekeeping
 from evalsite.review.pairwise import views as pairwise
 from evalsite.review.queues import views as queues
 from evalsite.review.team import views as reviews
@@ -20,7 +21,25 @@ from evalsite.review.views import (
 
 app_name = "review"
 P = "projects/<int:project_id>/"
+# The converter is registered by evalsite.review.housekeeping.selectors.
+_KIND = "<housekeeping_kind:kind>"
 urlpatterns = [
+    # Archive, unarchive, delete (runs, datasets, scorers, judges, queues).
+    path(
+        f"{P}{_KIND}/<int:pk>/archive",
+        housekeeping.object_archive,
+        name="object_archive",
+    ),
+    path(
+        f"{P}{_KIND}/<int:pk>/unarchive",
+        housekeeping.object_unarchive,
+        name="object_unarchive",
+    ),
+    path(
+        f"{P}{_KIND}/<int:pk>/delete",
+        housekeeping.object_delete,
+        name="object_delete",
+    ),
     # Item page, overrides, what-if rescore.
     path(f"{P}results/<int:result_id>/", item.item, name="item"),
     path(

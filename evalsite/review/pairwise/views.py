@@ -77,7 +77,7 @@ class PairwiseCreateForm(forms.Form):
     def __init__(self, *args: Any, run: Run, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.runs = list(
-            Run.objects.filter(project=project)
+            Run.objects.filter(project=project, archived=False)
             .exclude(pk=run.pk)
             .select_related("dataset")
             .order_by("-created_at", "-id")[:200]
