@@ -308,10 +308,23 @@ def deletion_plan(*, kind: Kind, obj: Any) -> DeletionPlan:
     plan.blockers, plan.closed_queues = _blockers(kind, obj)
     collector = _collector(kind, obj)
     counts: Counter[type[models.Model]] = Counter()
-    for model, instances in collector.data.items():
-        counts[model] += len(instances)
+    fast_by_model: dict[type[models.Model], list[QuerySet[Any]]] = {}
     for fast in collector.fast_deletes:
-        counts[fast.model] += fast.count()
+        fast_by_model.setdefault(fast.model, []).append(fast)
+    for model in {*collector.data, *fast_by_model}:
+        fasts = fast_by_model.get(model, [])
+        if not fasts:
+            counts[model] = len(collector.data.get(model, ()))
+        elif len(fasts) == 1 and not collector.data.get(model):
+            counts[model] = fasts[0].count()
+        else:
+            # Reached by several paths (a queue entry by its queue and by its
+            # result): each row once.
+            counts[model] = (
+                model._base_manager.filter(_going_pks(collector, model))
+                .distinct()
+                .count()
+            )
     own = KIND_INFO[kind].model
     order = [own, *(m for m in _LABELS if m is not own)]
     for model in order + [m for m in counts if m not in _LABELS]:
