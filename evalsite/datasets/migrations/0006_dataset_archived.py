@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('datasets', '0005_dataset_match_moved_from_review'),
+        ("datasets", "0005_dataset_match_moved_from_review"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='dataset',
-            name='archived',
+            model_name="dataset",
+            name="archived",
             field=models.BooleanField(default=False),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evals', '0008_verdict_models_moved_from_review'),
+        ("evals", "0008_verdict_models_moved_from_review"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='judgeconnection',
-            name='archived',
+            model_name="judgeconnection",
+            name="archived",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='run',
-            name='archived',
+            model_name="run",
+            name="archived",
             field=models.BooleanField(default=False),
         ),
     ]

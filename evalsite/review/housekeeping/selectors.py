@@ -286,6 +286,7 @@ def _unlinks(collector: Collector) -> list[Line]:
     for (fk, _value), batches in collector.field_updates.items():
         model = fk.model
         q = Q(pk__in=[])
+        batch: Any
         for batch in batches:
             if isinstance(batch, QuerySet):
                 q |= Q(pk__in=batch.values("pk"))

@@ -48,7 +48,7 @@ def _lock(kind: Kind, obj: Any) -> Any:
     them and no queue is made from them until it commits (their inserts wait on
     these locks, then find the rows gone)."""
     model = KIND_INFO[kind].model
-    locked = model._default_manager.select_for_update().filter(pk=obj.pk).first()
+    locked: Any = model._default_manager.select_for_update().filter(pk=obj.pk).first()
     if locked is None:
         raise ConflictError(f"This {KIND_INFO[kind].noun} was deleted already.")
     if kind == "datasets":

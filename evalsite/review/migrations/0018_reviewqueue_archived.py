@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('review', '0017_calibration_sample'),
+        ("review", "0017_calibration_sample"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='reviewqueue',
-            name='archived',
+            model_name="reviewqueue",
+            name="archived",
             field=models.BooleanField(default=False),
         ),
     ]
