@@ -295,8 +295,9 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    # Only plain HTTP on loopback (`make serve` under the load test) turns this off:
+    # a client that is not a browser will not send a secure cookie over http://.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=True)
 
 # Celery: the broker is Redis when REDIS_URL is set, else the filesystem transport.
 REDIS_URL = env.str("REDIS_URL", default="")
