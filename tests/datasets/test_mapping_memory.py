@@ -218,3 +218,33 @@ def test_another_projects_dataset_of_the_same_name_is_not_followed(
     body = client.get(url).content.decode()
     assert _selected(body, "output") == "answer"
     assert 'id="mapping-carried"' not in body
+
+
+@pytest.mark.django_db
+def test_an_api_upload_without_a_mapping_follows_the_previous_version(
+    client, project, owner
+):
+    from tests.conftest import bearer
+
+    headers = bearer(owner)
+    url = f"/api/projects/{project.pk}/datasets"
+    first = client.post(
+        url,
+        {
+            "name": "support",
+            "file": upload("v1.csv", "prompt,reply,kb\np,r,k\n"),
+            "mapping": json.dumps({"input": "prompt", "output": "reply"}),
+        },
+        **headers,
+    )
+    assert first.status_code == 201, first.content
+    # "answer" would be guessed as the output; v1's choice, "reply", wins.
+    second = client.post(
+        url,
+        {"name": "support", "file": upload("v2.csv", "prompt,reply,answer\np,r,a\n")},
+        **headers,
+    )
+    assert second.status_code == 201, second.content
+    mapping = second.json()["mapping"]
+    assert (mapping["input"], mapping["output"]) == ("prompt", "reply")
+    assert Dataset.objects.get(version=2).items.get().metadata == {"answer": "a"}
