@@ -325,3 +325,18 @@ def test_api_unknown_kind_is_refused(client, project, owner, things):
         **bearer(owner),
     )
     assert response.status_code == 404
+
+
+def test_run_page_controls_come_back_to_the_run_page(client, project, owner, things):
+    """The run page's status region is refreshed by htmx from another URL: its
+    buttons still send the user back to the run page."""
+    login(client, owner)
+    run = things["runs"]
+    detail = reverse("evals:run_detail", args=[project.pk, run.pk])
+    progress = reverse("evals:run_progress", args=[project.pk, run.pk])
+    body = client.get(progress, HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="archive-runs-{run.pk}"' in body
+    assert f'"next": "{detail}"' in body
+    response = client.post(_archive_url(project, "runs", run.pk), {"next": detail})
+    assert response.url == detail
+    assert 'id="run-archived"' in client.get(detail).content.decode()
