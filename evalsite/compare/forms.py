@@ -6,6 +6,7 @@ from functools import cached_property
 from typing import Any
 
 from django import forms
+from django.db.models import Q
 from django.http import QueryDict
 
 from evalsite.compare.selectors import ONLY_CHOICES as COMPARE_ONLY_CHOICES
@@ -76,8 +77,11 @@ class CompareForm(forms.Form):
         """The project's newest runs, for the selects (read only when rendered)."""
         from evalsite.evals.runs.selectors import runs_listed
 
+        # Archived runs are not offered, unless the link already chose them.
+        chosen = [int(r) for r in self.raw_runs if r.isdigit()]
         return list(
             runs_listed(project_id=self.project.pk)
+            .filter(Q(archived=False) | Q(pk__in=chosen))
             .select_related("dataset")
             .order_by("-created_at", "-id")[:200]
         )

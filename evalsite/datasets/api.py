@@ -93,9 +93,12 @@ def dataset_upload(
     response={200: list[DatasetOut], **_READ_ERRORS},
 )
 @paginate(LimitOffsetPagination)
-def dataset_list_endpoint(request: AuthenticatedHttpRequest, project_id: int) -> Any:
+def dataset_list_endpoint(
+    request: AuthenticatedHttpRequest, project_id: int, archived: bool = False
+) -> Any:
+    """The project's dataset versions; `archived=true` lists the archived ones."""
     project = project_get_for_user(user=request.user, pk=project_id)
-    return dataset_list(project=project)
+    return dataset_list(project=project, archived=archived)
 
 
 @router.get("/datasets/{dataset_id}", response={200: DatasetOut, **_READ_ERRORS})

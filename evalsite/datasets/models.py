@@ -33,6 +33,8 @@ class Dataset(models.Model):
         default=list, help_text="Column names found in the file."
     )
     item_count = models.PositiveIntegerField(default=0)
+    # Hidden from lists and pickers until unarchived; runs that used it keep it.
+    archived = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -16,6 +16,7 @@ class DatasetOut(Schema):
     mapping: dict[str, Any]
     file_format: str
     source_filename: str
+    archived: bool
     created_at: datetime
 
 

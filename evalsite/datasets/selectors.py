@@ -31,8 +31,22 @@ def dataset_get_for_user(
     return dataset
 
 
-def dataset_list(*, project: Project) -> QuerySet[Dataset]:
-    return Dataset.objects.filter(project=project).order_by("-created_at", "-id")
+def dataset_list(*, project: Project, archived: bool = False) -> QuerySet[Dataset]:
+    """The project's dataset versions, newest first: the active ones, or with
+    `archived` the archived ones only."""
+    return Dataset.objects.filter(project=project, archived=archived).order_by(
+        "-created_at", "-id"
+    )
+
+
+def dataset_latest_version(*, project: Project, name: str) -> Dataset | None:
+    """The newest version of the project's dataset called `name`, archived or not:
+    the one a new upload under that name follows."""
+    return (
+        Dataset.objects.filter(project=project, name=name)
+        .order_by("-version", "-id")
+        .first()
+    )
 
 
 def item_list(*, dataset: Dataset) -> QuerySet[Item]:

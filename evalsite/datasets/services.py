@@ -20,7 +20,11 @@ from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.datasets.matching.services import DATASET_VERSIONS_MATCH_TASK
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.parsing.limits import Limits, ParseError, Problem
-from evalsite.datasets.parsing.mapping import Mapping, ParsedRow
+from evalsite.datasets.parsing.mapping import (
+    Mapping,
+    ParsedRow,
+    mapping_carry_over,
+)
 from evalsite.datasets.parsing.rows import (
     FileFormat,
     Preview,
@@ -28,6 +32,7 @@ from evalsite.datasets.parsing.rows import (
     parse_rows,
     preview_rows,
 )
+from evalsite.datasets.selectors import dataset_latest_version
 from evalsite.lib.db import insert_rows
 from evalsite.lib.tasks import task_send_on_commit
 from evalsite.lib.text import text_check_storable, unstorable_char
@@ -139,11 +144,22 @@ def dataset_preview(*, file: UploadFile, file_format: str | None = None) -> Prev
 
 
 def _resolve_mapping(
-    file: UploadFile, fmt: str, mapping: dict[str, Any] | None
+    file: UploadFile,
+    fmt: str,
+    mapping: dict[str, Any] | None,
+    previous: Dataset | None = None,
 ) -> Mapping:
     if mapping is None:
         preview = dataset_preview(file=file, file_format=fmt)
         mapping = preview.mapping
+        if previous is not None and isinstance(previous.mapping, dict):
+            # A new version maps its columns as the previous version did.
+            mapping = mapping_carry_over(
+                previous.mapping,
+                list(previous.columns or []),
+                preview.columns,
+                preview.mapping,
+            )
         missing = [k for k in ("input", "output") if not mapping.get(k)]
         if missing:
             raise DatasetUploadError(
@@ -288,7 +304,8 @@ def dataset_create(
             [Problem(f"Contains {found}.", column="file name")],
         )
     fmt = _format_of(file, file_format)
-    resolved = _resolve_mapping(file, fmt, mapping)
+    previous = dataset_latest_version(project=project, name=name)
+    resolved = _resolve_mapping(file, fmt, mapping, previous)
     limits = _limits()
 
     with transaction.atomic():
@@ -402,3 +419,31 @@ def dataset_create_from_path(
             name=name,
             mapping=mapping,
         )
+
+
+def dataset_set_archived(
+    *, dataset: Dataset, user: User | None, archived: bool
+) -> Dataset:
+    """Archive (hide from the dataset list and the run form) or unarchive one version
+    of a dataset, audited. Runs on it keep it; a new upload under its name still
+    follows its versions."""
+    with transaction.atomic(durable=True):
+        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        if locked.archived != archived:
+            locked.archived = archived
+            locked.save(update_fields=["archived"])
+            who = user.get_username() if user is not None else "system"
+            verb = "archived" if archived else "unarchived"
+            audit_event(
+                project=dataset.project,
+                actor=user,
+                action="dataset.archive" if archived else "dataset.unarchive",
+                summary=f"{who} {verb} dataset “{locked}”",
+                object_type="dataset",
+                object_id=locked.pk,
+                object_label=str(locked),
+                before={"archived": not archived},
+                after={"archived": archived},
+            )
+    dataset.archived = archived
+    return dataset

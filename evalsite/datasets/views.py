@@ -18,8 +18,14 @@ from evalsite.datasets import services, uploads
 from evalsite.datasets.agentdata import AGENT_FIELDS
 from evalsite.datasets.forms import MappingForm, PageForm, UploadForm
 from evalsite.datasets.parsing.limits import Problem
+from evalsite.datasets.parsing.mapping import mapping_carry_over
 from evalsite.datasets.parsing.rows import Preview
-from evalsite.datasets.selectors import dataset_get_for_user, dataset_list, item_list
+from evalsite.datasets.selectors import (
+    dataset_get_for_user,
+    dataset_latest_version,
+    dataset_list,
+    item_list,
+)
 from evalsite.datasets.templatetags import bounded
 from evalsite.lib.htmx import partial, vary_on_htmx
 
@@ -27,10 +33,15 @@ ITEMS_PER_PAGE = 25
 _SESSION_KEY = "dataset_uploads"
 
 
-def _list_context(project: Project, **extra: Any) -> dict[str, Any]:
+def _list_context(
+    project: Project, archived: bool = False, **extra: Any
+) -> dict[str, Any]:
     return {
         "project": project,
-        "datasets": dataset_list(project=project).select_related("created_by"),
+        "archived": archived,
+        "datasets": dataset_list(project=project, archived=archived).select_related(
+            "created_by"
+        ),
         "can_upload": project.membership.can_review,
         **extra,
     }
@@ -41,8 +52,11 @@ def dataset_list_view(
     request: AuthenticatedHttpRequest, project_id: int
 ) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
+    archived = request.GET.get("archived") == "1"
     return render(
-        request, "datasets/list.html", _list_context(project, form=UploadForm())
+        request,
+        "datasets/list.html",
+        _list_context(project, archived=archived, form=UploadForm()),
     )
 
 
@@ -153,9 +167,19 @@ def dataset_map(
             "preview_columns": bounded.bound(preview.columns, bounded.COLUMNS),
         }
         if request.method == "GET":
+            mapping = preview.mapping
+            previous = dataset_latest_version(project=project, name=info["name"])
+            if previous is not None and isinstance(previous.mapping, dict):
+                mapping = mapping_carry_over(
+                    previous.mapping,
+                    list(previous.columns or []),
+                    preview.columns,
+                    preview.mapping,
+                )
+                context["previous"] = previous
             form = MappingForm(
                 columns=preview.columns,
-                initial=MappingForm.initial_from(preview.mapping, info["name"]),
+                initial=MappingForm.initial_from(mapping, info["name"]),
             )
             return render(request, "datasets/map.html", {**context, **_form_ctx(form)})
         form = MappingForm(request.POST, columns=preview.columns)

@@ -51,6 +51,8 @@ class JudgeConnection(models.Model):
     # with max_concurrency and requests_per_minute, it tells which limit binds.
     observed_latency_ms = models.FloatField(null=True, blank=True)
     latency_observed_at = models.DateTimeField(null=True, blank=True)
+    # Hidden from lists and pickers until unarchived; runs that used it keep it.
+    archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -212,6 +214,8 @@ class Run(models.Model):
     # The watchdog that re-queues work lost with a killed worker ticks at most once per
     # interval per run, however many copies of it are scheduled.
     monitor_at = models.DateTimeField(null=True, blank=True)
+    # Hidden from lists and pickers until unarchived; its pages and links still work.
+    archived = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -82,6 +82,9 @@ class ReviewQueue(models.Model):
     truncated = models.BooleanField(
         default=False, help_text="More results matched than a queue holds."
     )
+    # An archived queue is closed: hidden from lists and the reviewers' counts, and
+    # no longer keeps its runs from being deleted.
+    archived = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -5,6 +5,7 @@ from django.urls import path
 from evalsite.review.estimates import views as estimates
 from evalsite.review.explorer import views as explorer
 from evalsite.review.guidelines import views as guidelines
+from evalsite.review.housekeeping import views as housekeeping
 from evalsite.review.lab import views as lab
 from evalsite.review.matrix import views as matrix
 from evalsite.review.pairwise import views as pairwise
@@ -24,7 +25,25 @@ app_name = "review"
 P = "projects/<int:project_id>/"
 L = f"{P}scorers/<int:scorer_id>/lab/"
 C = f"{L}candidates/<int:candidate_id>/"
+# The converter is registered by evalsite.review.housekeeping.selectors.
+_KIND = "<housekeeping_kind:kind>"
 urlpatterns = [
+    # Archive, unarchive, delete (runs, datasets, scorers, judges, queues).
+    path(
+        f"{P}{_KIND}/<int:pk>/archive",
+        housekeeping.object_archive,
+        name="object_archive",
+    ),
+    path(
+        f"{P}{_KIND}/<int:pk>/unarchive",
+        housekeeping.object_unarchive,
+        name="object_unarchive",
+    ),
+    path(
+        f"{P}{_KIND}/<int:pk>/delete",
+        housekeeping.object_delete,
+        name="object_delete",
+    ),
     # The judge lab of a scorer.
     path(L, lab.lab, name="lab"),
     path(f"{L}candidates/", lab.candidate_create, name="lab_candidate_create"),

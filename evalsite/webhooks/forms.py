@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.db.models import Q
 
 from evalsite.evals.models import Run
 from evalsite.webhooks.events import Event
@@ -41,7 +42,10 @@ class WebhookForm(forms.Form):
 
     def __init__(self, *args: Any, project_id: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        runs = baseline_choices(project_id=project_id)
+        # Archived runs are not offered, but a webhook keeps the baseline it has.
+        runs = baseline_choices(project_id=project_id).filter(
+            Q(archived=False) | Q(pk=self.initial.get("baseline_run"))
+        )
         self.fields["baseline_run"].queryset = runs  # type: ignore[attr-defined]
 
     @classmethod

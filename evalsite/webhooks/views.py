@@ -60,7 +60,11 @@ def webhook_edit(
     )
     status = 200
     if request.method == "POST":
-        form = WebhookForm(request.POST, project_id=project_id)
+        form = WebhookForm(
+            request.POST,
+            project_id=project_id,
+            initial={"baseline_run": webhook.baseline_run_id},
+        )
         if form.is_valid():
             try:
                 services.webhook_update(

@@ -81,6 +81,12 @@ def operations() -> list[Operation]:
 
 def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
     """The id of `world`'s object that a path parameter names."""
+    if name == "kind":
+        # Archive, unarchive, delete: "<housekeeping_kind:kind>/<int:pk>/…" and
+        # "/projects/{project_id}/{kind}/{pk}/…" walk with the world's run.
+        return "runs"
+    if name == "pk" and ("<housekeeping_kind:kind>" in route or "{kind}" in route):
+        return world["run"].pk
     if name == "pk":
         # "judges/<int:pk>/", "scorers/<int:pk>/", "runs/<int:pk>/": the segment before.
         segment = route.split("<int:pk>")[0].rstrip("/").rsplit("/", 1)[-1]

@@ -194,6 +194,9 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         },
         ("PATCH", "/projects/{project_id}/webhooks/{webhook_id}"): {"name": "renamed"},
         ("DELETE", "/projects/{project_id}/webhooks/{webhook_id}"): None,
+        ("POST", "/projects/{project_id}/{kind}/{pk}/archive"): None,
+        ("POST", "/projects/{project_id}/{kind}/{pk}/unarchive"): None,
+        ("DELETE", "/projects/{project_id}/{kind}/{pk}"): None,
         (
             "POST",
             "/projects/{project_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver",

@@ -52,10 +52,16 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "context": (
         "context",
         "contexts",
+        "context_chunks",
         "retrieval_context",
         "retrieved_context",
+        "retrieved_contexts",
+        "retrieved",
+        "retrieved_documents",
         "documents",
+        "docs",
         "chunks",
+        "passages",
     ),
     "reference": (
         "reference",
@@ -76,6 +82,17 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 # Every item field a column can be mapped to, in the order messages list them.
 TARGETS = ("input", "output", "context", "reference", *AGENT_FIELDS)
+# Parts of a column name that say "retrieved text" when no synonym matched exactly
+# ("context_chunks_v2", "top_k_passages").
+_CONTEXT_NAME_PARTS = ("context", "chunk", "passage", "retriev", "document")
+# Longer text values are cut in the preview (it shows 160 characters of a cell). A
+# cut JSON list no longer parses, so one that starts like a list of strings and
+# reaches this length counts as one when the context is guessed.
+PREVIEW_CELL_CHARS = 2000
+# Names another field claims: never guessed as the context from their content.
+_SYNONYMS_OF_OTHERS = frozenset(
+    name for target, names in _SYNONYMS.items() if target != "context" for name in names
+)
 
 
 @dataclass(frozen=True)
@@ -224,7 +241,12 @@ class ParsedRow:
 def suggest_mapping(
     columns: list[str], rows: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """A default mapping: exact names first, then common synonyms (case-insensitive)."""
+    """A default mapping: exact names first, then common synonyms (case-insensitive).
+
+    The context column, when no synonym names it, is the first free column whose
+    name has a part such as "context" or "chunk", else the first whose cells are
+    all JSON lists of strings (an agent field's own name never counts: its lists
+    are tool names, not retrieved text)."""
     by_lower: dict[str, str] = {}
     for name in columns:
         by_lower.setdefault(name.lower().strip(), name)
@@ -238,6 +260,8 @@ def suggest_mapping(
                 mapping[target] = column
                 used.add(column)
                 break
+    if mapping["context"] is None:
+        mapping["context"] = _context_guess(columns, rows or [], used)
     mapping["context_format"] = "json"
     mapping["context_delimiter"] = "\n"
     context = mapping["context"]
@@ -255,6 +279,75 @@ def suggest_mapping(
             elif any("\n\n" in v for v in sample):
                 mapping["context_delimiter"] = "\n\n"
     return mapping
+
+
+def _context_guess(
+    columns: list[str], rows: list[dict[str, Any]], used: set[str]
+) -> str | None:
+    free = [
+        c
+        for c in columns
+        if c not in used and c.lower().strip() not in _SYNONYMS_OF_OTHERS
+    ]
+    for column in free:
+        lowered = column.lower()
+        if any(part in lowered for part in _CONTEXT_NAME_PARTS):
+            return column
+    for column in free:
+        present = [r.get(column) for r in rows if r.get(column) not in (None, "")]
+        if present and all(_is_string_list(v) for v in present):
+            return column
+    return None
+
+
+def _is_string_list(value: Any) -> bool:
+    """A list of strings, or a cell holding one as JSON text (CSV)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.startswith("["):
+            return False
+        try:
+            value = json.loads(text)
+        except ValueError:
+            # Cut by the preview: judge by how it starts.
+            return len(value) >= PREVIEW_CELL_CHARS and text[1:].lstrip().startswith(
+                '"'
+            )
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(v, str) for v in value)
+    )
+
+
+def mapping_carry_over(
+    previous: dict[str, Any],
+    previous_columns: list[str],
+    columns: list[str],
+    suggested: dict[str, Any],
+) -> dict[str, Any]:
+    """A new version's starting mapping: the previous version's choice for every
+    field whose column the new file still has; for the rest, the suggestion, unless
+    the previous file had the suggested column too and it was left unmapped then
+    (the user's "none" stands). The context format goes with the context column."""
+    present = set(columns)
+    had = set(previous_columns)
+    carried: dict[str, Any] = {}
+    for target in TARGETS:
+        before = previous.get(target)
+        if isinstance(before, str) and before in present:
+            carried[target] = before
+    for target in TARGETS:
+        if target in carried:
+            continue
+        guess = suggested.get(target)
+        left_unmapped = guess in had and not previous.get(target)
+        taken = guess in carried.values()
+        carried[target] = None if (not guess or left_unmapped or taken) else guess
+    source = previous if carried["context"] == previous.get("context") else suggested
+    carried["context_format"] = source.get("context_format") or "json"
+    carried["context_delimiter"] = source.get("context_delimiter") or "\n"
+    return carried
 
 
 def _context_list(

@@ -31,6 +31,7 @@ from evalsite.datasets.parsing.csvfile import csv_rows
 from evalsite.datasets.parsing.jsonfile import json_array_rows, jsonl_rows
 from evalsite.datasets.parsing.limits import Limits, ParseError, Problem, RawRow
 from evalsite.datasets.parsing.mapping import (
+    PREVIEW_CELL_CHARS,
     Mapping,
     ParsedRow,
     check_columns_exist,
@@ -48,8 +49,6 @@ def is_file_format(value: str) -> TypeGuard[FileFormat]:
 
 
 PREVIEW_ROWS = 10
-# Longer text values are cut in the preview (it shows 160 characters of a cell).
-PREVIEW_CELL_CHARS = 2000
 
 _EXTENSIONS: dict[str, FileFormat] = {
     ".csv": "csv",

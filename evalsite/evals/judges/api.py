@@ -22,10 +22,11 @@ def _rpm(payload: JudgeIn | JudgePatch) -> int | None:
 @router.get("/projects/{project_id}/judges", response=list[JudgeOut])
 @paginate(LimitOffsetPagination)
 def judge_list(
-    request: AuthenticatedHttpRequest, project_id: int
+    request: AuthenticatedHttpRequest, project_id: int, archived: bool = False
 ) -> list[JudgeConnection]:
+    """The project's judge connections; `archived=true` lists the archived ones."""
     project = project_get_for_user(user=request.user, pk=project_id)
-    return list(selectors.judge_list(project_id=project.pk))
+    return list(selectors.judge_list(project_id=project.pk, archived=archived))
 
 
 @router.post("/projects/{project_id}/judges", response={201: JudgeOut})

@@ -73,6 +73,7 @@ class JudgeOut(Schema):
     is_offline: bool
     label: str
     has_api_key: bool
+    archived: bool
     created_at: datetime
 
     @staticmethod

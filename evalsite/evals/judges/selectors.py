@@ -35,10 +35,12 @@ def judge_get_for_user(
     return judge
 
 
-def judge_list(*, project_id: int) -> QuerySet[JudgeConnection]:
-    return JudgeConnection.objects.filter(project_id=project_id).order_by(
-        "-is_offline", "name", "pk"
-    )
+def judge_list(*, project_id: int, archived: bool = False) -> QuerySet[JudgeConnection]:
+    """The project's judge connections: the active ones, or with `archived` the
+    archived ones only."""
+    return JudgeConnection.objects.filter(
+        project_id=project_id, archived=archived
+    ).order_by("-is_offline", "name", "pk")
 
 
 @dataclass(frozen=True)

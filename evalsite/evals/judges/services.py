@@ -472,3 +472,27 @@ def _judge_test(*, judge: JudgeConnection) -> JudgeTestResult:
         latency,
         f"{judge.model} at {where} answered a judge prompt in {latency:.0f} ms.",
     )
+
+
+def judge_set_archived(
+    *, judge: JudgeConnection, user: User | None, archived: bool
+) -> JudgeConnection:
+    """Archive (hide from the judge list and the scorer form's picker) or unarchive a
+    judge connection, audited. Scorers and runs that use it keep using it."""
+    with transaction.atomic(durable=True):
+        locked = JudgeConnection.objects.select_for_update().get(pk=judge.pk)
+        if locked.archived != archived:
+            locked.archived = archived
+            locked.save(update_fields=["archived"])
+            locked.project = judge.project
+            verb = "archived" if archived else "unarchived"
+            _audit(
+                locked,
+                user,
+                "judge.archive" if archived else "judge.unarchive",
+                f"{verb} judge connection “{locked.name}”",
+                before={"archived": not archived},
+                after={"archived": archived},
+            )
+    judge.archived = archived
+    return judge

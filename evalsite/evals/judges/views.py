@@ -22,12 +22,14 @@ from evalsite.lib.htmx import vary_on_htmx, wants_partial
 @require_GET
 def judge_list(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
+    archived = request.GET.get("archived") == "1"
     return render(
         request,
         "evals/judges/judges.html",
         {
             "project": project,
-            "judges": selectors.judge_list(project_id=project.pk),
+            "archived": archived,
+            "judges": selectors.judge_list(project_id=project.pk, archived=archived),
             "form": JudgeForm(),
             "bound": selectors.judge_rate_bound_new(),
         },

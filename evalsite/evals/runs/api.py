@@ -32,9 +32,12 @@ router = Router(tags=["judges, scorers, runs"])
 
 @router.get("/projects/{project_id}/runs", response=list[RunOut])
 @paginate(LimitOffsetPagination)
-def run_list(request: AuthenticatedHttpRequest, project_id: int) -> list[Run]:
+def run_list(
+    request: AuthenticatedHttpRequest, project_id: int, archived: bool = False
+) -> list[Run]:
+    """The project's runs; `archived=true` lists the archived ones instead."""
     project = project_get_for_user(user=request.user, pk=project_id)
-    runs = list(selectors.run_list(project_id=project.pk)[:1000])
+    runs = list(selectors.run_list(project_id=project.pk, archived=archived)[:1000])
     progress = selectors.run_progress_many(runs=runs)
     for run in runs:
         run.progress = progress[run.pk]

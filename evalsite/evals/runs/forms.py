@@ -29,9 +29,9 @@ class RunStartForm(forms.Form):
         dataset, scorers = self.fields["dataset"], self.fields["scorers"]
         assert isinstance(dataset, forms.ModelChoiceField)
         assert isinstance(scorers, forms.ModelMultipleChoiceField)
-        dataset.queryset = Dataset.objects.filter(project_id=project_id).order_by(
-            "-created_at"
-        )
+        dataset.queryset = Dataset.objects.filter(
+            project_id=project_id, archived=False
+        ).order_by("-created_at")
         scorers.queryset = (
             ScorerConfig.objects.filter(project_id=project_id, archived=False)
             .select_related("judge")

@@ -111,6 +111,7 @@ class RunOut(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    archived: bool
     progress: ProgressOut
 
     @staticmethod

@@ -94,9 +94,11 @@ def runs_listed(*, project_id: int | None = None) -> QuerySet[Run]:
     return runs
 
 
-def run_list(*, project_id: int) -> QuerySet[Run]:
+def run_list(*, project_id: int, archived: bool = False) -> QuerySet[Run]:
+    """The project's runs, newest first: the active ones, or with `archived` the
+    archived ones only."""
     return (
-        runs_listed(project_id=project_id)
+        runs_listed(project_id=project_id).filter(archived=archived)
         .select_related("dataset")
         .order_by("-created_at", "-pk")
     )
@@ -275,18 +277,18 @@ def project_overview_part(*, project: Project, user: User) -> dict[str, Any]:
     registered with accounts.selectors.on_project_overview in EvalsConfig.ready)."""
     return {
         "counts": {
-            "datasets": Dataset.objects.filter(project=project).count(),
+            "datasets": Dataset.objects.filter(project=project, archived=False).count(),
             "scorers": ScorerConfig.objects.filter(
                 project=project, archived=False
             ).count(),
-            "judges": JudgeConnection.objects.filter(project=project).count(),
+            "judges": JudgeConnection.objects.filter(
+                project=project, archived=False
+            ).count(),
             "assigned_open": Result.objects.filter(
                 run__project=project, assignee=user, reviewed=False
             ).count(),
         },
-        "recent_runs": runs_listed(project_id=project.pk).select_related("dataset")[
-            :10
-        ],
+        "recent_runs": run_list(project_id=project.pk)[:10],
     }
 
 

@@ -651,3 +651,29 @@ def runs_active_ids() -> list[int]:
     return list(
         Run.objects.filter(status=Run.Status.RUNNING).values_list("pk", flat=True)
     )
+
+
+def run_set_archived(*, run: Run, user: User | None, archived: bool) -> Run:
+    """Archive (hide from the run lists and pickers) or unarchive a run, audited.
+    A queued or running run stays in sight until it finishes or is cancelled."""
+    with transaction.atomic(durable=True):
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.archived == archived:
+            return locked
+        if archived and locked.status in ACTIVE:
+            raise ConflictError(
+                "A queued or running run cannot be archived: cancel it or let it finish."
+            )
+        locked.archived = archived
+        locked.save(update_fields=["archived"])
+        verb = "archived" if archived else "unarchived"
+        _audit(
+            locked,
+            user,
+            "run.archive" if archived else "run.unarchive",
+            f"{verb} {_named(locked)}",
+            before={"archived": not archived},
+            after={"archived": archived},
+        )
+    run.archived = archived
+    return run

@@ -33,13 +33,15 @@ from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partia
 @require_GET
 def run_list(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
-    runs = list(selectors.run_list(project_id=project.pk)[:200])
+    archived = request.GET.get("archived") == "1"
+    runs = list(selectors.run_list(project_id=project.pk, archived=archived)[:200])
     progress = selectors.run_progress_many(runs=runs)
     return render(
         request,
         "evals/runs/runs.html",
         {
             "project": project,
+            "archived": archived,
             "rows": [(run, progress[run.pk]) for run in runs],
         },
     )

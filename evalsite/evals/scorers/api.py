@@ -34,11 +34,20 @@ def _judge_in_project(project_id: int, judge_id: int | None) -> JudgeConnection 
 @router.get("/projects/{project_id}/scorers", response=list[ScorerOut])
 @paginate(LimitOffsetPagination)
 def scorer_list(
-    request: AuthenticatedHttpRequest, project_id: int, include_archived: bool = False
+    request: AuthenticatedHttpRequest,
+    project_id: int,
+    include_archived: bool = False,
+    archived: bool = False,
 ) -> list[ScorerConfig]:
+    """The project's current scorers; `archived=true` lists the archived ones (not
+    the old versions an edit replaced), `include_archived=true` every version."""
     project = project_get_for_user(user=request.user, pk=project_id)
     return list(
-        selectors.scorer_list(project_id=project.pk, include_archived=include_archived)
+        selectors.scorer_list(
+            project_id=project.pk,
+            archived=archived,
+            include_archived=include_archived,
+        )
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 
 from evalsite.evals.models import JudgeConnection
 from evalsite.evals.scorers.services import SCORER_KINDS
@@ -236,6 +237,7 @@ class ScorerForm(forms.Form):
         project_id: int,
         kind: str,
         current_options: dict[str, Any] | None = None,
+        current_judge_id: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -247,8 +249,11 @@ class ScorerForm(forms.Form):
         self.fields["name"].widget.attrs["data-default-name"] = self.spec.label
         judge = self.fields["judge"]
         assert isinstance(judge, forms.ModelChoiceField)
-        judge.queryset = JudgeConnection.objects.filter(project_id=project_id).order_by(
-            "-is_offline", "name"
+        # Archived judges are not offered, but a scorer keeps the one it has.
+        judge.queryset = (
+            JudgeConnection.objects.filter(project_id=project_id)
+            .filter(Q(archived=False) | Q(pk=current_judge_id))
+            .order_by("-is_offline", "name")
         )
         self.fields["judge"].required = self.spec.needs_judge
         defaults = current_options or self.spec.defaults

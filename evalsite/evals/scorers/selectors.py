@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
@@ -23,10 +23,15 @@ def scorer_get_for_user(
 
 
 def scorer_list(
-    *, project_id: int, include_archived: bool = False
+    *, project_id: int, archived: bool = False, include_archived: bool = False
 ) -> QuerySet[ScorerConfig]:
+    """The project's current scorers; with `archived`, the archived ones only (not the
+    old versions an edit replaced); with `include_archived`, every version."""
     qs = ScorerConfig.objects.filter(project_id=project_id).select_related("judge")
-    if not include_archived:
+    if archived:
+        newer = ScorerConfig.objects.filter(parent_id=OuterRef("pk"))
+        qs = qs.filter(archived=True).exclude(Exists(newer))
+    elif not include_archived:
         qs = qs.filter(archived=False)
     return qs.order_by("name", "-version", "pk")
 

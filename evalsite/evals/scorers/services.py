@@ -331,3 +331,38 @@ def scorer_version_create_from_run(
         options=options,
         user=user,
     )
+
+
+def scorer_is_superseded(scorer: ScorerConfig) -> bool:
+    """Whether a newer version of the scorer exists (the older one is archived by
+    the edit that made it, and cannot be unarchived)."""
+    return ScorerConfig.objects.filter(parent_id=scorer.pk).exists()
+
+
+def scorer_set_archived(
+    *, scorer: ScorerConfig, user: User | None, archived: bool
+) -> ScorerConfig:
+    """Archive (hide from the scorer list and the run form) or unarchive the current
+    version of a scorer, audited. Runs keep their snapshot of it."""
+    with transaction.atomic(durable=True):
+        locked = ScorerConfig.objects.select_for_update().get(pk=scorer.pk)
+        if locked.archived != archived:
+            if scorer_is_superseded(locked):
+                raise ApplicationError(
+                    f"“{locked}” is an old version: a newer version of the scorer "
+                    "replaced it. Archive or unarchive the newest version instead."
+                )
+            locked.archived = archived
+            locked.save(update_fields=["archived"])
+            locked.project = scorer.project
+            verb = "archived" if archived else "unarchived"
+            _audit(
+                locked,
+                user,
+                "scorer.archive" if archived else "scorer.unarchive",
+                f"{verb} scorer “{locked}”",
+                before={"archived": not archived},
+                after={"archived": archived},
+            )
+    scorer.archived = archived
+    return scorer

@@ -24,12 +24,14 @@ from scoring import KINDS
 @require_GET
 def scorer_list(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(user=request.user, pk=project_id)
+    archived = request.GET.get("archived") == "1"
     return render(
         request,
         "evals/scorers/scorers.html",
         {
             "project": project,
-            "scorers": selectors.scorer_list(project_id=project.pk),
+            "archived": archived,
+            "scorers": selectors.scorer_list(project_id=project.pk, archived=archived),
             "kinds": KINDS,
         },
     )
@@ -116,6 +118,7 @@ def scorer_edit(
             project_id=project_id,
             kind=scorer.kind,
             current_options=scorer.options,
+            current_judge_id=scorer.judge_id,
         )
         if form.is_valid():
             try:
@@ -141,6 +144,7 @@ def scorer_edit(
         project_id=project_id,
         kind=scorer.kind,
         current_options=scorer.options,
+        current_judge_id=scorer.judge_id,
         initial={"name": scorer.name, "judge": scorer.judge},
     )
     return _render_scorer_form(

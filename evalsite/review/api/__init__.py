@@ -9,6 +9,7 @@ from evalsite.review.api import aggregates, comments, overrides, rescore
 from evalsite.review.estimates import api as estimates
 from evalsite.review.explorer import api as explorer
 from evalsite.review.guidelines import api as guidelines
+from evalsite.review.housekeeping import api as housekeeping
 from evalsite.review.pairwise import api as pairwise
 from evalsite.review.queues import api as queues
 from evalsite.review.team import api as reviews
@@ -24,6 +25,7 @@ for _module in (
     reviews,
     pairwise,
     estimates,
+    housekeeping,
 ):
     router.add_router("", _module.router)
 router.add_router("", guidelines.router)

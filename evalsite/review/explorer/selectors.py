@@ -356,7 +356,7 @@ def bulk_queues(*, run: Run) -> list[ReviewQueue]:
     """The run's queues that results can be appended to (not stratified samples),
     newest first."""
     return list(
-        ReviewQueue.objects.filter(run=run, stratified={})
+        ReviewQueue.objects.filter(run=run, stratified={}, archived=False)
         .only("pk", "name", "size")
         .order_by("-created_at", "-id")[:BULK_QUEUE_CHOICES]
     )

@@ -182,7 +182,7 @@ def rates_visible(*, queue: ReviewQueue, user: User) -> bool:
 def pairwise_list_for_run(*, run: Run) -> QuerySet[ReviewQueue]:
     """The pairwise queues a run takes part in, as run A or run B, newest first."""
     return (
-        ReviewQueue.objects.filter(kind=ReviewQueue.Kind.PAIRWISE)
+        ReviewQueue.objects.filter(kind=ReviewQueue.Kind.PAIRWISE, archived=False)
         .filter(Q(run=run) | Q(run_b=run))
         .select_related("run", "run_b", "project")
         .order_by("-created_at", "-id")
@@ -192,7 +192,7 @@ def pairwise_list_for_run(*, run: Run) -> QuerySet[ReviewQueue]:
 def pairwise_list_for_project(*, project_id: int) -> QuerySet[ReviewQueue]:
     return (
         ReviewQueue.objects.filter(
-            project_id=project_id, kind=ReviewQueue.Kind.PAIRWISE
+            project_id=project_id, kind=ReviewQueue.Kind.PAIRWISE, archived=False
         )
         .select_related("run", "run_b")
         .order_by("-created_at", "-id")

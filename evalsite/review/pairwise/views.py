@@ -78,6 +78,7 @@ class PairwiseCreateForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.runs = list(
             runs_listed(project_id=project.pk)
+            .filter(archived=False)
             .exclude(pk=run.pk)
             .select_related("dataset")
             .order_by("-created_at", "-id")[:200]

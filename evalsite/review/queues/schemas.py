@@ -72,6 +72,7 @@ class QueueOut(Schema):
     adjudicate: int
     stratified: dict[str, Any] | None
     size: int
+    archived: bool
     truncated: bool
     reviewed: int
     assignees: dict[str, int]

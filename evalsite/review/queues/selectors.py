@@ -138,9 +138,13 @@ def queue_next_unreviewed(*, queue: ReviewQueue, after: int = 0) -> int | None:
     return position
 
 
-def queue_list_for_project(*, project_id: int) -> QuerySet[ReviewQueue]:
+def queue_list_for_project(
+    *, project_id: int, archived: bool = False
+) -> QuerySet[ReviewQueue]:
+    """The project's queues, newest first: the open ones, or with `archived` the
+    archived (closed) ones only."""
     return (
-        ReviewQueue.objects.filter(project_id=project_id)
+        ReviewQueue.objects.filter(project_id=project_id, archived=archived)
         .select_related("run", "created_by")
         .annotate(
             reviewed=Count("entries", filter=Q(entries__result__reviewed=True)),

@@ -334,3 +334,32 @@ def result_undo_last(
             else "."
         )
     )
+
+
+def queue_set_archived(
+    *, queue: ReviewQueue, user: User | None, archived: bool
+) -> ReviewQueue:
+    """Close (archive: hidden from the queue lists and the reviewers' counts) or
+    reopen a queue, audited. A closed queue no longer keeps its runs from deletion;
+    its answers stay applied."""
+    with transaction.atomic(durable=True):
+        locked = ReviewQueue.objects.select_for_update().get(pk=queue.pk)
+        if locked.archived != archived:
+            locked.archived = archived
+            locked.save(update_fields=["archived"])
+            who = user.get_username() if user is not None else "system"
+            verb = "archived" if archived else "unarchived"
+            audit_event(
+                project=queue.project,
+                actor=user,
+                action="queue.archive" if archived else "queue.unarchive",
+                summary=f"{who} {verb} review queue “{locked.name}”",
+                run=locked.run,
+                object_type="queue",
+                object_id=locked.pk,
+                object_label=locked.name,
+                before={"archived": not archived},
+                after={"archived": archived},
+            )
+    queue.archived = archived
+    return queue

@@ -413,10 +413,12 @@ def assigned(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse
         return HttpResponse("page must be a number.", status=400)
     page_obj = results.get_page(int(raw_page))
     rows = [{"result": r, "item_url": item_url(project_id, r.pk)} for r in page_obj]
+    archived = request.GET.get("archived") == "1"
     context = {
         "project": project,
+        "archived": archived,
         "runs": assigned_runs_summary(project_id=project_id, user=request.user),
-        "queues": queue_list_for_project(project_id=project_id)[:20],
+        "queues": queue_list_for_project(project_id=project_id, archived=archived)[:20],
         "page_obj": page_obj,
         "rows": rows,
         "can_write": user_can_write(project),

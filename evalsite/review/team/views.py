@@ -256,7 +256,9 @@ def agreement(
             "report": agreement_report(queue=q),
             "quick": queue_pass_agreement(queue_id=q.pk),
         }
-        for q in ReviewQueue.objects.filter(run=run).order_by("-created_at")[:20]
+        for q in ReviewQueue.objects.filter(run=run, archived=False).order_by(
+            "-created_at"
+        )[:20]
     ]
     return render(
         request,
