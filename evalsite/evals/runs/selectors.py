@@ -270,9 +270,6 @@ def project_overview_part(*, project: Project, user: User) -> dict[str, Any]:
                 project=project, archived=False
             ).count(),
             "judges": JudgeConnection.objects.filter(project=project).count(),
-            "assigned_open": Result.objects.filter(
-                run__project=project, assignee=user, reviewed=False
-            ).count(),
         },
         "recent_runs": Run.objects.filter(project=project).select_related("dataset")[
             :10
