@@ -49,7 +49,9 @@ def _open(page, live_server, queue, pos=1):
 
 
 def _result(queue, position):
-    return Result.objects.get(pk=QueueEntry.objects.get(queue=queue, position=position).result_id)
+    return Result.objects.get(
+        pk=QueueEntry.objects.get(queue=queue, position=position).result_id
+    )
 
 
 def _badge(page) -> int:
@@ -64,7 +66,9 @@ def test_five_quick_j_move_exactly_five_items(page, live_server, setup):
         page.wait_for_timeout(50)
     page.wait_for_selector("#queue-card[data-position='6']")
     # Every key was taken: none waits, and the card stays at 6.
-    page.wait_for_function("() => document.querySelector('#key-status').innerText === ''")
+    page.wait_for_function(
+        "() => document.querySelector('#key-status').innerText === ''"
+    )
     assert page.url.endswith("?pos=6")
     assert page.locator("#queue-card").get_attribute("data-position") == "6"
 
@@ -89,7 +93,11 @@ def test_u_after_auto_advance_undoes_the_answer_just_given(page, live_server, se
     first = _result(queue, 1)
     assert first.human_passed is False and first.reviewed
     # The badge in the navigation followed the answer.
-    assert _badge(page) == before - 1 == waiting_for(project_id=project.pk, user=reviewer).total
+    assert (
+        _badge(page)
+        == before - 1
+        == waiting_for(project_id=project.pk, user=reviewer).total
+    )
 
     page.keyboard.press("u")
     page.wait_for_selector("#queue-card[data-position='1']")
@@ -99,12 +107,18 @@ def test_u_after_auto_advance_undoes_the_answer_just_given(page, live_server, se
     assert page.url.endswith("?pos=1")
     first = _result(queue, 1)
     assert first.human_passed is None and not first.reviewed
-    assert _badge(page) == before == waiting_for(project_id=project.pk, user=reviewer).total
+    assert (
+        _badge(page)
+        == before
+        == waiting_for(project_id=project.pk, user=reviewer).total
+    )
     # The export says the same: item 1 is not reviewed and has no human verdict.
     client = Client()
     client.force_login(reviewer)
     response = client.get(f"/projects/{project.pk}/runs/{run.pk}/export.csv")
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    rows = list(
+        csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    )
     row = next(r for r in rows if r["result_id"] == str(first.pk))
     assert row["reviewed"].lower() in ("false", "0", "")
     assert not row["reviewer"]

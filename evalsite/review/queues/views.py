@@ -243,6 +243,11 @@ def queue_detail(
         )
 
     def default() -> int | None:
+        # The first item waiting for this reviewer (not flagged, not a teammate's),
+        # else as before: the first the queue still needs.
+        waiting = queue_next_waiting(queue=queue, user=request.user, after=0)
+        if waiting is not None:
+            return waiting
         if queue.overlap > 1:
             return overlap_next_for(queue=queue, user=request.user)
         return queue_next_unreviewed(queue=queue)

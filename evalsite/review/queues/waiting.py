@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import (
+    Case,
     Count,
     Exists,
     F,
@@ -16,6 +17,7 @@ from django.db.models import (
     Q,
     QuerySet,
     Value,
+    When,
 )
 
 from evalsite.accounts.models import REVIEW_ROLES, Membership
@@ -167,16 +169,17 @@ def queue_next_waiting(*, queue: ReviewQueue, user: User, after: int) -> int | N
         items = waiting_pairs(project_id=queue.project_id, user=user)
     else:
         items = waiting_entries(project_id=queue.project_id, user=user)
-    positions = items.filter(queue_id=queue.pk).exclude(position=after)
-    later = (
-        positions.filter(position__gt=after)
-        .order_by("position")
+    # One read: the later items first, then (wrapping) the earlier ones.
+    wrapped = Case(
+        When(position__lt=after, then=1), default=0, output_field=IntegerField()
+    )
+    return (
+        items.filter(queue_id=queue.pk)
+        .exclude(position=after)
+        .order_by(wrapped, "position")
         .values_list("position", flat=True)
         .first()
     )
-    if later is not None:
-        return later
-    return positions.order_by("position").values_list("position", flat=True).first()
 
 
 def queue_open_flag(*, queue: ReviewQueue, position: int) -> QueueFlag | None:

@@ -503,3 +503,15 @@ def test_withdraw_an_overlap_answer_while_it_is_open(client, day, project, revie
     refused = client.post(decided, {}, HTTP_HX_REQUEST="true")
     assert b"already decided" in refused.content
     assert _entry(team, 1).answers == 2
+
+
+def test_the_queue_opens_on_the_first_item_waiting_for_you(
+    client, day, project, reviewer, second
+):
+    single = day["single"]
+    url = reverse("review:queue", args=[project.pk, single.pk])
+    # Items 1 and 2 are reviewed, 3 is a teammate's, 4 is flagged.
+    login(client, reviewer)
+    assert b'data-position="5"' in client.get(url).content
+    login(client, second)
+    assert b'data-position="3"' in client.get(url).content
