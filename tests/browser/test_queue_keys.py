@@ -17,7 +17,7 @@ from django.test import Client
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Result
 from evalsite.review.explorer.schemas import ResultQuery
-from evalsite.review.models import QueueEntry, QueueFlag
+from evalsite.review.models import QueueEntry, QueueFlag, Review
 from evalsite.review.queues.services import queue_create
 from evalsite.review.queues.waiting import waiting_for
 from tests.browser.conftest import login
@@ -164,3 +164,33 @@ def test_every_key_is_drawn_on_its_control(page, live_server, setup):
     for key, drawn in keys:
         assert drawn == key, (key, drawn)
     assert page.locator("#keys-help-button kbd").inner_text() == "?"
+
+
+def test_u_after_auto_advance_withdraws_a_team_queue_answer(page, live_server, setup):
+    project, reviewer, run, _ = setup
+    MembershipFactory(
+        project=project, user=UserFactory(username="bea"), role=Role.REVIEWER
+    )
+    team = queue_create(
+        run=run, user=reviewer, query=ResultQuery(sort="item"), name="team", overlap=2
+    )
+    _open(page, live_server, team)
+    before = _badge(page)
+    page.keyboard.press("p")
+    page.wait_for_selector("#queue-card[data-position='2']")
+    entry = QueueEntry.objects.get(queue=team, position=1)
+    assert entry.answers == 1
+    assert _badge(page) == before - 1
+
+    page.keyboard.press("u")
+    page.wait_for_selector("#queue-card[data-position='1']")
+    page.wait_for_selector("#answer-pass")
+    entry.refresh_from_db()
+    assert entry.answers == 0
+    assert not Review.objects.filter(queue=team, reviewer=reviewer).exists()
+    assert page.url.endswith("?pos=1")
+    assert (
+        _badge(page)
+        == before
+        == waiting_for(project_id=project.pk, user=reviewer).total
+    )
