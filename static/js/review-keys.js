@@ -143,7 +143,11 @@
   });
   document.addEventListener("htmx:afterSettle", (event) => {
     const here = card();
-    if (!here || !(event.target === here || event.target.id === "queue-card")) return;
+    if (!here || !(event.target === here || event.target.id === "queue-card")) {
+      // A swap elsewhere (a comment added, a message): the card is unchanged.
+      if (!busy && !advancePending) drain();
+      return;
+    }
     if (sentAnswer) {
       if (!here.querySelector("#queue-error")) lastAnswer = sentAnswer;
       sentAnswer = null;
