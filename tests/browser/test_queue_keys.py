@@ -37,6 +37,11 @@ def setup():
     queue = queue_create(
         run=run, user=reviewer, query=ResultQuery(sort="item"), name="keys"
     )
+    # Load the URLconf and the templates once in-process, so the first page the
+    # browser asks for does not pay for them on a busy machine.
+    warm = Client()
+    warm.force_login(reviewer)
+    warm.get(f"/projects/{project.pk}/queues/{queue.pk}/")
     return project, reviewer, run, queue
 
 
