@@ -98,6 +98,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "evalsite.accounts.context_processors.projects",
+                "evalsite.review.context_processors.waiting",
                 "evalsite.sso.context_processors.login_options",
             ],
         },

@@ -467,3 +467,87 @@ class LabReplay(models.Model):
 
     def __str__(self) -> str:
         return f"replay {self.pk} of {self.candidate_id}"
+
+
+class QueueFlag(models.Model):
+    """A reviewer's "I cannot answer this as it is" on one queue item (a result's
+    entry, or a pair of a pairwise queue), with the reason. While open, the item is
+    out of everyone's waiting count and on the project's flagged list; an owner
+    resolves it and it waits again."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="queue_flags"
+    )
+    queue = models.ForeignKey(
+        ReviewQueue, on_delete=models.CASCADE, related_name="flags"
+    )
+    entry = models.ForeignKey(
+        QueueEntry,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="flags",
+    )
+    pair = models.ForeignKey(
+        PairwiseItem,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="flags",
+    )
+    reason = models.TextField()
+    flagged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["project", "resolved_at"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(entry__isnull=False, pair__isnull=True)
+                    | models.Q(entry__isnull=True, pair__isnull=False)
+                ),
+                name="queue_flag_entry_or_pair",
+            ),
+            # One open flag per item: a second reviewer's flag would only repeat it.
+            models.UniqueConstraint(
+                fields=["entry"],
+                condition=models.Q(resolved_at__isnull=True, entry__isnull=False),
+                name="unique_open_flag_entry",
+            ),
+            models.UniqueConstraint(
+                fields=["pair"],
+                condition=models.Q(resolved_at__isnull=True, pair__isnull=False),
+                name="unique_open_flag_pair",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"flag on {self.entry or self.pair}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None
+
+    @property
+    def position(self) -> int:
+        item = self.entry or self.pair
+        return item.position if item is not None else 0

@@ -126,9 +126,25 @@ urlpatterns = [
         name="queue_answer",
     ),
     path(
+        f"{P}queues/<int:queue_id>/<int:position>/withdraw/",
+        reviews.queue_answer_withdraw,
+        name="queue_answer_withdraw",
+    ),
+    path(
         f"{P}queues/<int:queue_id>/<int:position>/adjudicate/",
         reviews.adjudicate,
         name="adjudicate",
+    ),
+    path(
+        f"{P}queues/<int:queue_id>/<int:position>/flag/",
+        queues.queue_flag,
+        name="queue_flag",
+    ),
+    path(f"{P}flagged/", queues.flag_list, name="flagged"),
+    path(
+        f"{P}flagged/<int:flag_id>/resolve/",
+        queues.flag_resolve,
+        name="flag_resolve",
     ),
     path(f"{P}adjudication/", reviews.adjudication_list, name="adjudication"),
     path(f"{P}runs/<int:run_id>/agreement/", reviews.agreement, name="agreement"),

@@ -8,6 +8,7 @@ from typing import Any
 from evalsite.accounts.models import Project
 from evalsite.datasets.models import Dataset
 from evalsite.evals.models import Result, Run, ScorerConfig
+from evalsite.review.models import QueueFlag
 from tests.factories import (
     AuditEventFactory,
     CommentFactory,
@@ -142,6 +143,9 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         project=project, run=run, name="failing", size=1, created_by=owner
     )
     entry = QueueEntryFactory(queue=queue, result=result, position=1)
+    flag = QueueFlag.objects.create(
+        project=project, queue=queue, entry=entry, reason="unreadable", flagged_by=owner
+    )
     pairwise = _pairwise_queue(project, run, other_run, item, owner)
     token, raw = api_token_create(user=owner, name="world")
     saved_filter = SavedFilterFactory(project=project, user=owner)
@@ -167,6 +171,7 @@ def build_world(project: Project, owner: Any) -> dict[str, Any]:
         "audit": audit,
         "queue": queue,
         "entry": entry,
+        "flag": flag,
         "pairwise": pairwise,
         "token": token,
         "raw_token": raw,

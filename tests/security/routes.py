@@ -109,6 +109,7 @@ def value_for(name: str, route: str, world: dict[str, Any]) -> Any:
         "item_id": world["item"],
         "queue_id": world["queue"],
         "pairwise_id": world["pairwise"],
+        "flag_id": world["flag"],
         "token_id": world["token"],
         "membership_id": world["reviewer_membership"],
         "invitation_id": world["invitation"],

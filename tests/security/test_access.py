@@ -178,6 +178,9 @@ def _bodies(world: dict[str, Any]) -> dict[tuple[str, str], Any]:
         ("POST", "/queues/{queue_id}/entries/{position}/adjudication"): {
             "passed": True
         },
+        ("POST", "/queues/{queue_id}/items/{position}/skip"): None,
+        ("POST", "/queues/{queue_id}/items/{position}/flag"): {"reason": "unclear"},
+        ("POST", "/flags/{flag_id}/resolve"): {"note": "fixed"},
         ("POST", "/runs/{run_id}/pairwise"): {"run_b_id": world["other_run"].pk},
         ("POST", "/runs/{run_id}/bias-audits"): {
             "run_scorer_id": world["run_scorer"].pk,

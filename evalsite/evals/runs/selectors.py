@@ -284,9 +284,6 @@ def project_overview_part(*, project: Project, user: User) -> dict[str, Any]:
             "judges": JudgeConnection.objects.filter(
                 project=project, archived=False
             ).count(),
-            "assigned_open": Result.objects.filter(
-                run__project=project, assignee=user, reviewed=False
-            ).count(),
         },
         "recent_runs": run_list(project_id=project.pk)[:10],
     }

@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import push_url
 
 from evalsite.accounts.models import MAX_OVERLAP, Project
 from evalsite.core.exceptions import ApplicationError
@@ -49,7 +50,12 @@ from evalsite.review.pairwise.services import (
 )
 from evalsite.review.selectors.preferences import reviewer_preferences
 from evalsite.review.views.common import user_can_write
-from evalsite.review.views.flow import QueueFlow, position_refused, queue_position
+from evalsite.review.views.flow import (
+    QueueFlow,
+    position_refused,
+    queue_position,
+    skip_flag_context,
+)
 
 
 class PairwiseCreateForm(forms.Form):
@@ -165,6 +171,8 @@ def _card_context(
     queue: ReviewQueue,
     position: int,
     error: str = "",
+    *,
+    flag_error: str = "",
 ) -> dict[str, Any]:
     user = request.user
     pair = pair_at(queue=queue, position=position)
@@ -230,7 +238,30 @@ def _card_context(
         "reason_max": REASON_MAX_LENGTH,
         "diff": diff,
         "diff_limit": WORD_DIFF_MAX_WORDS,
+        "card_url": _pairwise_url(queue, position),
+        **skip_flag_context(
+            request, queue, position, url=_pairwise_url, flag_error=flag_error
+        ),
     }
+
+
+def pairwise_card_response(
+    request: AuthenticatedHttpRequest,
+    queue: ReviewQueue,
+    position: int,
+    *,
+    flag_error: str = "",
+) -> HttpResponse:
+    """After a flag on a pair: the card at `position` (htmx, with its URL pushed)
+    or a redirect to it."""
+    if not wants_partial(request):
+        if flag_error:
+            messages.error(request, flag_error)
+        return HttpResponseRedirect(_pairwise_url(queue, position))
+    context = _card_context(request, queue, position, flag_error=flag_error)
+    response = render(request, "review/pairwise/pairwise.html#queue-card", context)
+    push_url(response, _pairwise_url(queue, position))
+    return response
 
 
 @require_GET

@@ -14,7 +14,7 @@ from pydantic import (
 )
 
 from evalsite.review.explorer.schemas import QueueFiltersIn
-from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.models import QueueEntry, QueueFlag, ReviewQueue
 from evalsite.review.queues.selectors import queue_estimate, queue_progress
 
 
@@ -126,3 +126,71 @@ class QueueOut(Schema):
     @staticmethod
     def resolve_url(queue: ReviewQueue) -> str:
         return reverse("review:queue", args=[queue.project_id, queue.pk])
+
+
+class WaitingQueueOut(Schema):
+    queue_id: int
+    name: str
+    kind: str
+    waiting: int
+    url: str
+
+
+class WaitingOut(Schema):
+    total: int = Field(description="Queue items and assigned results waiting for you.")
+    queued: int = Field(description="Items of review and pairwise queues.")
+    assigned: int = Field(description="Results assigned to you that are in no queue.")
+    queues: list[WaitingQueueOut]
+
+
+class SkipOut(Schema):
+    next_position: int | None = Field(
+        description="The next item waiting for you after the skipped one (wrapping "
+        "to the start); null when nothing else waits."
+    )
+    url: str | None
+
+
+class FlagIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class FlagResolveIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    note: str = Field(default="", max_length=2000)
+
+
+class FlagOut(Schema):
+    id: int
+    queue_id: int
+    queue_name: str
+    position: int
+    result_id: int | None
+    reason: str
+    flagged_by: str | None
+    created_at: datetime
+    open: bool
+    resolved_by: str | None
+    resolved_at: datetime | None
+    resolution: str
+
+    @staticmethod
+    def resolve_queue_name(flag: QueueFlag) -> str:
+        return flag.queue.name
+
+    @staticmethod
+    def resolve_result_id(flag: QueueFlag) -> int | None:
+        return flag.entry.result_id if flag.entry is not None else None
+
+    @staticmethod
+    def resolve_flagged_by(flag: QueueFlag) -> str | None:
+        return flag.flagged_by.get_username() if flag.flagged_by else None
+
+    @staticmethod
+    def resolve_resolved_by(flag: QueueFlag) -> str | None:
+        return flag.resolved_by.get_username() if flag.resolved_by else None
+
+    @staticmethod
+    def resolve_open(flag: QueueFlag) -> bool:
+        return flag.is_open

@@ -13,7 +13,7 @@ from evalsite.accounts.selectors import project_get_for_user
 from evalsite.evals.models import Result
 from evalsite.evals.results.item import value_label
 from evalsite.review.explorer.selectors import User
-from evalsite.review.models import QueueEntry, ReviewQueue
+from evalsite.review.models import QueueEntry, QueueFlag, ReviewQueue
 from scoring import KINDS, AnalysisError, get_path
 
 
@@ -255,3 +255,41 @@ def assigned_results(*, project_id: int, user: User) -> QuerySet[Result]:
         .select_related("item", "run_scorer", "run")
         .order_by("reviewed", "-run_id", "item__index", "run_scorer__position", "id")
     )
+
+
+FLAG_STATES = ("open", "resolved", "all")
+
+
+def flag_list_for_project(
+    *, project_id: int, state: str = "open"
+) -> QuerySet[QueueFlag]:
+    """The project's flagged queue items, newest first: open ones, resolved ones or
+    all of them."""
+    flags = QueueFlag.objects.filter(project_id=project_id).select_related(
+        "queue",
+        "entry__result__item",
+        "entry__result__run_scorer",
+        "pair",
+        "flagged_by",
+        "resolved_by",
+    )
+    if state == "open":
+        flags = flags.filter(resolved_at__isnull=True)
+    elif state == "resolved":
+        flags = flags.filter(resolved_at__isnull=False)
+    return flags.order_by("-created_at", "-id")
+
+
+def flag_get_for_user(
+    *, user: User, pk: int, project_id: int | None = None, manage: bool = False
+) -> QueueFlag:
+    """A flag of a project the user belongs to (404 for outsiders and, with
+    `project_id`, for another project's flag; 403 when `manage` and the user is no
+    owner)."""
+    flag = (
+        QueueFlag.objects.select_related("queue", "entry", "pair").filter(pk=pk).first()
+    )
+    if flag is None or (project_id is not None and flag.project_id != project_id):
+        raise Http404("No such flag.")
+    flag.project = project_get_for_user(user=user, pk=flag.project_id, manage=manage)
+    return flag

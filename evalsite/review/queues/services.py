@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
@@ -28,7 +28,13 @@ from evalsite.evals.results.verdicts import (
 from evalsite.lib.text import text_check_storable
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import results_filter
-from evalsite.review.models import FinalRule, QueueEntry, ReviewQueue
+from evalsite.review.models import (
+    FinalRule,
+    PairwiseItem,
+    QueueEntry,
+    QueueFlag,
+    ReviewQueue,
+)
 from evalsite.review.queues.selectors import flip_fields, stratified_sample_size
 from evalsite.review.team.services import review_override_revert, review_retract
 
@@ -363,3 +369,97 @@ def queue_set_archived(
             )
     queue.archived = archived
     return queue
+FLAG_REASON_MAX = 2000
+
+
+def queue_item_flag(
+    *, queue: ReviewQueue, user: User, position: int, reason: str
+) -> QueueFlag:
+    """Flag the item at `position` of the queue (its result's entry, or its pair in
+    a pairwise queue) with a reason: it leaves every reviewer's waiting count and
+    goes on the project's flagged list until an owner resolves it. Audited."""
+    reason = reason.strip()
+    if not reason:
+        raise ApplicationError(
+            "Say why you flag this item.", field_errors={"reason": "Required."}
+        )
+    if len(reason) > FLAG_REASON_MAX:
+        raise ApplicationError(
+            f"The reason is too long (at most {FLAG_REASON_MAX} characters).",
+            field_errors={"reason": f"At most {FLAG_REASON_MAX} characters."},
+        )
+    text_check_storable(reason, field="reason")
+    entry: QueueEntry | None = None
+    pair: PairwiseItem | None = None
+    if queue.is_pairwise:
+        pair = PairwiseItem.objects.filter(queue=queue, position=position).first()
+    else:
+        entry = (
+            QueueEntry.objects.select_related("result__item")
+            .filter(queue=queue, position=position)
+            .first()
+        )
+    if entry is None and pair is None:
+        raise ApplicationError(f"The queue has no item {position}.")
+    label = f"item {position} of queue “{queue.name}”"
+    try:
+        with transaction.atomic(durable=True):
+            flag = QueueFlag.objects.create(
+                project_id=queue.project_id,
+                queue=queue,
+                entry=entry,
+                pair=pair,
+                reason=reason,
+                flagged_by=user,
+            )
+            audit_event(
+                project=queue.project,
+                actor=user,
+                action="queue.flag",
+                summary=f"flagged {label}: {reason}",
+                after={"reason": reason, "position": position},
+                run=queue.run,
+                result=entry.result if entry is not None else None,
+                object_type="queue",
+                object_id=queue.pk,
+                object_label=queue.name,
+            )
+    except IntegrityError:
+        raise ConflictError(
+            f"{label[0].upper()}{label[1:]} is already flagged; an owner resolves it."
+        ) from None
+    return flag
+
+
+def queue_flag_resolve(*, flag: QueueFlag, user: User, note: str = "") -> QueueFlag:
+    """Resolve (unflag) an open flag: the item waits for its reviewers again. The
+    row is kept, with who resolved it and when, so the list keeps its history."""
+    note = note.strip()[:FLAG_REASON_MAX]
+    text_check_storable(note, field="note")
+    with transaction.atomic(durable=True):
+        locked = (
+            QueueFlag.objects.select_for_update(of=("self",))
+            .select_related("queue__run", "entry__result", "pair")
+            .get(pk=flag.pk)
+        )
+        if locked.resolved_at is not None:
+            raise ConflictError("This flag is already resolved.")
+        locked.resolved_at = timezone.now()
+        locked.resolved_by = user
+        locked.resolution = note
+        locked.save(update_fields=["resolved_at", "resolved_by", "resolution"])
+        audit_event(
+            project=flag.project,
+            actor=user,
+            action="queue.unflag",
+            summary=f"resolved the flag on item {locked.position} of queue "
+            f"“{locked.queue.name}”" + (f": {note}" if note else ""),
+            before={"reason": locked.reason},
+            after={"resolution": note},
+            run=locked.queue.run,
+            result=locked.entry.result if locked.entry is not None else None,
+            object_type="queue",
+            object_id=locked.queue_id,
+            object_label=locked.queue.name,
+        )
+    return locked

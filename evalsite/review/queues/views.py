@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import push_url
 
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.core.exceptions import ApplicationError
@@ -26,12 +27,16 @@ from evalsite.evals.runs.selectors import result_get_for_user, run_get_for_user
 from evalsite.lib.htmx import partial, redirect_htmx, vary_on_htmx, wants_partial
 from evalsite.review.explorer.schemas import ResultQuery, ResultQueryError
 from evalsite.review.forms import CommentForm
-from evalsite.review.models import QueueEntry, Review, ReviewQueue
+from evalsite.review.models import PairwiseItem, QueueEntry, Review, ReviewQueue
+from evalsite.review.pairwise import views as pairwise_views
 from evalsite.review.queues import services as queues
 from evalsite.review.queues.forms import QueueCreateForm
 from evalsite.review.queues.selectors import (
+    FLAG_STATES,
     assigned_results,
     assigned_runs_summary,
+    flag_get_for_user,
+    flag_list_for_project,
     flip_fields,
     queue_entry_at,
     queue_estimate,
@@ -41,6 +46,7 @@ from evalsite.review.queues.selectors import (
     queue_progress,
 )
 from evalsite.review.queues.services import result_flip_field, result_undo_last
+from evalsite.review.queues.waiting import queue_next_waiting, waiting_for
 from evalsite.review.selectors.blind import blind_entry_for
 from evalsite.review.team.selectors import (
     answers_visible,
@@ -51,7 +57,12 @@ from evalsite.review.team.selectors import (
 )
 from evalsite.review.team.services import review_record_single
 from evalsite.review.views.common import item_url, user_can_write
-from evalsite.review.views.flow import flow_context, position_refused, queue_position
+from evalsite.review.views.flow import (
+    flow_context,
+    position_refused,
+    queue_position,
+    skip_flag_context,
+)
 from scoring import KINDS
 
 ASSIGNED_PAGE_SIZE = 50
@@ -137,6 +148,7 @@ def _queue_card_context(
     *,
     entry: QueueEntry | None = None,
     reviews: list[Review] | None = None,
+    flag_error: str = "",
 ) -> dict[str, Any]:
     if entry is None:
         entry = queue_entry_at(queue=queue, position=position)
@@ -220,6 +232,10 @@ def _queue_card_context(
         "error": error,
         "overlap": overlap,
         **flow_context(request, queue, result),
+        **skip_flag_context(
+            request, queue, position, url=_queue_url, flag_error=flag_error
+        ),
+        "card_url": _queue_url(queue, position),
         "action_base": reverse(
             "review:queue_action", args=[queue.project_id, queue.pk, position, "x"]
         )[:-2],
@@ -239,6 +255,11 @@ def queue_detail(
         )
 
     def default() -> int | None:
+        # The first item waiting for this reviewer (not flagged, not a teammate's),
+        # else as before: the first the queue still needs.
+        waiting = queue_next_waiting(queue=queue, user=request.user, after=0)
+        if waiting is not None:
+            return waiting
         if queue.overlap > 1:
             return overlap_next_for(queue=queue, user=request.user)
         return queue_next_unreviewed(queue=queue)
@@ -313,7 +334,11 @@ def queue_card_response(
     )
     # htmx does not swap 4xx bodies by default; the card carries the error message
     # inside it, so it is sent with a 200 and the reviewer sees why nothing changed.
-    return render(request, "review/queues/queue.html#queue-card", context)
+    response = render(request, "review/queues/queue.html#queue-card", context)
+    if request.POST.get("back"):
+        # Key u after the card moved on: the reviewer is taken back to this item.
+        push_url(response, _queue_url(queue, position))
+    return response
 
 
 def overlap_context(
@@ -356,6 +381,10 @@ def overlap_context(
         ),
         "adjudicate_url": reverse(
             "review:adjudicate",
+            args=[queue.project_id, queue.pk, entry.position if entry else 1],
+        ),
+        "withdraw_url": reverse(
+            "review:queue_answer_withdraw",
             args=[queue.project_id, queue.pk, entry.position if entry else 1],
         ),
     }
@@ -414,14 +443,131 @@ def assigned(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse
     page_obj = results.get_page(int(raw_page))
     rows = [{"result": r, "item_url": item_url(project_id, r.pk)} for r in page_obj]
     archived = request.GET.get("archived") == "1"
+    waiting = waiting_for(project_id=project_id, user=request.user)
+    # The navigation's badge reads the same figures (one read per request).
+    request._waiting_cache = waiting  # type: ignore[attr-defined]
+    queue_list = list(
+        queue_list_for_project(project_id=project_id, archived=archived)[:20]
+    )
+    for q in queue_list:
+        q.waiting = waiting.by_queue.get(q.pk, 0)  # type: ignore[attr-defined]
+    waiting_queues = list(
+        ReviewQueue.objects.filter(pk__in=list(waiting.by_queue))
+        .select_related("run")
+        .order_by("-created_at", "-id")
+    )
+    for q in waiting_queues:
+        q.waiting = waiting.by_queue[q.pk]  # type: ignore[attr-defined]
     context = {
         "project": project,
         "archived": archived,
         "runs": assigned_runs_summary(project_id=project_id, user=request.user),
-        "queues": queue_list_for_project(project_id=project_id, archived=archived)[:20],
+        "waiting": waiting,
+        "waiting_queues": waiting_queues,
+        "queues": queue_list,
         "page_obj": page_obj,
         "rows": rows,
         "can_write": user_can_write(project),
     }
     template = partial(request, "review/queues/assigned.html", "assigned-results")
     return render(request, template, context)
+
+
+@require_POST
+@vary_on_htmx
+def queue_flag(
+    request: AuthenticatedHttpRequest, project_id: int, queue_id: int, position: int
+) -> HttpResponse:
+    """Flag the item at `position` with a reason (any queue kind); the card moves on
+    to the next item waiting for the reviewer, or stays and says why not."""
+    queue = queue_get_for_user(
+        user=request.user, pk=queue_id, project_id=project_id, write=True
+    )
+    items = PairwiseItem.objects if queue.is_pairwise else QueueEntry.objects
+    if not items.filter(queue=queue, position=position).exists():
+        return HttpResponse("No such queue item.", status=404)
+    flag_error = ""
+    following = position
+    try:
+        queues.queue_item_flag(
+            queue=queue,
+            user=request.user,
+            position=position,
+            reason=request.POST.get("reason", ""),
+        )
+    except ApplicationError as exc:
+        flag_error = exc.message
+    else:
+        messages.success(
+            request,
+            f"Flagged item {position}: it is on the project's flagged list until "
+            "an owner resolves it.",
+        )
+        following = (
+            queue_next_waiting(queue=queue, user=request.user, after=position)
+            or position
+        )
+    if queue.is_pairwise:
+        return pairwise_views.pairwise_card_response(
+            request, queue, following, flag_error=flag_error
+        )
+    if not wants_partial(request):
+        if flag_error:
+            messages.error(request, flag_error)
+        return HttpResponseRedirect(_queue_url(queue, following))
+    context = _queue_card_context(request, queue, following, flag_error=flag_error)
+    response = render(request, "review/queues/queue.html#queue-card", context)
+    if following != position:
+        push_url(response, _queue_url(queue, following))
+    return response
+
+
+@require_GET
+@vary_on_htmx
+def flag_list(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
+    """The project's flagged queue items: who flagged what and why; owners resolve."""
+    project = project_get_for_user(user=request.user, pk=project_id)
+    state = request.GET.get("state", "open")
+    if state not in FLAG_STATES:
+        return HttpResponse(
+            "state must be one of: " + ", ".join(FLAG_STATES) + ".", status=400
+        )
+    flags = Paginator(flag_list_for_project(project_id=project.pk, state=state), 50)
+    raw_page = request.GET.get("page", "1")
+    if not raw_page.isdigit():
+        return HttpResponse("page must be a number.", status=400)
+    return render(
+        request,
+        "review/queues/flagged.html",
+        {
+            "project": project,
+            "state": state,
+            "states": FLAG_STATES,
+            "page_obj": flags.get_page(int(raw_page)),
+            "can_manage": project.membership.can_manage,
+        },
+    )
+
+
+@require_POST
+@vary_on_htmx
+def flag_resolve(
+    request: AuthenticatedHttpRequest, project_id: int, flag_id: int
+) -> HttpResponse:
+    """Resolve (unflag) one flag: owners only; the item waits again."""
+    flag = flag_get_for_user(
+        user=request.user, pk=flag_id, project_id=project_id, manage=True
+    )
+    try:
+        queues.queue_flag_resolve(
+            flag=flag, user=request.user, note=request.POST.get("note", "")
+        )
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"Resolved the flag on item {flag.position} of “{flag.queue.name}”: "
+            "it waits for its reviewers again.",
+        )
+    return redirect_htmx(request, reverse("review:flagged", args=[project_id]))

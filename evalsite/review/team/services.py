@@ -733,3 +733,46 @@ def _recount_entries(locked: Result, queue_ids: list[int]) -> None:
         )
         count_answers(entry, list(left))
         entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
+
+
+def review_answer_withdraw(
+    *, queue: ReviewQueue, result: Result, user: User
+) -> QueueEntry:
+    """Withdraw `user`'s answer on a result of an overlap queue while the result
+    still takes answers (key u, also after the card moved on): the result waits for
+    them again. Once every answer is in (decided, or sent to adjudication) the
+    answers were seen and the rule applied, so the answer stays."""
+    if queue.overlap < 2:
+        raise ApplicationError(
+            "This queue has one reviewer per result: undo the answer instead.",
+            field_errors={"queue": "overlap is 1"},
+        )
+    with transaction.atomic(), result_reviewing(result) as (locked, _):
+        entry = _lock_entry(queue, locked)
+        if entry.state != QueueEntry.State.OPEN:
+            raise _closed(entry.state)
+        mine = Review.objects.filter(
+            queue=queue, result=locked, reviewer=user, kind=Review.Kind.ANSWER
+        ).first()
+        if mine is None:
+            raise ConflictError("You have no answer on this result to withdraw.")
+        review_id = mine.pk
+        mine.delete()
+        count_answers(
+            entry, _only_answers(entry_answers(queue=queue, result_id=locked.pk))
+        )
+        entry.save(update_fields=["answers", "answers_pass", "answers_fail"])
+        audit_event(
+            project=queue.project,
+            actor=user,
+            action="review.answer_withdraw",
+            summary=(
+                f"{user.get_username()} withdrew their answer on "
+                f"{result_where(locked)} in queue “{queue.name}” "
+                f"({entry.answers} of {queue.overlap} left)"
+            ),
+            before={"queue_id": queue.pk, "review_id": review_id},
+            run=locked.run,
+            result=locked,
+        )
+    return entry

@@ -30,7 +30,11 @@ from evalsite.review.team.selectors import (
     entry_answers,
     queue_pass_agreement,
 )
-from evalsite.review.team.services import review_adjudicate, review_answer
+from evalsite.review.team.services import (
+    review_adjudicate,
+    review_answer,
+    review_answer_withdraw,
+)
 from scoring import KINDS
 
 
@@ -116,6 +120,32 @@ def queue_answer(
     return queue_card_response(
         request, queue, position, error=error, entry=entry, reviews=reviews
     )
+
+
+@require_POST
+@vary_on_htmx
+def queue_answer_withdraw(
+    request: AuthenticatedHttpRequest, project_id: int, queue_id: int, position: int
+) -> HttpResponse:
+    """Withdraw your answer on the card of an overlap queue (key u) while the
+    result still takes answers."""
+    queue = queue_get_for_user(
+        user=request.user, pk=queue_id, project_id=project_id, write=True
+    )
+    entry = QueueEntry.objects.filter(queue=queue, position=position).first()
+    if entry is None:
+        return HttpResponse("No such queue entry.", status=404)
+    result = result_get_for_user(
+        user=request.user, pk=entry.result_id, write=True, project_id=project_id
+    )
+    error = ""
+    try:
+        review_answer_withdraw(queue=queue, result=result, user=request.user)
+    except ApplicationError as exc:
+        error = exc.message
+    else:
+        messages.success(request, "Your answer is withdrawn: the result waits for it.")
+    return queue_card_response(request, queue, position, error=error)
 
 
 @require_GET

@@ -25,6 +25,7 @@ from evalsite.evals.runs.selectors import result_get_for_user
 from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.guidelines.selectors import guideline_current, guideline_html
 from evalsite.review.models import Guideline, ReviewQueue
+from evalsite.review.queues.waiting import queue_next_waiting, queue_open_flag
 from evalsite.review.selectors.preferences import reviewer_preferences
 
 
@@ -131,6 +132,34 @@ def flow_context(
 ) -> dict[str, Any]:
     """The queue card's share of the flow (see the module docstring)."""
     return {"flow": QueueFlow(queue, request.user), **reference_context(result)}
+
+
+def skip_flag_context(
+    request: HttpRequest,
+    queue: ReviewQueue,
+    position: int,
+    *,
+    url: Callable[[ReviewQueue, int | None], str],
+    flag_error: str = "",
+) -> dict[str, Any]:
+    """Skip and Flag on a card of any queue kind: Skip leads to the next item
+    waiting for the reviewer (the skipped one keeps waiting and comes round again);
+    Flag posts a reason. `url(queue, position)` is the card's own URL."""
+    user = request.user
+    following = (
+        queue_next_waiting(queue=queue, user=user, after=position)
+        if isinstance(user, User)
+        else None
+    )
+    return {
+        "skip_url": url(queue, following) if following else None,
+        "flag_url": reverse(
+            "review:queue_flag", args=[queue.project_id, queue.pk, position]
+        ),
+        "open_flag": queue_open_flag(queue=queue, position=position),
+        "flag_error": flag_error,
+        "flag_reason": request.POST.get("reason", "") if flag_error else "",
+    }
 
 
 @require_GET

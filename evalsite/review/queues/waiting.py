@@ -1,0 +1,192 @@
+"""What waits for a reviewer: per queue, the items they can answer and have not,
+and their assigned results that sit in no queue. Read for the navigation badge on
+every project page, so it is one query (three grouped counts in a UNION)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+
+from evalsite.accounts.models import REVIEW_ROLES, Membership
+from evalsite.evals.models import Result
+from evalsite.review.models import (
+    PairwiseItem,
+    Preference,
+    QueueEntry,
+    QueueFlag,
+    Review,
+    ReviewQueue,
+)
+
+# Row kinds of the UNION below.
+_ENTRIES, _PAIRS, _ASSIGNED = 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Items waiting for one reviewer in one project. `by_queue` counts queue items
+    (a result in two queues waits in both); `assigned` the assigned results in no
+    queue; `total` both."""
+
+    by_queue: dict[int, int] = field(default_factory=dict)
+    assigned: int = 0
+
+    @property
+    def queued(self) -> int:
+        return sum(self.by_queue.values())
+
+    @property
+    def total(self) -> int:
+        return self.queued + self.assigned
+
+
+def _can_review(*, project_id: int, user: User) -> Exists:
+    """Viewers answer nothing, so nothing waits for them. An uncorrelated EXISTS:
+    evaluated once per query."""
+    return Exists(
+        Membership.objects.filter(
+            project_id=project_id, user_id=user.pk, role__in=REVIEW_ROLES
+        )
+    )
+
+
+def waiting_entries(*, project_id: int, user: User) -> QuerySet[QueueEntry]:
+    """Review-queue entries `user` can answer and has not: the result is judged
+    (errored results cannot be reviewed) and not flagged; in a single-review queue
+    the result is not reviewed yet and is assigned to nobody or to `user` (one
+    assigned to a teammate waits for them); in an overlap queue the entry still
+    takes answers and `user` has not given theirs."""
+    answered = Review.objects.filter(
+        queue_id=OuterRef("queue_id"),
+        result_id=OuterRef("result_id"),
+        reviewer_id=user.pk,
+        kind=Review.Kind.ANSWER,
+    )
+    flagged = QueueFlag.objects.filter(
+        entry_id=OuterRef("pk"), resolved_at__isnull=True
+    )
+    single = Q(queue__overlap=1, result__reviewed=False) & (
+        Q(result__assignee__isnull=True) | Q(result__assignee_id=user.pk)
+    )
+    overlap = Q(queue__overlap__gt=1, state=QueueEntry.State.OPEN) & ~Exists(answered)
+    return QueueEntry.objects.filter(
+        _can_review(project_id=project_id, user=user),
+        single | overlap,
+        ~Exists(flagged),
+        queue__project_id=project_id,
+        queue__kind=ReviewQueue.Kind.REVIEW,
+        result__status=Result.Status.OK,
+    )
+
+
+def waiting_pairs(*, project_id: int, user: User) -> QuerySet[PairwiseItem]:
+    """Pairs still taking answers that `user` has not answered, not flagged."""
+    answered = Preference.objects.filter(pair_id=OuterRef("pk"), reviewer_id=user.pk)
+    flagged = QueueFlag.objects.filter(pair_id=OuterRef("pk"), resolved_at__isnull=True)
+    return PairwiseItem.objects.filter(
+        _can_review(project_id=project_id, user=user),
+        ~Exists(answered),
+        ~Exists(flagged),
+        queue__project_id=project_id,
+        answers__lt=F("queue__overlap"),
+    )
+
+
+def waiting_assigned(*, project_id: int, user: User) -> QuerySet[Result]:
+    """Results assigned to `user`, judged and not reviewed, that are in no review
+    queue (those in one are counted with the queue)."""
+    in_queue = QueueEntry.objects.filter(result_id=OuterRef("pk"))
+    return Result.objects.filter(
+        _can_review(project_id=project_id, user=user),
+        ~Exists(in_queue),
+        run__project_id=project_id,
+        assignee_id=user.pk,
+        reviewed=False,
+        status=Result.Status.OK,
+    )
+
+
+def waiting_for(*, project_id: int, user: User | AnonymousUser) -> Waiting:
+    """Everything waiting for `user` in the project, in one query."""
+    if not user.is_authenticated:
+        return Waiting()
+    assert isinstance(user, User)
+    entries = (
+        waiting_entries(project_id=project_id, user=user)
+        .values("queue_id")
+        .annotate(kind=Value(_ENTRIES, IntegerField()), n=Count("id"))
+        .values_list("kind", "queue_id", "n")
+        .order_by()
+    )
+    pairs = (
+        waiting_pairs(project_id=project_id, user=user)
+        .values("queue_id")
+        .annotate(kind=Value(_PAIRS, IntegerField()), n=Count("id"))
+        .values_list("kind", "queue_id", "n")
+        .order_by()
+    )
+    assigned = (
+        waiting_assigned(project_id=project_id, user=user)
+        .annotate(
+            kind=Value(_ASSIGNED, IntegerField()),
+            no_queue=Value(0, IntegerField()),
+        )
+        .values("kind", "no_queue")
+        .annotate(n=Count("id"))
+        .values_list("kind", "no_queue", "n")
+        .order_by()
+    )
+    by_queue: dict[int, int] = {}
+    assigned_n = 0
+    for kind, queue_id, n in entries.union(pairs, assigned, all=True):
+        if kind == _ASSIGNED:
+            assigned_n += n
+        elif n:
+            by_queue[queue_id] = by_queue.get(queue_id, 0) + n
+    return Waiting(by_queue=by_queue, assigned=assigned_n)
+
+
+def queue_next_waiting(*, queue: ReviewQueue, user: User, after: int) -> int | None:
+    """Position of the next item of the queue waiting for `user` after `after`,
+    wrapping to the start, never `after` itself: where Skip goes (the skipped item
+    still waits and comes round again after the others). None when nothing else
+    waits."""
+    items: QuerySet[QueueEntry] | QuerySet[PairwiseItem]
+    if queue.is_pairwise:
+        items = waiting_pairs(project_id=queue.project_id, user=user)
+    else:
+        items = waiting_entries(project_id=queue.project_id, user=user)
+    # One read: the later items first, then (wrapping) the earlier ones.
+    wrapped = Case(
+        When(position__lt=after, then=1), default=0, output_field=IntegerField()
+    )
+    return (
+        items.filter(queue_id=queue.pk)
+        .exclude(position=after)
+        .order_by(wrapped, "position")
+        .values_list("position", flat=True)
+        .first()
+    )
+
+
+def queue_open_flag(*, queue: ReviewQueue, position: int) -> QueueFlag | None:
+    """The open flag on the item at `position`, if any."""
+    flags = QueueFlag.objects.filter(queue=queue, resolved_at__isnull=True)
+    if queue.is_pairwise:
+        flags = flags.filter(pair__position=position)
+    else:
+        flags = flags.filter(entry__position=position)
+    return flags.select_related("flagged_by").first()
