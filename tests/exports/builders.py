@@ -205,6 +205,8 @@ def _lab(project: Project, scorer: Any, owner: Any) -> tuple[Any, Any]:
         project=project, candidate=candidate, scorer=scorer, created_by=owner
     )
     return candidate, replay
+
+
 def _bias_audit(project: Project, run: Run, run_scorer: Any, item: Any) -> Any:
     """A finished bias audit of one item, with its hidden run. Made directly: the
     service refuses a judge-less snapshot like the world's."""

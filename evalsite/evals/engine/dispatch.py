@@ -72,8 +72,8 @@ from scoring import (
 from scoring.client import OutageClock, RetryPolicy, is_unreachable
 from scoring.egress import AddressGuard
 from scoring.errors import JudgeError
-from scoring.repeat import combine_answers
 from scoring.perturbation import perturb_case
+from scoring.repeat import combine_answers
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")

@@ -98,7 +98,8 @@ def run_list(*, project_id: int, archived: bool = False) -> QuerySet[Run]:
     """The project's runs, newest first: the active ones, or with `archived` the
     archived ones only."""
     return (
-        runs_listed(project_id=project_id).filter(archived=archived)
+        runs_listed(project_id=project_id)
+        .filter(archived=archived)
         .select_related("dataset")
         .order_by("-created_at", "-pk")
     )

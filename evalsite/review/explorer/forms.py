@@ -55,6 +55,7 @@ class ExplorerFilterForm(forms.Form):
     disagree = forms.BooleanField(required=False, label="Human disagrees with judge")
     uncertain = forms.BooleanField(
         required=False, label="Judge's repeated answers disagree"
+    )
     judge_instructions = forms.BooleanField(
         required=False, label="Instructions aimed at the judge"
     )

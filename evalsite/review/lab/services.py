@@ -12,11 +12,6 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
-from scoring.judge_options import (
-    MAX_EXAMPLE_CHARS,
-    MAX_EXAMPLE_CHUNKS,
-    MAX_EXAMPLES,
-)
 
 from evalsite.accounts.services.audit import audit_event
 from evalsite.core.exceptions import ApplicationError, ConflictError
@@ -29,6 +24,11 @@ from evalsite.lib.text import text_check_storable
 from evalsite.review.lab.selectors import Label, current_scorer, proposed_examples
 from evalsite.review.models import LabCandidate, LabReplay
 from scoring.fewshot import DEFAULT_K, Correction
+from scoring.judge_options import (
+    MAX_EXAMPLE_CHARS,
+    MAX_EXAMPLE_CHUNKS,
+    MAX_EXAMPLES,
+)
 
 MAX_TEXT = MAX_EXAMPLE_CHARS
 VERDICTS = ("pass", "fail")

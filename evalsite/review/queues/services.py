@@ -369,6 +369,8 @@ def queue_set_archived(
             )
     queue.archived = archived
     return queue
+
+
 FLAG_REASON_MAX = 2000
 
 

@@ -87,6 +87,8 @@ def waiting_entries(*, project_id: int, user: User) -> QuerySet[QueueEntry]:
         single | overlap,
         ~Exists(flagged),
         queue__project_id=project_id,
+        # An archived queue is closed: nothing in it waits for anyone.
+        queue__archived=False,
         queue__kind=ReviewQueue.Kind.REVIEW,
         result__status=Result.Status.OK,
     )
@@ -101,6 +103,7 @@ def waiting_pairs(*, project_id: int, user: User) -> QuerySet[PairwiseItem]:
         ~Exists(answered),
         ~Exists(flagged),
         queue__project_id=project_id,
+        queue__archived=False,
         answers__lt=F("queue__overlap"),
     )
 
@@ -113,6 +116,7 @@ def waiting_assigned(*, project_id: int, user: User) -> QuerySet[Result]:
         _can_review(project_id=project_id, user=user),
         ~Exists(in_queue),
         run__project_id=project_id,
+        run__archived=False,
         assignee_id=user.pk,
         reviewed=False,
         status=Result.Status.OK,

@@ -2,7 +2,7 @@
 sort's order, ties broken by id and empty scores last in both directions.
 
 The score and update-time sorts are served by indexes in exactly that order
-(review migration 0018_result_sort_indexes); these boundaries are what they must keep.
+(review migration 0019_result_keyset_indexes); these boundaries are what they must keep.
 """
 
 from __future__ import annotations

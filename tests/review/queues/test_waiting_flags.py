@@ -67,7 +67,11 @@ def recount(project, user) -> tuple[dict[int, int], int]:
         "queue", "result"
     ):
         result = entry.result
-        if result.status != Result.Status.OK or entry.pk in open_entries:
+        if (
+            result.status != Result.Status.OK
+            or entry.pk in open_entries
+            or entry.queue.archived
+        ):
             continue
         if entry.queue.overlap == 1:
             waits = not result.reviewed and result.assignee_id in (None, user.pk)
@@ -82,13 +86,23 @@ def recount(project, user) -> tuple[dict[int, int], int]:
         "queue"
     ):
         mine = Preference.objects.filter(pair=pair, reviewer=user).exists()
-        if pair.answers < pair.queue.overlap and not mine and pair.pk not in open_pairs:
+        if (
+            pair.answers < pair.queue.overlap
+            and not mine
+            and pair.pk not in open_pairs
+            and not pair.queue.archived
+        ):
             by_queue[pair.queue_id] = by_queue.get(pair.queue_id, 0) + 1
     queued = set(QueueEntry.objects.values_list("result_id", flat=True))
     assigned = sum(
         1
-        for r in Result.objects.filter(run__project=project, assignee=user)
-        if not r.reviewed and r.status == Result.Status.OK and r.pk not in queued
+        for r in Result.objects.filter(
+            run__project=project, assignee=user
+        ).select_related("run")
+        if not r.reviewed
+        and r.status == Result.Status.OK
+        and r.pk not in queued
+        and not r.run.archived
     )
     return by_queue, assigned
 
@@ -152,6 +166,19 @@ def test_waiting_counts_equal_a_recount_for_every_member(
         waiting = waiting_for(project_id=project.pk, user=user)
         assert (waiting.by_queue, waiting.assigned) == (by_queue, assigned), user
         assert waiting.total == sum(by_queue.values()) + assigned
+
+
+def test_archived_queues_and_runs_wait_for_nobody(day, project, owner, reviewer):
+    from evalsite.evals.runs.services import run_set_archived
+    from evalsite.review.queues.services import queue_set_archived
+
+    queue_set_archived(queue=day["team"], user=owner, archived=True)
+    assigned_run = Result.objects.filter(assignee=reviewer, reviewed=False).first().run
+    run_set_archived(run=assigned_run, user=owner, archived=True)
+    waiting = waiting_for(project_id=project.pk, user=reviewer)
+    assert (waiting.by_queue, waiting.assigned) == recount(project, reviewer)
+    assert waiting.by_queue == {day["single"].pk: 1}
+    assert waiting.assigned == 0
 
 
 def test_waiting_is_one_query(day, project, reviewer, django_assert_num_queries):

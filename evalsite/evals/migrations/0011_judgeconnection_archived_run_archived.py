@@ -5,12 +5,17 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("datasets", "0005_dataset_match_moved_from_review"),
+        ("evals", "0010_bias_audit_and_run_scorer_perturbation"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="dataset",
+            model_name="judgeconnection",
+            name="archived",
+            field=models.BooleanField(default=False),
+        ),
+        migrations.AddField(
+            model_name="run",
             name="archived",
             field=models.BooleanField(default=False),
         ),

@@ -5,17 +5,12 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("evals", "0008_verdict_models_moved_from_review"),
+        ("datasets", "0006_item_judge_instructions"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="judgeconnection",
-            name="archived",
-            field=models.BooleanField(default=False),
-        ),
-        migrations.AddField(
-            model_name="run",
+            model_name="dataset",
             name="archived",
             field=models.BooleanField(default=False),
         ),

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0007_delete_membershipevent"),
-        ("review", "0017_calibration_sample"),
+        ("review", "0020_reviewqueue_archived"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -68,7 +68,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ("evals", "0008_verdict_models_moved_from_review"),
-        ("review", "0017_calibration_sample"),
+        ("review", "0018_judge_lab"),
     ]
 
     operations = [migrations.RunPython(create_indexes, drop_indexes)]

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("review", "0017_calibration_sample"),
+        ("review", "0019_result_keyset_indexes"),
     ]
 
     operations = [
