@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scoring.prompts import DATA_TAGS
+
 __all__ = [
     "RULES",
     "InjectionMatch",
@@ -28,35 +30,9 @@ __all__ = [
     "find_injections",
 ]
 
-# Every tag a judge prompt uses for its data blocks (scoring.prompts.DATA_TAGS, the
-# agent kinds' tags and context precision's target), kept literal here so that this
-# module imports nothing and a new tag is added on purpose.
-FENCE_TAGS = (
-    "input",
-    "output",
-    "context",
-    "reference",
-    "claim",
-    "statement",
-    "opinion",
-    "analysis",
-    "score",
-    "rubric",
-    "baseline",
-    "system_prompt",
-    "output_unit",
-    "reference_unit",
-    "question",
-    "target",
-    "turn",
-    "tool_call",
-    "expected_step",
-    "criterion",
-    "available_tools",
-    "criterion_text",
-    "example",
-    "examples",
-)
+# Every tag a judge prompt uses for its data blocks: text that opens or closes one is
+# an attempt to step out of its fence.
+FENCE_TAGS = DATA_TAGS
 
 _GRADER = r"(?:judge|grader|evaluator|assessor|scorer|reviewer|(?:llm|ai)\s+(?:judge|grader|evaluator))"
 _GRADING = (
