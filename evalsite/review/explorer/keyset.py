@@ -75,6 +75,21 @@ SEGMENTS: dict[str, tuple[Segment, ...]] = {
     "-score": _scored("judge_score", descending=True),
     "final": _scored("final_score", descending=False),
     "-final": _scored("final_score", descending=True),
+    # Most uncertain first, then by item (selectors.SORTS); unsplit results last.
+    "-uncertainty": (
+        Segment(
+            Q(judge_uncertainty__isnull=False),
+            (Column("judge_uncertainty", True), Column("item_id"), Column("id")),
+        ),
+        Segment(Q(judge_uncertainty__isnull=True), (Column("item_id"), Column("id"))),
+    ),
+    "uncertainty": (
+        Segment(
+            Q(judge_uncertainty__isnull=False),
+            (Column("judge_uncertainty"), Column("item_id"), Column("id")),
+        ),
+        Segment(Q(judge_uncertainty__isnull=True), (Column("item_id"), Column("id"))),
+    ),
     "updated": (Segment(Q(), (Column("updated_at"), Column("id"))),),
     "-updated": (Segment(Q(), (Column("updated_at", True), Column("id", True))),),
 }
@@ -136,7 +151,7 @@ def _parse(name: str, value: Any, error: CursorError) -> Any:
         if parsed.tzinfo is None:
             raise error
         return parsed
-    if name.endswith("_score"):
+    if name.endswith("_score") or name == "judge_uncertainty":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise error
         return float(value)
@@ -252,8 +267,8 @@ def cursor_of(result: Result, *, sort: str) -> Cursor:
     for index, segment in enumerate(SEGMENTS[sort]):
         columns = segment.columns
         values = tuple(getattr(result, c.name) for c in columns)
-        nullable = columns[0].name.endswith("_score") and len(SEGMENTS[sort]) > 1
-        if nullable and index == 0 and values[0] is None:
+        # Sorts of more than one segment start with the rows whose value is set.
+        if len(SEGMENTS[sort]) > 1 and index == 0 and values[0] is None:
             continue
         return Cursor(index, values)
     raise AssertionError(f"no segment of {sort!r} holds result {result.pk}")

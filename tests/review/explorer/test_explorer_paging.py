@@ -32,7 +32,8 @@ def run(project):
     )
     now = timezone.now()
     # Few distinct scores (many ties across page boundaries), every 7th result an
-    # error with no score, update times with ties too.
+    # error with no score, update times with ties too, and every third result judged
+    # several times with a tied split.
     for n, pk in enumerate(ids):
         error = n % 7 == 3
         score = None if error else (n % 4) / 4
@@ -41,6 +42,7 @@ def run(project):
             judge_score=score,
             final_score=None if score is None else 1 - score,
             updated_at=now - timedelta(minutes=n % 5),
+            judge_uncertainty=None if n % 3 else (n % 2) / 3,
         )
     return run
 
@@ -48,24 +50,29 @@ def run(project):
 def _pages(client, run, sort: str) -> list[int]:
     base = reverse("review:explorer", args=[run.project_id, run.pk])
     seen: list[int] = []
-    page = 1
+    params = {"sort": sort, "per_page": PER_PAGE}
     while True:
-        response = client.get(
-            f"{base}?{urlencode({'sort': sort, 'per_page': PER_PAGE, 'page': page})}"
-        )
+        response = client.get(f"{base}?{urlencode(params)}")
         assert response.status_code == 200
         rows = [r["result"].pk for r in response.context["rows"]]
-        assert rows, f"page {page} of {sort} is empty"
+        assert rows, f"a page of {sort} after {params.get('after')} is empty"
         seen += rows
-        if not response.context["page_obj"].has_next():
+        cursor = response.context["page"].next_cursor
+        if cursor is None:
             return seen
-        page += 1
+        params["after"] = cursor
 
 
 def _expected(run, sort: str) -> list[int]:
     rows = list(
         Result.objects.filter(run=run).values(
-            "id", "item_id", "run_scorer_id", "judge_score", "final_score", "updated_at"
+            "id",
+            "item_id",
+            "run_scorer_id",
+            "judge_score",
+            "final_score",
+            "updated_at",
+            "judge_uncertainty",
         )
     )
     key = sort.lstrip("-")
@@ -74,13 +81,22 @@ def _expected(run, sort: str) -> list[int]:
         rows.sort(key=lambda r: (r["item_id"], r["run_scorer_id"]), reverse=desc)
     elif key == "updated":
         rows.sort(key=lambda r: (r["updated_at"], r["id"]), reverse=desc)
+    elif key == "uncertainty":
+        # The split in the sort's direction, then by item; judged once come last.
+        split = [r for r in rows if r["judge_uncertainty"] is not None]
+        once = [r for r in rows if r["judge_uncertainty"] is None]
+        sign = -1 if desc else 1
+        split.sort(key=lambda r: (sign * r["judge_uncertainty"], r["item_id"], r["id"]))
+        once.sort(key=lambda r: (r["item_id"], r["id"]))
+        rows = split + once
     else:
         column = {"score": "judge_score", "final": "final_score"}[key]
         scored = [r for r in rows if r[column] is not None]
         empty = [r for r in rows if r[column] is None]
-        # The score in the sort's direction, ties by id ascending; empty scores last.
-        scored.sort(key=lambda r: (-r[column] if desc else r[column], r["id"]))
-        empty.sort(key=lambda r: r["id"])
+        # The score and then the id in the sort's direction (one index read backwards
+        # serves a descending sort); empty scores last, by id in the same direction.
+        scored.sort(key=lambda r: (r[column], r["id"]), reverse=desc)
+        empty.sort(key=lambda r: r["id"], reverse=desc)
         rows = scored + empty
     return [r["id"] for r in rows]
 
