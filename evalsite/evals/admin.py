@@ -7,10 +7,12 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from evalsite.evals.models import (
+    BiasAudit,
     Comment,
     JudgeCacheEntry,
     JudgeCall,
     JudgeConnection,
+    JudgeVersion,
     Override,
     Result,
     ReviewVersion,
@@ -143,3 +145,16 @@ class ReviewVersionAdmin(admin.ModelAdmin[ReviewVersion]):
     list_display = ["run_scorer", "version"]
     # Bumped by the review services only: a hand edit would desync the cached counts.
     readonly_fields = ["run_scorer", "version"]
+
+
+@admin.register(JudgeVersion)
+class JudgeVersionAdmin(admin.ModelAdmin[JudgeVersion]):
+    list_display = ["label", "project", "kind", "number", "created_at"]
+    list_filter = ["kind"]
+    readonly_fields = ["digest", "spec"]
+
+
+@admin.register(BiasAudit)
+class BiasAuditAdmin(admin.ModelAdmin[BiasAudit]):
+    list_display = ["id", "project", "run", "run_scorer", "sample_size", "created_at"]
+    raw_id_fields = ["run", "run_scorer", "audit_run"]

@@ -4,9 +4,12 @@ from django.contrib import admin
 
 from evalsite.review.models import (
     Guideline,
+    LabCandidate,
+    LabReplay,
     PairwiseItem,
     Preference,
     QueueEntry,
+    QueueFlag,
     Review,
     ReviewQueue,
     SavedFilter,
@@ -103,3 +106,21 @@ class PreferenceAdmin(admin.ModelAdmin[Preference]):
         "guideline",
         "seconds",
     ]
+
+
+@admin.register(LabCandidate)
+class LabCandidateAdmin(admin.ModelAdmin[LabCandidate]):
+    list_display = ["name", "project", "scorer", "promoted_to", "created_at"]
+    raw_id_fields = ["scorer", "promoted_to"]
+
+
+@admin.register(LabReplay)
+class LabReplayAdmin(admin.ModelAdmin[LabReplay]):
+    list_display = ["id", "project", "candidate", "scorer", "items", "created_at"]
+    raw_id_fields = ["candidate", "scorer", "current_runs", "candidate_runs"]
+
+
+@admin.register(QueueFlag)
+class QueueFlagAdmin(admin.ModelAdmin[QueueFlag]):
+    list_display = ["queue", "flagged_by", "reason", "created_at", "resolved_at"]
+    raw_id_fields = ["queue", "entry", "pair"]

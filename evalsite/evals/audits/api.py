@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import Http404
 from ninja import Router, Status
+from ninja.pagination import paginate
 
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
+from evalsite.core.pagination import LimitOffsetPagination
 from evalsite.evals.audits import selectors, services
 from evalsite.evals.audits.schemas import BiasAuditDetailOut, BiasAuditIn, BiasAuditOut
 from evalsite.evals.models import BiasAudit
@@ -16,9 +20,10 @@ router = Router(tags=["bias audits"])
 
 
 @router.get("/runs/{run_id}/bias-audits", response=list[BiasAuditOut])
-def bias_audit_list(request: AuthenticatedHttpRequest, run_id: int) -> list[BiasAudit]:
+@paginate(LimitOffsetPagination)
+def bias_audit_list(request: AuthenticatedHttpRequest, run_id: int) -> Any:
     run = run_get_for_user(user=request.user, pk=run_id)
-    return list(selectors.bias_audit_list(run=run)[:1000])
+    return selectors.bias_audit_list(run=run)
 
 
 @router.get(

@@ -68,10 +68,15 @@ def test_run_start_records_the_run_dataset_and_scorers(project, owner):
         "nightly",
     )
     assert event.summary.startswith("olivia started run “nightly”")
+    run_scorer = run.run_scorers.select_related("judge_version").get()
+    version = run_scorer.judge_version
     assert event.after == {
         "dataset_id": dataset.pk,
         "scorer_ids": [scorer.pk],
         "total": run.total,
+        "purpose": "run",
+        "rejudge_of": None,
+        "judge_versions": {run_scorer.name: version.label} if version else {},
     }
 
 

@@ -195,7 +195,7 @@ def test_api_starts_lists_and_reads_an_audit(
     assert response.status_code == 202, response.content
     audit_id = response.json()["id"]
     listed = client.get(f"/api/runs/{judged_run.pk}/bias-audits", **headers).json()
-    assert [a["id"] for a in listed] == [audit_id]
+    assert [a["id"] for a in listed["items"]] == [audit_id]
     data = client.get(f"/api/bias-audits/{audit_id}", **headers).json()
     assert data["status"] == "done" and data["sampled"] == 3 and data["seed"] == 9
     changes = {c["change"]: c for c in data["changes"]}
