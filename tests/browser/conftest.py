@@ -147,6 +147,11 @@ class AxeAudit:
         with contextlib.suppress(Exception):
             self.page.wait_for_load_state("load")
         try:
+            # An htmx fragment opened on its own (the security and CSP walks visit
+            # every URL) is not a page: it has no doctype, title or language because
+            # it is swapped into a page that has them, and that page is checked.
+            if not self.page.evaluate("document.doctype !== null"):
+                return []
             results = _AXE.run(self.page)
         except Exception as exc:  # noqa: BLE001 - a navigation raced the check: the next one sees the page
             if "context was destroyed" in str(exc) or "navigat" in str(exc):
