@@ -76,8 +76,17 @@ def test_item_page_shows_turns_and_a_tool_call_table(page, live_server, project,
     assert rows.count() == 2
     first = rows.nth(0).locator("td")
     assert first.nth(1).locator(".tool-name").inner_text() == "get_weather"
-    assert json.loads(first.nth(2).inner_text()) == {"city": "Oslo"}
-    assert json.loads(first.nth(3).inner_text()) == {"temp": 4, "rain": True}
+    # Arguments and results read as a tree of names and values, not raw JSON.
+    arguments, result = first.nth(2), first.nth(3)
+    assert arguments.locator("dt").all_inner_texts() == ["city"]
+    assert arguments.locator("dd").all_inner_texts() == ["Oslo"]
+    # (Postgres' jsonb keeps keys in its own order.)
+    pairs = zip(
+        result.locator("dt").all_inner_texts(),
+        result.locator("dd").all_inner_texts(),
+        strict=True,
+    )
+    assert dict(pairs) == {"temp": "4", "rain": "true"}
     # The failed call is marked, and its hostile text is shown, not run.
     second = rows.nth(1)
     assert "failed" in second.inner_text()
