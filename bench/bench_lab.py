@@ -20,10 +20,6 @@ from __future__ import annotations
 
 import os
 import random
-import secrets
-import shlex
-import subprocess
-import sys
 import tempfile
 import time
 import traceback
@@ -40,7 +36,12 @@ from bench._common import (
     stop_process,
     time_get,
 )
-from bench.bench_runs import _group_cpu_seconds, _stop
+from bench.bench_runs import (
+    _group_cpu_seconds,
+    _start_worker,
+    _stop,
+    shipped_worker_command,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "lab"
@@ -52,44 +53,6 @@ REPLAY_TARGET = 0.85
 PAGE_TARGET_MS = 300.0
 CANDIDATES = 4
 REPEAT = 15
-
-
-def worker_command() -> list[str]:
-    """The Celery worker of Procfile.dev's `worker:` line (whatever supervises it), as
-    `make run` starts it, with this interpreter's celery."""
-    for line in (ROOT / "Procfile.dev").read_text().splitlines():
-        if line.startswith("worker:"):
-            argv = shlex.split(line.split(":", 1)[1].strip())
-            break
-    else:  # pragma: no cover - the Procfile always has one
-        raise RuntimeError("Procfile.dev has no worker line")
-    start = next(i for i, arg in enumerate(argv) if arg.endswith("celery"))
-    argv = [
-        os.environ.get("WORKER_CONCURRENCY", "4") if "WORKER_CONCURRENCY" in a else a
-        for a in argv[start + 1 :]
-    ]
-    return [sys.executable, "-m", "celery", *argv]
-
-
-def _start_worker(log_dir: Path, judge_url: str) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="evalsite.settings",
-        CELERY_TASK_ALWAYS_EAGER="false",
-        DEBUG="false",  # as deployed: no query log in the worker
-        SECRET_KEY=os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
-        ALLOWED_HOSTS="localhost",
-        OFFLINE_JUDGE_URL=judge_url,
-    )
-    log = open(log_dir / "worker.log", "wb")  # noqa: SIM115 - closed by the process
-    return subprocess.Popen(
-        [*worker_command(), "-n", f"bench-lab-{os.getpid()}@%h"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
 
 
 def _row(
@@ -227,7 +190,7 @@ def _replay_rows() -> list[dict[str, Any]]:
         )
         label_list = labels(project_id=project.pk, kind=scorer.kind)
         settle_database()
-        worker = _start_worker(log_dir, judge_url)
+        worker = _start_worker(log_dir, judge_url, name="bench-lab")
         time.sleep(6)  # let the worker boot before the clock starts
         cpu_before = _group_cpu_seconds(worker.pid)
         started = timezone.now()
@@ -254,7 +217,7 @@ def _replay_rows() -> list[dict[str, Any]]:
         label = f"replay of {LABELS} labels × 2 versions, 1 s judge, 128 in flight"
         note = (
             f"{calls} calls in {elapsed:.1f} s; worker: "
-            f"{' '.join(worker_command()[3:])}"
+            f"{' '.join(shipped_worker_command()[3:])}"
         )
         return [
             _row(f"{label}: bound", round(bound, 1), "calls/s"),

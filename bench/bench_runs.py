@@ -81,7 +81,9 @@ def shipped_worker_command() -> list[str]:
     return [sys.executable, "-m", "celery", *argv[1:]]
 
 
-def _start_worker(log_dir: Path, judge_url: str) -> subprocess.Popen[bytes]:
+def _start_worker(
+    log_dir: Path, judge_url: str, name: str = "bench-runs"
+) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="evalsite.settings",
@@ -97,7 +99,7 @@ def _start_worker(log_dir: Path, judge_url: str) -> subprocess.Popen[bytes]:
     )
     log = open(log_dir / "worker.log", "wb")  # noqa: SIM115 - closed by the process
     return subprocess.Popen(
-        [*shipped_worker_command(), "-n", f"bench-runs-{os.getpid()}@%h"],
+        [*shipped_worker_command(), "-n", f"{name}-{os.getpid()}@%h"],
         cwd=ROOT,
         env=env,
         stdout=log,
