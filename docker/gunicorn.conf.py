@@ -1,4 +1,5 @@
-"""gunicorn settings for `make serve` (read with ``-c docker/gunicorn.conf.py``).
+"""gunicorn settings for `make serve` and the docker image (``-c docker/gunicorn.conf.py``;
+the image sets EVALSITE_HOST=0.0.0.0).
 
 Sync workers, as the docker image runs them: every request is a short database read or
 write, and the slow work (judging, exports of large runs) happens on Celery workers or

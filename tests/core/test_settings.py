@@ -89,12 +89,17 @@ def test_compose_services_and_env_match_the_settings():
         assert env["DATABASE_URL"].startswith("postgres://")
         assert "@postgres:" in env["DATABASE_URL"]
         assert env["REDIS_URL"].startswith("redis://redis:")
+    # The image and compose run gunicorn with make serve's settings (workers from
+    # the cores), listening on every interface inside the container.
     assert "gunicorn" in services["web"]["command"]
+    assert "-c docker/gunicorn.conf.py" in services["web"]["command"]
     assert "celery -A evalsite worker" in services["worker"]["command"]
     assert "scoring.offline_judge" in services["judge"]["command"]
     assert services["web"]["environment"]["OFFLINE_JUDGE_URL"] == "http://judge:8011/v1"
     dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
     assert "collectstatic" in dockerfile and "USER evalsite" in dockerfile
+    assert '"-c", "docker/gunicorn.conf.py"' in dockerfile
+    assert "EVALSITE_HOST=0.0.0.0" in dockerfile
     example = (ROOT / "docker" / ".env.example").read_text()
     for var in (
         "SECRET_KEY",
