@@ -70,6 +70,10 @@ class Stack:
 
     def start(self, ready_timeout: float = 180) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        if self.env.get("DEBUG") == "false":
+            # As `make serve` does before it starts them: without DEBUG the pages
+            # name their files through the collected static manifest.
+            self.manage("collectstatic", "--noinput", "-v", "0")
         log = open(self.log_dir / "stack.log", "wb")  # noqa: SIM115 - the process owns it
         self.process = subprocess.Popen(
             [
