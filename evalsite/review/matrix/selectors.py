@@ -29,8 +29,9 @@ from evalsite.review.explorer.selectors import (
     PagedResults,
     results_filter,
     results_page_at,
+    results_visible,
 )
-from evalsite.review.selectors.blind import blind_for, blind_result_ids, blind_run_split
+from evalsite.review.selectors.blind import blind_for, blind_result_ids
 
 AnyUser = User | AnonymousUser
 
@@ -114,13 +115,12 @@ def matrix_page(
     keyset page of leads; then every result of those items, one query, with the
     blind ones among them masked.
     """
-    visible, blind_hidden = blind_run_split(
-        results_filter(run=run, query=query, user=user), user=user, run=run
-    )
+    visible = results_visible(run=run, query=query, user=user)
+    blind_hidden = visible.blind_hidden
     by_id = {rs.pk: rs for rs in run_scorers}
     if query.run_scorer_id is not None:
         lead_scorer = by_id[query.run_scorer_id]
-        leads = visible
+        leads = visible.ordered
     else:
         lead_scorer = run_scorers[0]
         leads = results_filter(
@@ -129,7 +129,7 @@ def matrix_page(
             user=user,
         )
         if query.is_filtered():
-            leads = leads.filter(item_id__in=visible.values("item_id"))
+            leads = leads.filter(item_id__in=visible.matching.values("item_id"))
         if blind_hidden and query.sort not in RUN_RANGE_SORTS:
             # Ordering rows by a blind result's score would tell its judge's value.
             leads = leads.filter(~blind_for(user=user))
@@ -144,7 +144,7 @@ def matrix_page(
         # Nothing of the run is blind to the user: no need to ask per cell.
         check_blind=bool(blind_hidden),
     )
-    results = PagedResults(visible)
+    results = PagedResults(visible.matching)
     item_count: int | None = None
     if query.run_scorer_id is not None:
         # One lead per matching result: the rows are the results.
