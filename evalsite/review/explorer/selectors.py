@@ -7,7 +7,7 @@ results API, queue building and the exports all parse their parameters into one
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -180,14 +180,25 @@ def results_visible(*, run: Run, query: ResultQuery, user: User) -> VisibleResul
     return VisibleResults(ordered=ordered, matching=matching, blind_hidden=blind_hidden)
 
 
-def results_page(qs: QuerySet[Result], *, offset: int, limit: int) -> list[Result]:
+def results_page(
+    qs: QuerySet[Result], *, offset: int, limit: int, only: Sequence[str] = ()
+) -> list[Result]:
     """One page of `qs`: the ids first (sorted on Result's own indexed columns, no
-    joins), then those rows with their item, scorer and assignee. Joining before the
-    LIMIT would make the database join every matching row of a 100k-result run."""
+    joins), then those rows with their item, scorer and assignee (or the `only`
+    columns: _rows_in_order). Joining before the LIMIT would make the database join
+    every matching row of a 100k-result run."""
     ids = list(qs.values_list("id", flat=True)[offset : offset + limit])
-    rows = qs.model.objects.filter(id__in=ids).select_related(
-        "item", "run_scorer", "assignee"
-    )
+    return _rows_in_order(ids, only=only)
+
+
+def _rows_in_order(ids: list[int], *, only: Sequence[str] = ()) -> list[Result]:
+    """The results of `ids` in that order, with their item, scorer and assignee; with
+    `only`, just those columns (the item's as "item__<field>", item only joined)."""
+    rows = Result.objects.filter(id__in=ids)
+    if only:
+        rows = rows.select_related("item").only(*only)
+    else:
+        rows = rows.select_related("item", "run_scorer", "assignee")
     by_id = {row.pk: row for row in rows}
     return [by_id[pk] for pk in ids if pk in by_id]
 
@@ -200,9 +211,10 @@ def results_keyset(
     after: Cursor | None = None,
     before: Cursor | None = None,
     last_page: bool = False,
+    only: Sequence[str] = (),
 ) -> tuple[KeysetPage, list[Result]]:
     """One keyset page of `qs` (see explorer.keyset) and its rows with their item,
-    scorer and assignee, in sort order."""
+    scorer and assignee (or the `only` columns: _rows_in_order), in sort order."""
     page = keyset_page(
         qs,
         sort=sort if sort in SORTS else DEFAULT_SORT,
@@ -211,11 +223,7 @@ def results_keyset(
         before=before,
         last_page=last_page,
     )
-    rows = qs.model.objects.filter(id__in=page.ids).select_related(
-        "item", "run_scorer", "assignee"
-    )
-    by_id = {row.pk: row for row in rows}
-    return page, [by_id[pk] for pk in page.ids if pk in by_id]
+    return page, _rows_in_order(page.ids, only=only)
 
 
 def results_page_at(
@@ -224,10 +232,12 @@ def results_page_at(
     sort: str,
     limit: int,
     paging: dict[str, Any],
+    only: Sequence[str] = (),
 ) -> tuple[KeysetPage, list[Result]]:
     """The page `paging` names (an ExplorerFilterForm's cleaned data: after_cursor,
     before_cursor, last, or an old bookmark's page number; the API's offset) as a
-    keyset page.
+    keyset page, its rows loaded whole or with the `only` columns (which must hold
+    keyset.CURSOR_COLUMNS: the cursors read them).
 
     A page number or offset reads by offset, as before cursors; the links from it
     continue by cursor."""
@@ -237,7 +247,7 @@ def results_page_at(
         offset = ((paging.get("page") or 1) - 1) * limit
     cursors = ("after_cursor", "before_cursor", "last")
     if offset > 0 and not any(paging.get(k) for k in cursors):
-        rows = results_page(qs, offset=offset, limit=limit + 1)
+        rows = results_page(qs, offset=offset, limit=limit + 1, only=only)
         more, rows = len(rows) > limit, rows[:limit]
         return (
             KeysetPage(
@@ -256,6 +266,7 @@ def results_page_at(
         after=paging.get("after_cursor"),
         before=paging.get("before_cursor"),
         last_page=bool(paging.get("last")),
+        only=only,
     )
 
 
