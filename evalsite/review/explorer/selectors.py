@@ -136,7 +136,7 @@ def results_filter(
         # The final numbers leave the judge's only through an active override (the
         # review services recompute final = judge otherwise), so "a final verdict that
         # differs, or any active override" is exactly `overridden`: one small partial
-        # index (review_result_overridden_idx) instead of a scan of the run.
+        # index (review_result_overridden_reviewed_idx) instead of a scan of the run.
         qs = qs.filter(overridden=True)
     if query.uncertain:
         # The judge's own answers disagree (it was asked several times).
