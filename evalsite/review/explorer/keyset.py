@@ -95,6 +95,19 @@ SEGMENTS: dict[str, tuple[Segment, ...]] = {
 }
 
 
+# Every Result column a cursor holds, whatever the sort (cursor_of reads them).
+CURSOR_COLUMNS: tuple[str, ...] = tuple(
+    sorted(
+        {
+            column.name
+            for segments in SEGMENTS.values()
+            for segment in segments
+            for column in segment.columns
+        }
+    )
+)
+
+
 class CursorError(ApplicationError):
     """A cursor that does not decode for this sort (edited or from another sort)."""
 

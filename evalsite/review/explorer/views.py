@@ -49,13 +49,12 @@ from evalsite.review.explorer.selectors import (
     Selection,
     bulk_assignees,
     bulk_queues,
-    results_filter,
     results_page_at,
     results_selected,
+    results_visible,
 )
 from evalsite.review.queues.forms import QueueCreateForm
 from evalsite.review.queues.selectors import queue_get_for_user
-from evalsite.review.selectors.blind import blind_run_split
 from evalsite.review.tasks import bulk_start_in_background
 from evalsite.review.views.common import item_url, user_can_write
 
@@ -86,15 +85,15 @@ def _explorer_context(
         # Results blind to the user are left out before filters and sorts on the
         # judge's or final values apply; how many is counted over the whole run
         # (selectors.blind).
-        visible, blind_hidden = blind_run_split(
-            results_filter(run=run, query=result_query, user=request.user),
-            user=request.user,
-            run=run,
-        )
-        paged = PagedResults(visible)
+        visible = results_visible(run=run, query=result_query, user=request.user)
+        blind_hidden = visible.blind_hidden
+        paged = PagedResults(visible.matching)
         paged.count()
         page, results = results_page_at(
-            visible, sort=result_query.sort, limit=per_page, paging=form.cleaned_data
+            visible.ordered,
+            sort=result_query.sort,
+            limit=per_page,
+            paging=form.cleaned_data,
         )
     query = result_query.to_querydict()
     if per_page != DEFAULT_PER_PAGE:

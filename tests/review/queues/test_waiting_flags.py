@@ -181,6 +181,28 @@ def test_archived_queues_and_runs_wait_for_nobody(day, project, owner, reviewer)
     assert waiting.assigned == 0
 
 
+def test_an_assigned_result_in_two_queues_waits_in_them_not_as_assigned(
+    day, project, owner, reviewer
+):
+    # The badge counts the assigned results in no queue as all assigned results
+    # less the queued ones: a result queued twice is taken off once.
+    run_d = make_run(project, n_items=3)
+    Result.objects.filter(run=run_d).update(assignee=reviewer)
+    twice = run_d.results.order_by("item__index").first()
+    for name in ("first", "again"):
+        queue_create(
+            run=run_d,
+            user=owner,
+            query=ResultQuery(sort="item"),
+            name=name,
+            result_ids=[twice.pk],
+        )
+    waiting = waiting_for(project_id=project.pk, user=reviewer)
+    assert (waiting.by_queue, waiting.assigned) == recount(project, reviewer)
+    # Two of run_c's three (one accepted) and two of run_d's.
+    assert waiting.assigned == 2 + 2
+
+
 def test_waiting_is_one_query(day, project, reviewer, django_assert_num_queries):
     with django_assert_num_queries(1):
         waiting_for(project_id=project.pk, user=reviewer)
