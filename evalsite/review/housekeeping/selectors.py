@@ -11,7 +11,6 @@ from typing import Any, Literal
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import models, router
 from django.db.models import Q, QuerySet
-from django.db.models.deletion import PROTECT, Collector
 from django.http import Http404
 from django.urls import register_converter
 
@@ -30,6 +29,7 @@ from evalsite.evals.models import (
     ScorerConfig,
 )
 from evalsite.evals.runs.services import ACTIVE
+from evalsite.lib.cascade import Cascade, cascade_collect
 from evalsite.review.models import (
     Guideline,
     PairwiseItem,
@@ -84,6 +84,11 @@ _LABELS: dict[type[models.Model], str] = {
     ScorerConfig: "scorer versions",
     JudgeConnection: "judge connections",
 }
+
+
+def row_label(model: type[models.Model]) -> str:
+    """What the confirmation page calls the rows of `model`."""
+    return _LABELS.get(model, str(model._meta.verbose_name_plural))
 
 
 class HousekeepingKind:
@@ -143,22 +148,6 @@ def object_label(kind: Kind, obj: Any) -> str:
     return str(obj)
 
 
-class _Collector(Collector):
-    """Django's deletion collector, except that a protected reference from an object
-    that is itself being deleted (a dataset's runs, a judge's scorers: collected
-    first, on purpose) does not stop the deletion."""
-
-    def related_objects(
-        self, related_model: Any, related_fields: Any, objs: Any
-    ) -> QuerySet[Any]:
-        qs = super().related_objects(related_model, related_fields, objs)
-        if any(f.remote_field.on_delete is PROTECT for f in related_fields):
-            taken = [o.pk for o in self.data.get(related_model, ())]
-            if taken:
-                qs = qs.exclude(pk__in=taken)
-        return qs
-
-
 @dataclass
 class Line:
     label: str
@@ -177,7 +166,28 @@ class DeletionPlan:
     blockers: list[str] = field(default_factory=list)
     # Closed queues of the deleted runs, which go with them (named on the page).
     closed_queues: list[str] = field(default_factory=list)
-    collector: Collector | None = None
+    cascade: Cascade | None = None
+
+    def set_counts(
+        self,
+        removed: dict[type[models.Model], int],
+        unlinked: list[tuple[models.ForeignKey[Any, Any], int]],
+    ) -> None:
+        """The lines of the page from rows per model that go and rows per key that
+        are set to null: one line per label (a lab replay's two lists of runs are
+        two tables of one name), the object's own first."""
+        own = KIND_INFO[self.kind].model
+        order = [own, *(m for m in _LABELS if m is not own)]
+        lines: Counter[str] = Counter()
+        for model in order + [m for m in removed if m not in _LABELS]:
+            lines[row_label(model)] += removed.get(model, 0)
+        self.removals = [Line(label, n) for label, n in lines.items() if n]
+        lines = Counter()
+        for fk, n in unlinked:
+            lines[
+                f"{row_label(fk.model)} keep their rows but lose their “{fk.verbose_name}” link"
+            ] += n
+        self.unlinks = [Line(label, n) for label, n in lines.items() if n]
 
     @property
     def counts(self) -> dict[str, int]:
@@ -252,88 +262,38 @@ def _blockers(kind: Kind, obj: Any) -> tuple[list[str], list[str]]:
     return blockers, closed
 
 
-def _collector(kind: Kind, obj: Any) -> _Collector:
-    collector = _Collector(using=router.db_for_write(type(obj)), origin=obj)
-    targets: list[Any] = [obj]
+def _cascade(kind: Kind, obj: Any) -> Cascade:
+    """What deleting `obj` deletes: the object, and first what it protects that goes
+    with it on purpose (a dataset's runs, a judge's scorers), or every version of
+    a scorer; and all that cascades from them."""
+    own = type(obj)._base_manager.filter(pk=obj.pk)
+    roots: list[QuerySet[Any]] = [own]
     if kind == "datasets":
-        runs = list(Run.objects.filter(dataset=obj))
-        if runs:
-            collector.collect(runs)
-            collector.add_dependency(Dataset, Run)
+        roots.append(Run.objects.filter(dataset=obj))
     elif kind == "judges":
-        scorers = list(ScorerConfig.objects.filter(judge=obj))
-        if scorers:
-            collector.collect(scorers)
-            collector.add_dependency(JudgeConnection, ScorerConfig)
+        roots.append(ScorerConfig.objects.filter(judge=obj))
     elif kind == "scorers":
-        targets = scorer_lineage(obj)
-    collector.collect(targets)
-    return collector
+        roots = [
+            ScorerConfig.objects.filter(pk__in=[s.pk for s in scorer_lineage(obj)])
+        ]
+    return cascade_collect(roots=roots, using=router.db_for_write(type(obj)))
 
 
-def _going_pks(collector: Collector, model: type[models.Model]) -> Q:
-    """A filter for the rows of `model` the collector deletes."""
-    q = Q(pk__in=[o.pk for o in collector.data.get(model, ())])
-    for fast in collector.fast_deletes:
-        if fast.model is model:
-            q |= Q(pk__in=fast.values("pk"))
-    return q
-
-
-def _unlinks(collector: Collector) -> list[Line]:
-    """The rows that stay but lose their link (SET_NULL) to what goes."""
-    lines: Counter[str] = Counter()
-    for (fk, _value), batches in collector.field_updates.items():
-        model = fk.model
-        q = Q(pk__in=[])
-        batch: Any
-        for batch in batches:
-            if isinstance(batch, QuerySet):
-                q |= Q(pk__in=batch.values("pk"))
-            else:
-                q |= Q(pk__in=[o.pk for o in batch])
-        count = (
-            model._base_manager.filter(q).exclude(_going_pks(collector, model)).count()
-        )
-        if count:
-            label = f"{_LABELS.get(model, model._meta.verbose_name_plural)} keep their rows but lose their “{fk.verbose_name}” link"
-            lines[label] += count
-    return [Line(label, n) for label, n in lines.items()]
-
-
-def deletion_plan(*, kind: Kind, obj: Any) -> DeletionPlan:
-    """Everything deleting `obj` deletes, counted from the rows themselves (what
-    Django's cascade will delete, so the page and the deletion agree), what keeps
-    its rows but loses a link, and what stops the deletion now."""
+def deletion_plan(*, kind: Kind, obj: Any, count: bool = True) -> DeletionPlan:
+    """Everything deleting `obj` deletes, counted from the rows themselves (a COUNT
+    per table of the querysets the deletion deletes, so the page and the deletion
+    agree), what keeps its rows but loses a link, and what stops the deletion now.
+    With count=False nothing is counted: the deletion sets the counts to the rows
+    it deleted."""
     plan = DeletionPlan(kind=kind, obj=obj, name=object_label(kind, obj))
     plan.blockers, plan.closed_queues = _blockers(kind, obj)
-    collector = _collector(kind, obj)
-    counts: Counter[type[models.Model]] = Counter()
-    fast_by_model: dict[type[models.Model], list[QuerySet[Any]]] = {}
-    for fast in collector.fast_deletes:
-        fast_by_model.setdefault(fast.model, []).append(fast)
-    for model in {*collector.data, *fast_by_model}:
-        fasts = fast_by_model.get(model, [])
-        if not fasts:
-            counts[model] = len(collector.data.get(model, ()))
-        elif len(fasts) == 1 and not collector.data.get(model):
-            counts[model] = fasts[0].count()
-        else:
-            # Reached by several paths (a queue entry by its queue and by its
-            # result): each row once.
-            counts[model] = (
-                model._base_manager.filter(_going_pks(collector, model))
-                .distinct()
-                .count()
-            )
-    own = KIND_INFO[kind].model
-    order = [own, *(m for m in _LABELS if m is not own)]
-    for model in order + [m for m in counts if m not in _LABELS]:
-        if counts.get(model):
-            label = _LABELS.get(model, str(model._meta.verbose_name_plural))
-            plan.removals.append(Line(label, counts[model]))
-    plan.unlinks = _unlinks(collector)
-    plan.collector = collector
+    plan.cascade = _cascade(kind, obj)
+    if count:
+        cascade = plan.cascade
+        plan.set_counts(
+            {model: cascade.going(model).count() for model in cascade.paths},
+            [(fk, cascade.unlinked(fk).count()) for fk, _ in cascade.unlinks],
+        )
     return plan
 
 

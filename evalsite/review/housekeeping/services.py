@@ -1,9 +1,10 @@
 """Archive, unarchive and delete, for every kind the housekeeping pages handle.
 
 Archiving is each app's own service; deleting is here: it locks what it deletes,
-checks again in its transaction what could stop it, records one audit event with
-the counts of everything that went, then lets Django's cascade delete exactly the
-rows the confirmation page counted."""
+checks again in its transaction what could stop it, deletes exactly the rows the
+confirmation page counted, by Django's on_delete rules, a table at a time
+(evalsite.lib.cascade), and records one audit event with the counts of everything
+that went."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from evalsite.evals.judges.services import judge_set_archived
 from evalsite.evals.models import Run, ScorerConfig
 from evalsite.evals.runs.services import run_set_archived
 from evalsite.evals.scorers.services import scorer_set_archived
+from evalsite.lib.cascade import cascade_delete
 from evalsite.review.housekeeping.selectors import (
     KIND_INFO,
     DeletionPlan,
@@ -68,11 +70,9 @@ def object_delete(*, kind: Kind, obj: Any, user: User) -> DeletionPlan:
     queue needs it."""
     with transaction.atomic(durable=True):
         locked = _lock(kind, obj)
-        plan = deletion_plan(kind=kind, obj=locked)
+        plan = deletion_plan(kind=kind, obj=locked, count=False)
         if plan.blockers:
             raise ConflictError(" ".join(plan.blockers))
-        noun = KIND_INFO[kind].noun
-        parts = ", ".join(f"{line.count:,} {line.label}" for line in plan.removals)
         run_ids = (
             list(
                 Run.objects.filter(
@@ -82,6 +82,12 @@ def object_delete(*, kind: Kind, obj: Any, user: User) -> DeletionPlan:
             if kind in ("runs", "datasets")
             else []
         )
+        assert plan.cascade is not None
+        # The counts are the rows the deletion deleted: the same as the page's COUNTs
+        # (the same querysets), without counting a million rows before deleting them.
+        plan.set_counts(*cascade_delete(plan.cascade))
+        noun = KIND_INFO[kind].noun
+        parts = ", ".join(f"{line.count:,} {line.label}" for line in plan.removals)
         audit_event(
             project=locked.project,
             actor=user,
@@ -98,6 +104,4 @@ def object_delete(*, kind: Kind, obj: Any, user: User) -> DeletionPlan:
                 **({"closed_queues": plan.closed_queues} if plan.closed_queues else {}),
             },
         )
-        assert plan.collector is not None
-        plan.collector.delete()
     return plan

@@ -107,10 +107,11 @@ def object_delete(
     status = 200
     if request.method == "POST":
         typed = request.POST.get("confirm", "").strip()
-        plan = deletion_plan(kind=the_kind, obj=obj)
-        if typed != plan.name:
+        # The name alone, not the plan: the deletion counts again in its transaction.
+        name = object_label(the_kind, obj)
+        if typed != name:
             context["confirm_error"] = (
-                f"Type the name “{plan.name}” exactly to confirm the deletion."
+                f"Type the name “{name}” exactly to confirm the deletion."
             )
             context["typed"] = typed
             status = 400
@@ -127,8 +128,5 @@ def object_delete(
                     f"{done.total - 1:,} rows that went with it.",
                 )
                 return redirect_htmx(request, _list_url(the_kind, project_id))
-        plan = deletion_plan(kind=the_kind, obj=obj)
-    else:
-        plan = deletion_plan(kind=the_kind, obj=obj)
-    context["plan"] = plan
+    context["plan"] = deletion_plan(kind=the_kind, obj=obj)
     return render(request, "review/housekeeping/delete.html", context, status=status)

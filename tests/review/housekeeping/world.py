@@ -12,7 +12,9 @@ from django.db import connection, models
 from evalsite.accounts.models import Project
 from evalsite.datasets.models import Dataset, DatasetMatch, DatasetMatchPair
 from evalsite.evals.models import (
+    BiasAudit,
     JudgeConnection,
+    JudgeVersion,
     Result,
     ReviewVersion,
     Run,
@@ -20,8 +22,11 @@ from evalsite.evals.models import (
 )
 from evalsite.review.models import (
     Guideline,
+    LabCandidate,
+    LabReplay,
     PairwiseItem,
     Preference,
+    QueueFlag,
     Review,
     ReviewQueue,
 )
@@ -162,6 +167,75 @@ def build_world(project: Project, user: Any) -> World:
         pairwise=pairwise,
         webhook=webhook,
     )
+
+
+@dataclass
+class MoreRuns:
+    rejudge: Run  # a re-judge of world.run
+    lab: Run  # a judge lab replay's candidate run
+    audit: Run  # the hidden run of a bias audit of world.run
+
+
+def add_the_rest(world: World, user: Any) -> MoreRuns:
+    """What build_world leaves out and a deletion reaches too: a re-judge of the
+    run, a judge version its scorer and results name, a bias audit of it (with its
+    hidden audit run), a lab candidate of the scorer (promoted to its first
+    version) with a replay over the two runs and a lab run, a guideline of the
+    pairwise queue its answer names, and a flag on a queue entry and on a pair. The tables' rows then name every key a deletion follows."""
+    project = world.project
+    rejudge = RunFactory(
+        project=project, dataset=world.dataset_v1, total=ITEMS, rejudge_of=world.run
+    )
+    version = JudgeVersion.objects.create(
+        project=project, kind="faithfulness", digest="d", number=1, label="v1"
+    )
+    run_scorer = world.run.run_scorers.get()
+    run_scorer.judge_version = version
+    run_scorer.save(update_fields=["judge_version"])
+    world.run.results.update(judge_version=version)
+    audit = RunFactory(
+        project=project, dataset=world.dataset_v1, purpose=Run.Purpose.AUDIT
+    )
+    BiasAudit.objects.create(
+        project=project,
+        run=world.run,
+        run_scorer=run_scorer,
+        audit_run=audit,
+        sample_size=ITEMS,
+        seed=1,
+    )
+    lab = RunFactory(project=project, dataset=world.dataset_v1, purpose=Run.Purpose.LAB)
+    candidate = LabCandidate.objects.create(
+        project=project,
+        scorer=world.scorer_v2,
+        name="stricter",
+        promoted_to=world.scorer_v1,
+    )
+    replay = LabReplay.objects.create(
+        project=project, candidate=candidate, scorer=world.scorer_v2
+    )
+    replay.current_runs.add(world.run, world.run_b)
+    replay.candidate_runs.add(lab)
+    world.pairwise.preferences.update(
+        guideline=Guideline.objects.create(
+            project=project, queue=world.pairwise, version=1, body="Prefer brief."
+        )
+    )
+    QueueFlag.objects.create(
+        project=project,
+        queue=world.queue,
+        entry=world.queue.entries.order_by("pk").last(),
+        reason="No context.",
+        flagged_by=user,
+    )
+    QueueFlag.objects.create(
+        project=project,
+        queue=world.pairwise,
+        pair=world.pairwise.pairs.order_by("pk").last(),
+        reason="Same answer twice.",
+        flagged_by=user,
+    )
+    return MoreRuns(rejudge=rejudge, lab=lab, audit=audit)
 
 
 def all_models() -> list[type[models.Model]]:
