@@ -181,8 +181,9 @@ def test_archived_queues_and_runs_wait_for_nobody(day, project, owner, reviewer)
     assert waiting.assigned == 0
 
 
-def test_waiting_is_one_query(day, project, reviewer, django_assert_num_queries):
-    with django_assert_num_queries(1):
+def test_waiting_is_two_queries(day, project, reviewer, django_assert_num_queries):
+    """The project's open queues and runs, then every count in one UNION."""
+    with django_assert_num_queries(2):
         waiting_for(project_id=project.pk, user=reviewer)
 
 
