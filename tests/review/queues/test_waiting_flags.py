@@ -181,6 +181,15 @@ def test_archived_queues_and_runs_wait_for_nobody(day, project, owner, reviewer)
     assert waiting.assigned == 0
 
 
+def test_a_project_without_queues_or_runs_waits_for_nobody(
+    project, reviewer, django_assert_num_queries
+):
+    """Only the list of its open queues and runs is read: there is nothing to count."""
+    with django_assert_num_queries(1):
+        waiting = waiting_for(project_id=project.pk, user=reviewer)
+    assert (waiting.by_queue, waiting.assigned, waiting.total) == ({}, 0, 0)
+
+
 def test_waiting_is_two_queries(day, project, reviewer, django_assert_num_queries):
     """The project's open queues and runs, then every count in one UNION."""
     with django_assert_num_queries(2):
