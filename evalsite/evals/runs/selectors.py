@@ -17,6 +17,10 @@ from evalsite.datasets.models import Dataset
 from evalsite.evals.engine import livestats
 from evalsite.evals.judges.selectors import RateBound, judge_rate_bound
 from evalsite.evals.models import JudgeConnection, Result, Run, ScorerConfig
+from evalsite.evals.results.aggregates import (
+    ERROR_GROUPS_PER_SCORER,
+    cached_judge_sides,
+)
 
 AnyUser = User | AnonymousUser
 
@@ -186,10 +190,7 @@ def run_progress(*, run: Run) -> RunProgress:
     """One run's progress; while it runs, with the rate of the last few seconds (the
     ETA follows it) and the live figures its dispatchers publish."""
     results = Result.objects.filter(run=run)
-    counts = dict(
-        results.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
-    )
-    progress = _progress(run, counts)
+    progress = _progress(run, _status_counts(run))
     if run.is_finished:
         # The bound is how fast a run can go under its connection's limits as they
         # are now; a finished run went at the limits it had, so none is shown.
@@ -219,6 +220,24 @@ def run_progress(*, run: Run) -> RunProgress:
         unreachable_seconds=live.unreachable_for(),
         outage_seconds=live.outage_seconds,
     )
+
+
+def _status_counts(run: Run) -> dict[str, int]:
+    """The run's results by status: folded from its scorers' cached judge sides once
+    it is finished (see aggregates.cached_judge_sides), else counted."""
+    sides = cached_judge_sides(run=run)
+    if sides is None:
+        return dict(
+            Result.objects.filter(run=run)
+            .values_list("status")
+            .annotate(n=Count("pk"))
+            .values_list("status", "n")
+        )
+    counts: dict[str, int] = {}
+    for _, judge in sides:
+        for group in judge.groups:
+            counts[group["status"]] = counts.get(group["status"], 0) + group["n"]
+    return counts
 
 
 def _progress(run: Run, counts: dict[str, int]) -> RunProgress:
@@ -254,7 +273,18 @@ class ErrorGroup:
 
 
 def run_error_groups(*, run: Run, limit: int = 50) -> list[ErrorGroup]:
-    """Errored results grouped by scorer and message, most frequent first."""
+    """Errored results grouped by scorer and message, most frequent first (then by
+    scorer, then by message)."""
+    sides = cached_judge_sides(run=run)
+    if sides is not None and limit <= ERROR_GROUPS_PER_SCORER:
+        # Each scorer's groups come in the database's order of messages (its rank
+        # keeps it): the same order as the query below.
+        ranked = sorted(
+            (-count, rs.pk, rank, ErrorGroup(rs.name, rs.pk, message, count, example))
+            for rs, judge in sides
+            for rank, (message, count, example) in enumerate(judge.errors)
+        )
+        return [group for *_, group in ranked[:limit]]
     rows = (
         Result.objects.filter(run=run, status=Result.Status.ERROR)
         .values("run_scorer_id", "run_scorer__name", "error")
@@ -301,5 +331,9 @@ def run_rate_bounds(*, run: Run, live: livestats.Snapshot | None) -> list[RateBo
 
 
 def run_result_count(*, run: Run) -> int:
-    """How many results the run has (every status), counted on the rows."""
-    return Result.objects.filter(run_id=run.pk).count()
+    """How many results the run has (every status): counted on the rows, or folded
+    from the cached judge sides of a finished run (see _status_counts)."""
+    sides = cached_judge_sides(run=run)
+    if sides is None:
+        return Result.objects.filter(run_id=run.pk).count()
+    return sum(group["n"] for _, judge in sides for group in judge.groups)

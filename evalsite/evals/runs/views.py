@@ -143,7 +143,10 @@ def run_detail(
     request: AuthenticatedHttpRequest, project_id: int, pk: int
 ) -> HttpResponse:
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
-    context = _run_context(run) | _summary_context(run)
+    # The summary first: its aggregates cache the judge sides that the progress, the
+    # result count and the error groups are then folded from.
+    summary = _summary_context(run)
+    context = _run_context(run) | summary
     if context["can_write"]:
         # "Create queue from these N results" with no filter: every result of the run.
         context["queue_count"] = selectors.run_result_count(run=run)
@@ -176,10 +179,9 @@ def run_summary(
     run = selectors.run_get_for_user(user=request.user, pk=pk, project_id=project_id)
     if not wants_partial(request):
         return redirect("evals:run_detail", project_id=project_id, pk=pk)
+    summary = _summary_context(run)  # first, as in run_detail
     return render(
-        request,
-        "evals/runs/run_detail.html#run-summary",
-        _run_context(run) | _summary_context(run),
+        request, "evals/runs/run_detail.html#run-summary", _run_context(run) | summary
     )
 
 

@@ -1,5 +1,5 @@
-"""Indexes that let the explorer's and the matrix's counts, and the navigation's
-"waiting for you" badge, read an index alone instead of the result rows.
+"""Indexes that let the explorer's and the matrix's counts read an index alone instead
+of the result rows (the "waiting for you" badge has its own, 0023).
 
 Figures on bench_results_matrix's 500k results (100k items × 5 scorers), Postgres 15,
 min of 10 runs of each query with the machine shared (load ~9):
@@ -12,11 +12,6 @@ min of 10 runs of each query with the machine shared (load ~9):
   (0007): the same overridden rows in the same (run, id) order, plus whether each
   is reviewed, so "not reviewed + overridden" is counted from the index: 8.3 ms
   reading the rows, 0.6 ms. The disagreement filter alone stays at 0.6 ms.
-- review_result_waiting_idx holds the results assigned to someone that wait for a
-  review (judged, not reviewed), with their run and id: the badge's count of
-  assigned results (review.queues.waiting.waiting_for), read on every project page,
-  took 50 ms for the bench reviewer's 49k such results from the rows, 13 ms from
-  this index (and no longer probing the queue entries per result).
 
 Plain key columns, no INCLUDE, so the same statements build them on SQLite.
 Built CONCURRENTLY on Postgres (so outside a transaction: atomic = False), as
@@ -32,9 +27,6 @@ from django.db import migrations
 INDEXES = {
     "review_result_judge_passed_idx": "(run_id, run_scorer_id, judge_passed)",
     "review_result_overridden_reviewed_idx": "(run_id, id, reviewed) WHERE overridden",
-    "review_result_waiting_idx": (
-        "(assignee_id, run_id, id) WHERE NOT reviewed AND status = 'ok'"
-    ),
 }
 REPLACED = {
     "review_result_overridden_idx": "(run_id, id) WHERE overridden",

@@ -1,6 +1,7 @@
 """What waits for a reviewer: per queue, the items they can answer and have not,
 and their assigned results that sit in no queue. Read for the navigation badge on
-every project page, so it is one query (four grouped counts in a UNION)."""
+every project page, so it is two queries: the project's open queues and runs, then
+one grouped count per part in a UNION."""
 
 from __future__ import annotations
 
@@ -9,17 +10,14 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import (
-    BooleanField,
     Case,
     Count,
     Exists,
     F,
-    Func,
     IntegerField,
     OuterRef,
     Q,
     QuerySet,
-    Subquery,
     Value,
     When,
 )
@@ -36,7 +34,7 @@ from evalsite.review.models import (
 )
 
 # Row kinds of the UNION below.
-_ENTRIES, _PAIRS, _ASSIGNED, _ASSIGNED_QUEUED = 1, 2, 3, 4
+_ENTRIES, _PAIRS, _ASSIGNED = 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -67,12 +65,21 @@ def _can_review(*, project_id: int, user: User) -> Exists:
     )
 
 
-def waiting_entries(*, project_id: int, user: User) -> QuerySet[QueueEntry]:
+def waiting_entries(
+    *, project_id: int, user: User, overlap: bool | None = None
+) -> QuerySet[QueueEntry]:
     """Review-queue entries `user` can answer and has not: the result is judged
     (errored results cannot be reviewed) and not flagged; in a single-review queue
     the result is not reviewed yet and is assigned to nobody or to `user` (one
     assigned to a teammate waits for them); in an overlap queue the entry still
-    takes answers and `user` has not given theirs."""
+    takes answers and `user` has not given theirs. `overlap` True or False: only
+    the overlap or only the single-review queues' entries.
+
+    Each kind on its own is what keeps this cheap: with the two conditions OR-ed the
+    planner joined every entry of every queue to its result before it could tell
+    the kinds apart (the navigation badge took 760-1000 ms on bench_million's
+    50k-entry overlap-3 queue, at load 7-11), whereas the overlap kind alone reads
+    only the open entries through the (queue, state) index (under 1 ms)."""
     answered = Review.objects.filter(
         queue_id=OuterRef("queue_id"),
         result_id=OuterRef("result_id"),
@@ -85,10 +92,11 @@ def waiting_entries(*, project_id: int, user: User) -> QuerySet[QueueEntry]:
     single = Q(queue__overlap=1, result__reviewed=False) & (
         Q(result__assignee__isnull=True) | Q(result__assignee_id=user.pk)
     )
-    overlap = Q(queue__overlap__gt=1, state=QueueEntry.State.OPEN) & ~Exists(answered)
+    several = Q(queue__overlap__gt=1, state=QueueEntry.State.OPEN) & ~Exists(answered)
+    kind = {None: single | several, False: single, True: several}[overlap]
     return QueueEntry.objects.filter(
         _can_review(project_id=project_id, user=user),
-        single | overlap,
+        kind,
         ~Exists(flagged),
         queue__project_id=project_id,
         # An archived queue is closed: nothing in it waits for anyone.
@@ -112,101 +120,116 @@ def waiting_pairs(*, project_id: int, user: User) -> QuerySet[PairwiseItem]:
     )
 
 
-class _Among(Func):
-    """`column IN (subquery)`, written `column = ANY(ARRAY(subquery))` on Postgres:
-    the subquery's ids are read once and become an index condition, where IN joins
-    them to every row. waiting_for's query for the bench reviewer's 49k assigned
-    results (bench_results_matrix) took 15.9 ms with IN, 3.4 ms so (min of 20,
-    machine load ~7.5)."""
+def waiting_assigned(
+    *, project_id: int, user: User, run_ids: list[int]
+) -> QuerySet[Result]:
+    """Results assigned to `user`, judged and not reviewed, that are in no review
+    queue (those in one are counted with the queue), of the runs `run_ids` (the
+    project's open runs, see `_open_parts`).
 
-    arity = 2
-    conditional = True
-    output_field = BooleanField()
-
-    def __init__(self, column: str, ids: QuerySet[Any], **extra: Any) -> None:
-        super().__init__(F(column), Subquery(ids), **extra)
-
-    def _parts(self, compiler: Any) -> tuple[str, str, list[Any]]:
-        column, column_params = compiler.compile(self.source_expressions[0])
-        ids, ids_params = compiler.compile(self.source_expressions[1])
-        return column, ids, [*column_params, *ids_params]
-
-    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:
-        column, ids, params = self._parts(compiler)
-        return f"{column} IN {ids}", params
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        column, ids, params = self._parts(compiler)
-        return f"{column} = ANY(ARRAY{ids})", params
-
-
-def _assigned(*, project_id: int, user: User) -> QuerySet[Result]:
-    """Results assigned to `user`, judged and not reviewed, of the project's live
-    runs, whether in a queue or not."""
-    live_runs = Run.objects.filter(project_id=project_id, archived=False)
+    The runs come as a list: joined to the runs instead, the planner guessed a few
+    hundred rows and probed the queue entries once per result; with the list it
+    counts the covering partial index review_result_assigned_waiting_idx in id order
+    against the entries' result index (one merge anti join). bench_million (89k
+    results assigned to the reviewer, EXPLAIN ANALYZE at load 7-11): 710 ms before,
+    215 ms with the index alone, 85 ms with both."""
+    in_queue = QueueEntry.objects.filter(result_id=OuterRef("pk"))
     return Result.objects.filter(
-        _Among("run_id", live_runs.order_by().values("id")),
+        _can_review(project_id=project_id, user=user),
+        ~Exists(in_queue),
+        run_id__in=run_ids,
         assignee_id=user.pk,
         reviewed=False,
         status=Result.Status.OK,
     )
 
 
+# Row kinds of `_open_parts`' query.
+_SINGLE, _OVERLAP, _PAIRWISE, _RUN = 1, 2, 3, 4
+
+
+def _open_parts(*, project_id: int) -> dict[int, list[int]]:
+    """The project's open queues by kind (_SINGLE, _OVERLAP, _PAIRWISE) and its open
+    runs (_RUN), ids each, in one query. Given as lists, they let `waiting_for` leave
+    out what the project does not have and give the planner the real row counts:
+    asked through joins, Postgres started a parallel worker for the single-review
+    part even with no such queue (62 ms of a 142 ms count on bench_million at load
+    9, for 0.1 ms of work)."""
+    kind = Case(
+        When(kind=ReviewQueue.Kind.PAIRWISE, then=Value(_PAIRWISE)),
+        When(overlap__gt=1, then=Value(_OVERLAP)),
+        default=Value(_SINGLE),
+        output_field=IntegerField(),
+    )
+    queues = (
+        ReviewQueue.objects.filter(project_id=project_id, archived=False)
+        .annotate(part=kind)
+        .values_list("part", "pk")
+        .order_by()
+    )
+    runs = (
+        Run.objects.filter(project_id=project_id, archived=False)
+        .annotate(part=Value(_RUN, IntegerField()))
+        .values_list("part", "pk")
+        .order_by()
+    )
+    parts: dict[int, list[int]] = {_SINGLE: [], _OVERLAP: [], _PAIRWISE: [], _RUN: []}
+    for part, pk in queues.union(runs, all=True):
+        parts[part].append(pk)
+    return parts
+
+
+def _grouped(items: QuerySet[Any], kind: int) -> QuerySet[Any]:
+    """(kind, queue id, count) rows per queue."""
+    rows: QuerySet[Any] = (
+        items.values("queue_id")
+        .annotate(kind=Value(kind, IntegerField()), n=Count("id"))
+        .values_list("kind", "queue_id", "n")
+        .order_by()
+    )
+    return rows
+
+
 def waiting_for(*, project_id: int, user: User | AnonymousUser) -> Waiting:
-    """Everything waiting for `user` in the project, in one query."""
+    """Everything waiting for `user` in the project, in two queries: the project's
+    open queues and runs, then one grouped count per part it has, in a UNION."""
     if not user.is_authenticated:
         return Waiting()
     assert isinstance(user, User)
-    entries = (
-        waiting_entries(project_id=project_id, user=user)
-        .values("queue_id")
-        .annotate(kind=Value(_ENTRIES, IntegerField()), n=Count("id"))
-        .values_list("kind", "queue_id", "n")
-        .order_by()
-    )
-    pairs = (
-        waiting_pairs(project_id=project_id, user=user)
-        .values("queue_id")
-        .annotate(kind=Value(_PAIRS, IntegerField()), n=Count("id"))
-        .values_list("kind", "queue_id", "n")
-        .order_by()
-    )
-    # The assigned results in no queue, counted as all of them less those in a
-    # queue: a NOT EXISTS on the queue entries per assigned result made this branch
-    # 23.6 ms instead of 13.2 for the bench reviewer's 49k (bench_results_matrix,
-    # min of 10, load ~9), where the queued ones are found from the queue entries.
-    can_review = _can_review(project_id=project_id, user=user)
-    assigned_results = _assigned(project_id=project_id, user=user)
-    assigned = (
-        assigned_results.filter(can_review)
-        .annotate(
-            kind=Value(_ASSIGNED, IntegerField()),
-            no_queue=Value(0, IntegerField()),
+    parts = _open_parts(project_id=project_id)
+    counts: list[QuerySet[Any]] = []
+    for overlap, part in ((False, _SINGLE), (True, _OVERLAP)):
+        if parts[part]:
+            entries = waiting_entries(
+                project_id=project_id, user=user, overlap=overlap
+            ).filter(queue_id__in=parts[part])
+            counts.append(_grouped(entries, _ENTRIES))
+    if parts[_PAIRWISE]:
+        pairs = waiting_pairs(project_id=project_id, user=user).filter(
+            queue_id__in=parts[_PAIRWISE]
         )
-        .values("kind", "no_queue")
-        .annotate(n=Count("id"))
-        .values_list("kind", "no_queue", "n")
-        .order_by()
-    )
-    assigned_queued = (
-        QueueEntry.objects.filter(can_review, result__in=assigned_results)
-        .annotate(
-            kind=Value(_ASSIGNED_QUEUED, IntegerField()),
-            no_queue=Value(0, IntegerField()),
+        counts.append(_grouped(pairs, _PAIRS))
+    if parts[_RUN]:
+        assigned = waiting_assigned(
+            project_id=project_id, user=user, run_ids=parts[_RUN]
         )
-        .values("kind", "no_queue")
-        .annotate(n=Count("result_id", distinct=True))
-        .values_list("kind", "no_queue", "n")
-        .order_by()
-    )
+        counts.append(
+            assigned.annotate(
+                kind=Value(_ASSIGNED, IntegerField()),
+                no_queue=Value(0, IntegerField()),
+            )
+            .values("kind", "no_queue")
+            .annotate(n=Count("id"))
+            .values_list("kind", "no_queue", "n")
+            .order_by()
+        )
+    if not counts:
+        return Waiting()
     by_queue: dict[int, int] = {}
     assigned_n = 0
-    rows = entries.union(pairs, assigned, assigned_queued, all=True)
-    for kind, queue_id, n in rows:
+    for kind, queue_id, n in counts[0].union(*counts[1:], all=True):
         if kind == _ASSIGNED:
             assigned_n += n
-        elif kind == _ASSIGNED_QUEUED:
-            assigned_n -= n
         elif n:
             by_queue[queue_id] = by_queue.get(queue_id, 0) + n
     return Waiting(by_queue=by_queue, assigned=assigned_n)
@@ -221,7 +244,9 @@ def queue_next_waiting(*, queue: ReviewQueue, user: User, after: int) -> int | N
     if queue.is_pairwise:
         items = waiting_pairs(project_id=queue.project_id, user=user)
     else:
-        items = waiting_entries(project_id=queue.project_id, user=user)
+        items = waiting_entries(
+            project_id=queue.project_id, user=user, overlap=queue.overlap > 1
+        )
     # One read: the later items first, then (wrapping) the earlier ones.
     wrapped = Case(
         When(position__lt=after, then=1), default=0, output_field=IntegerField()

@@ -75,12 +75,18 @@ def _blind_entries(*, user: AnyUser) -> QuerySet[QueueEntry]:
         result__reviewed=False,
     )
     several = Q(queue__overlap__gt=1, state=QueueEntry.State.OPEN) & ~Exists(own_answer)
-    return QueueEntry.objects.filter(
-        queue__kind=ReviewQueue.Kind.REVIEW,
-    ).filter(
-        Q(queue__blind=True) | Q(queue__project__blind_review=True),
-        single | several,
+    # The blind queues first, in a subquery: with the blind flags tested on the
+    # joined queue and project (an OR of the two tables), Postgres read every entry
+    # of every queue before it could drop those of queues that are not blind. The
+    # explorer's count of a run's blind results (blind_run_split) took 24-93 ms on
+    # bench_million (a 50k-entry queue that is not blind, load 7), 0.06 ms this way.
+    blind_queues = ReviewQueue.objects.filter(
+        Q(blind=True) | Q(project__blind_review=True),
+        kind=ReviewQueue.Kind.REVIEW,
     )
+    return QueueEntry.objects.filter(
+        queue_id__in=blind_queues.values("pk"),
+    ).filter(single | several)
 
 
 def blind_for(*, user: AnyUser, result_ref: str = "pk") -> Exists:

@@ -81,11 +81,16 @@ class Panel:
         return sum(c.wait_ms for c in self.calls)
 
 
-def _hide_judge(request: HttpRequest, project: Any, result: Result) -> bool:
+def _hide_until_reviewed(request: HttpRequest, project: Any, result: Result) -> bool:
     """Blind review (the page's ?blind=1 or the project setting): hide the judge until
-    reviewed; and always while the result is blind to the user (blind)."""
+    reviewed."""
     blind = request.GET.get("blind") == "1" or getattr(project, "blind_review", False)
-    if blind and not result.reviewed:
+    return bool(blind) and not result.reviewed
+
+
+def _hide_judge(request: HttpRequest, project: Any, result: Result) -> bool:
+    """`_hide_until_reviewed`, and always while the result is blind to the user."""
+    if _hide_until_reviewed(request, project, result):
         return True
     return blind_entry_for(user=request.user, result=result) is not None
 
@@ -125,7 +130,8 @@ def result_panel(
             context=result.item.context or [],
         ),
         can_write=can_write,
-        hide_judge=_hide_judge(request, project, result),
+        # Not blind to the user (just read): only the blind-review setting hides it.
+        hide_judge=_hide_until_reviewed(request, project, result),
         overrides=list(
             result.overrides.select_related("user", "reverted_by").order_by(
                 "created_at", "id"

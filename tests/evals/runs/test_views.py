@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -167,3 +168,103 @@ def test_run_list_query_count_does_not_grow_with_runs(
     with django_assert_max_num_queries(12):
         response = owner_client.get(_url("runs", project))
     assert response.content.decode().count("0 / 6") == 5
+
+
+def _recounted(run):
+    """The run's figures counted over its result rows: results by status, and the
+    errors grouped by scorer and message, most frequent first (then scorer, message)."""
+    by_status: dict[str, int] = {}
+    groups: dict[tuple[int, str], int] = {}
+    for r in Result.objects.filter(run=run).select_related("run_scorer"):
+        by_status[r.status] = by_status.get(r.status, 0) + 1
+        if r.status == Result.Status.ERROR:
+            key = (r.run_scorer_id, r.error)
+            groups[key] = groups.get(key, 0) + 1
+    errors = [
+        {"run_scorer_id": rs, "message": message, "count": n}
+        for (rs, message), n in sorted(groups.items(), key=lambda g: (-g[1], g[0]))
+    ]
+    return by_status, errors
+
+
+def scorers_of(run):
+    return list(run.run_scorers.order_by("pk"))
+
+
+def _api_figures(client, run, headers):
+    body = client.get(f"/api/runs/{run.pk}", **headers).json()
+    progress = body["progress"]
+    errors = [
+        {k: g[k] for k in ("run_scorer_id", "message", "count")}
+        for g in body["errors_by_message"]
+    ]
+    return progress, errors
+
+
+def test_finished_run_figures_equal_a_recount_before_and_after_the_cache(
+    owner_client, project, owner, dataset, scorers, bearer
+):
+    """A finished run's progress, errors by message and result count are read from
+    the judge side its aggregates cache once the run page has been shown: the same
+    figures as counted over the rows before that, and new ones after a retry."""
+    run = run_services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    ids = list(Result.objects.filter(run=run).values_list("pk", flat=True))
+    Result.objects.filter(run=run).update(
+        status=Result.Status.OK, judge_score=0.8, final_score=0.8
+    )
+    # One error each: the order falls to the scorer, then to the message.
+    first, second = (
+        list(Result.objects.filter(run_scorer=rs).order_by("pk"))
+        for rs in scorers_of(run)
+    )
+    for result, message in (
+        (first[0], "b: timed out"),
+        (first[1], "a: refused"),
+        (second[0], "a: refused"),
+    ):
+        Result.objects.filter(pk=result.pk).update(
+            status=Result.Status.ERROR, error=message
+        )
+    run_services.run_finish_if_complete(run_id=run.pk)
+    run.refresh_from_db()
+    headers = bearer(owner)
+    by_status, errors = _recounted(run)
+    assert [(g["run_scorer_id"], g["message"]) for g in errors] == [
+        (first[0].run_scorer_id, "a: refused"),
+        (first[0].run_scorer_id, "b: timed out"),
+        (second[0].run_scorer_id, "a: refused"),
+    ]
+
+    cold = _api_figures(owner_client, run, headers)  # nothing cached yet
+    page = owner_client.get(_url("run_detail", project, run.pk)).content.decode()
+    warm = _api_figures(owner_client, run, headers)  # the page cached the judge sides
+    assert cold == warm
+    progress, api_errors = warm
+    assert api_errors == errors
+    assert (progress["ok"], progress["errors"], progress["pending"]) == (
+        by_status.get(Result.Status.OK, 0),
+        by_status.get(Result.Status.ERROR, 0),
+        0,
+    )
+    table = page.split('id="run-errors"')[1].split("</table>")[0]
+    rows = re.findall(r"<code>([^<]*)</code>.*?badge error\">(\d+)<", table)
+    assert rows == [(g["message"], str(g["count"])) for g in errors]
+    assert f"Create queue from these {len(ids)} results" in page
+    again = owner_client.get(_url("run_detail", project, run.pk)).content.decode()
+    assert again.split('id="run-errors"')[1].split("</table>")[0] == table
+
+    # A retry runs the failed results again: the figures follow the new finish.
+    run_services.run_retry_failed(run=run, user=owner)
+    Result.objects.filter(run=run, status=Result.Status.PENDING).update(
+        status=Result.Status.OK, judge_score=0.4, final_score=0.4
+    )
+    run_services.run_finish_if_complete(run_id=run.pk)
+    progress, api_errors = _api_figures(owner_client, run, headers)
+    assert api_errors == []
+    assert (progress["ok"], progress["errors"]) == (len(ids), 0)
+    page = owner_client.get(_url("run_detail", project, run.pk)).content.decode()
+    assert (
+        "No errors." in page and f"Create queue from these {len(ids)} results" in page
+    )

@@ -203,8 +203,18 @@ def test_an_assigned_result_in_two_queues_waits_in_them_not_as_assigned(
     assert waiting.assigned == 2 + 2
 
 
-def test_waiting_is_one_query(day, project, reviewer, django_assert_num_queries):
+def test_a_project_without_queues_or_runs_waits_for_nobody(
+    project, reviewer, django_assert_num_queries
+):
+    """Only the list of its open queues and runs is read: there is nothing to count."""
     with django_assert_num_queries(1):
+        waiting = waiting_for(project_id=project.pk, user=reviewer)
+    assert (waiting.by_queue, waiting.assigned, waiting.total) == ({}, 0, 0)
+
+
+def test_waiting_is_two_queries(day, project, reviewer, django_assert_num_queries):
+    """The project's open queues and runs, then every count in one UNION."""
+    with django_assert_num_queries(2):
         waiting_for(project_id=project.pk, user=reviewer)
 
 

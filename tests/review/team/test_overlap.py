@@ -551,8 +551,8 @@ def test_the_answer_that_decides_costs_a_pinned_number_of_queries(
     # the aggregates (3: the judge side is cached now), the comments (1), whether
     # another blind queue still waits for this reviewer's answer (1); the item Skip
     # leads to (1), an open flag on the item (1) and the navigation's waiting count,
-    # sent along out of band (1).
-    with django_assert_num_queries(26):
+    # sent along out of band (2: the project's open queues and runs, then the counts).
+    with django_assert_num_queries(27):
         response = client.post(url, {"passed": "pass"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     page = response.content.decode()
