@@ -3,19 +3,20 @@ reviewers, Krippendorff's alpha over any number of them (nominal for pass/fail a
 verdicts, interval for scores), each with the number of items behind it and a
 bootstrap confidence interval over items.
 
-Plain Python on purpose (no numpy): the inputs are a project's reviews, thousands of
-values, and `scoring/` carries no heavy dependency. The tests check every figure
-against hand-computed values and against the `krippendorff` package.
+The figures are plain Python over items grouped by shape; numpy only draws the
+bootstrap's resamples. The tests check every figure against hand-computed values and
+against the `krippendorff` package, and the intervals against scipy's bootstrap.
 """
 
 from __future__ import annotations
 
-import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Literal, cast
+
+import numpy as np
 
 # ratings[item][reviewer] = value; an item rated by fewer than two reviewers has no
 # pair and counts for nothing.
@@ -148,17 +149,27 @@ def _bootstrap(
     *,
     ordered: bool = False,
 ) -> tuple[float | None, float | None]:
-    """95 % percentile interval of `figure` over items resampled with replacement."""
+    """95 % percentile interval of `figure` over items resampled with replacement.
+
+    A resample of the n items, with replacement, is told by how many times it draws
+    each distinct shape of item, and those counts are multinomial(n, each shape's
+    share of the items): drawn so, directly, a resample costs the number of shapes
+    instead of n draws. The same bootstrap distribution (the tests compare the ends
+    with scipy's item bootstrap). Percent, alpha and the three kappas of 50k items
+    by three reviewers, 200 resamples each: 0.72 s, where drawing the items took
+    10.95 s; the agreement report of bench_million's 50k-item overlap-3 queue (with
+    its 215k verdict units) went from 117 s to 20 s uncached (load average 4-10)."""
     if len(units) < 2 or resamples <= 0:
         return None, None
-    shapes = _grouped(units, ordered=ordered)
-    index = {values: i for i, (values, _) in enumerate(shapes)}
-    ids = [index[tuple(u) if ordered else tuple(sorted(u, key=repr))] for u in units]
-    rng = random.Random(seed)
+    # In a fixed order, so the interval depends on the items, not on their order.
+    shapes = sorted(_grouped(units, ordered=ordered), key=lambda shape: repr(shape[0]))
+    weights = np.array([weight for _, weight in shapes], dtype=float)
+    draws = np.random.default_rng(seed).multinomial(
+        len(units), weights / weights.sum(), size=resamples
+    )
     found = []
-    for _ in range(resamples):
-        counts = Counter(rng.choices(ids, k=len(ids)))
-        value = figure([(shapes[i][0], c) for i, c in counts.items()])
+    for counts in draws.tolist():
+        value = figure([(shapes[i][0], c) for i, c in enumerate(counts) if c])
         if value is not None:
             found.append(value)
     if len(found) < resamples // 2:

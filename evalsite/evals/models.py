@@ -531,6 +531,8 @@ class ReviewVersion(models.Model):
     Every review service bumps it in the same transaction as its change, so the
     review side of the run aggregates can be cached per version and carried from one
     version to the next by the change alone (see results.aggregate_updates.review_groups_advance).
+    Team-review answers on the results (and their queue entries) bump it too, though
+    the aggregates do not count them: the agreement figures are cached by it.
     """
 
     run_scorer = models.OneToOneField(

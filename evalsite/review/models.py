@@ -146,7 +146,7 @@ class QueueEntry(models.Model):
     # How many of those answers said pass / fail: the item's shape in the queue's
     # pass/fail agreement, kept here so each answer's response can group the queue's
     # entries (an index-only scan) instead of its reviews (see
-    # selectors.reviews.queue_pass_agreement).
+    # selectors.reviews.overlap_counts).
     answers_pass = models.PositiveSmallIntegerField(default=0)
     answers_fail = models.PositiveSmallIntegerField(default=0)
     # The answer that was applied as the final verdict ({"passed", "flips", "score"}),
@@ -165,9 +165,11 @@ class QueueEntry(models.Model):
         ordering = ["queue_id", "position"]
         indexes = [
             models.Index(fields=["queue", "state"]),
+            # Progress and agreement group a queue's entries by these: an index-only
+            # scan (selectors.reviews.overlap_counts).
             models.Index(
-                fields=["queue", "answers_pass", "answers_fail"],
-                name="review_entry_agreement_idx",
+                fields=["queue", "state", "answers_pass", "answers_fail"],
+                name="review_entry_shape_idx",
             ),
         ]
         constraints = [

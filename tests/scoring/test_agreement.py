@@ -8,7 +8,9 @@ import random
 from collections import Counter
 
 import krippendorff
+import numpy as np
 import pytest
+from scipy.stats import bootstrap
 
 from scoring.agreement import (
     agreement_alpha,
@@ -135,6 +137,61 @@ def test_intervals_are_seeded_and_narrow_with_more_items() -> None:
     wide = first.ci_high - first.ci_low
     narrow = agreement_percent(large, seed=1)
     assert narrow.ci_high - narrow.ci_low < wide
+
+
+def _three_reviewers(rng: random.Random, n: int, *, scores: bool) -> dict:
+    """n items, each rated by two or three of a, b, c, who mostly see the same."""
+    ratings: dict[int, dict[str, object]] = {}
+    for i in range(n):
+        truth = rng.random()
+        by = {}
+        for reviewer in ("a", "b", "c"):
+            if reviewer == "c" and rng.random() < 0.3:
+                continue
+            if scores:
+                by[reviewer] = round(min(1.0, max(0.0, truth + rng.gauss(0, 0.2))), 2)
+            else:
+                by[reviewer] = (truth < 0.6) != (rng.random() < 0.15)
+        ratings[i] = by
+    return ratings
+
+
+@pytest.mark.parametrize("figure", ["percent", "alpha", "alpha_interval", "kappa"])
+def test_intervals_match_scipys_percentile_bootstrap(figure: str) -> None:
+    """The intervals are the percentile bootstrap over items: scipy's, resampling
+    the items themselves, gives the same ends (to the Monte Carlo error of 2,000
+    resamples each: they differ by at most 0.004 here)."""
+    rng = random.Random(11)
+    ratings = _three_reviewers(rng, 300, scores=figure == "alpha_interval")
+    if figure == "kappa":
+        units: list = [
+            (by["a"], by["b"]) for by in ratings.values() if {"a", "b"} <= set(by)
+        ]
+        ours = agreement_kappa_pairs(ratings, resamples=2000)[("a", "b")]
+        point = cohens_kappa
+    else:
+        units = [list(by.values()) for by in ratings.values()]
+        if figure == "percent":
+            ours = agreement_percent(ratings, resamples=2000)
+            point = percent_agreement
+        else:
+            level = "interval" if figure == "alpha_interval" else "nominal"
+            ours = agreement_alpha(ratings, level, resamples=2000)
+
+            def point(sample: list) -> float | None:
+                return krippendorff_alpha(sample, level)
+
+    reference = bootstrap(
+        (np.arange(len(units)),),
+        lambda index: point([units[i] for i in index]),
+        vectorized=False,
+        n_resamples=2000,
+        method="percentile",
+        rng=np.random.default_rng(5),
+    ).confidence_interval
+    assert ours.ci_low == pytest.approx(reference.low, abs=0.01)
+    assert ours.ci_high == pytest.approx(reference.high, abs=0.01)
+    assert ours.ci_low < ours.value < ours.ci_high
 
 
 @pytest.mark.parametrize("seed", range(30))

@@ -191,17 +191,23 @@ def _lock(
 
 @contextmanager
 def result_reviewing(
-    result: Result, *, expected_version: int | None = None
+    result: Result, *, expected_version: int | None = None, touched: bool = False
 ) -> Iterator[tuple[Result, RunScorer]]:
     """Lock a result for a review write (inside the caller's transaction); when the
     write is done, bump the run scorer's review version with it and, once committed,
-    carry the cached review-side aggregates to that version by this one change."""
+    carry the cached review-side aggregates to that version by this one change.
+
+    `touched`: the caller writes something of the result's review the aggregates do
+    not count (a team-review answer) but other readers cached by the version do (the
+    agreement figures): the version moves even when the review row did not."""
     locked, run_scorer = _lock(result, expected_version=expected_version)
     before = review_row(locked)
     yield locked, run_scorer
     after = review_row(locked)
     if before == after:
-        return  # nothing the aggregates count changed (e.g. a comment-only path)
+        if not touched:
+            return  # nothing the aggregates count changed (e.g. a comment-only path)
+        before = after = None  # the aggregates are carried as they are
     version = review_version_bump(run_scorer.pk)
     options = run_scorer.options
     transaction.on_commit(
@@ -211,6 +217,25 @@ def result_reviewing(
             version=version,
             before=before,
             after=after,
+        )
+    )
+
+
+def review_version_touch(*, run_scorer: RunScorer) -> None:
+    """+1 on the run scorer's review version for a review write the aggregates do not
+    count (answers recorded beside a verdict, or taken back with it), inside the
+    caller's transaction; once committed, the cached review-side aggregates are
+    carried to the new version as they are. Readers cached by the version (the
+    agreement figures) see the write."""
+    version = review_version_bump(run_scorer.pk)
+    options = run_scorer.options
+    transaction.on_commit(
+        lambda: review_groups_advance(
+            run_scorer_id=run_scorer.pk,
+            options=options,
+            version=version,
+            before=None,
+            after=None,
         )
     )
 

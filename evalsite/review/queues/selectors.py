@@ -48,17 +48,16 @@ def _flip_value(current: Any, allowed: list[Any]) -> Any:
     return allowed[0]
 
 
-def flip_fields(
+def overridable_values(
     *, kind: str, analysis: dict[str, Any] | None, limit: int = 9
-) -> list[FlipField]:
-    """The flips keys 1..limit perform, numbered like the item page's analysis rows:
-    key n is the first overridable field of list element n (for context relevance the
-    relevance level); a kind without a list (factuality) has key 1 for its category."""
+) -> list[tuple[str, Any]]:
+    """(path, value) of the fields keys 1..limit flip (see `flip_fields`), without
+    their labels: what the agreement on verdicts reads of every answered result
+    (0.5 s for the 49k results of bench_million's queue, flip_fields 1.2 s)."""
     spec = KINDS.get(kind)
     if spec is None or not analysis or not spec.overridable:
         return []
-    pattern, allowed = next(iter(spec.overridable.items()))
-    labels = spec.value_labels.get(pattern, {})
+    pattern = next(iter(spec.overridable))
     if "*" in pattern:
         node = analysis.get(pattern.split(".", 1)[0])
         paths = [
@@ -67,12 +66,30 @@ def flip_fields(
         ]
     else:
         paths = [pattern]
-    fields = []
-    for number, path in enumerate(paths[:limit], 1):
+    values = []
+    for path in paths[:limit]:
         try:
-            value = get_path(analysis, path)
+            values.append((path, get_path(analysis, path)))
         except AnalysisError:
             break
+    return values
+
+
+def flip_fields(
+    *, kind: str, analysis: dict[str, Any] | None, limit: int = 9
+) -> list[FlipField]:
+    """The flips keys 1..limit perform, numbered like the item page's analysis rows:
+    key n is the first overridable field of list element n (for context relevance the
+    relevance level); a kind without a list (factuality) has key 1 for its category."""
+    spec = KINDS.get(kind)
+    if spec is None:
+        return []
+    pattern, allowed = next(iter(spec.overridable.items()), ("", []))
+    labels = spec.value_labels.get(pattern, {})
+    fields = []
+    for number, (path, value) in enumerate(
+        overridable_values(kind=kind, analysis=analysis, limit=limit), 1
+    ):
         new_value = _flip_value(value, allowed)
         fields.append(
             FlipField(

@@ -31,6 +31,7 @@ from evalsite.review.team.selectors import (
     answers_visible,
     entry_answers,
     queue_pass_agreement,
+    review_state,
 )
 from evalsite.review.team.services import review_adjudicate, review_answer
 
@@ -200,12 +201,13 @@ def run_agreement_api(
 ) -> list[dict[str, Any]]:
     """Agreement between reviewers per scorer of a run, over every queue's answers."""
     run = run_get_for_user(user=request.user, pk=run_id)
+    state = review_state(run_id=run.pk)
     return [
         {
             "scope": "scorer",
             "scope_id": rs.pk,
             "name": rs.name,
-            **agreement_report(run_scorer=rs).as_dict(),
+            **agreement_report(run_scorer=rs, state=state).as_dict(),
         }
         for rs in run.run_scorers.all()
     ]

@@ -7,19 +7,19 @@ import hashlib
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.contrib.auth.models import User
-from django.core.cache import cache
-from django.db.models import Count, JSONField, Max, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, JSONField, Q, QuerySet, Subquery
 from django.db.models.functions import JSONObject
 
 from evalsite.evals.models import Result, RunScorer
+from evalsite.evals.results.aggregates import cache_get, cache_set
 from evalsite.evals.results.labels import path_label, path_value_label
 from evalsite.review.models import Guideline, QueueEntry, Review, ReviewQueue
-from evalsite.review.queues.selectors import flip_fields
+from evalsite.review.queues.selectors import overridable_values
 from scoring.agreement import (
     Agreement,
     agreement_alpha,
@@ -28,10 +28,11 @@ from scoring.agreement import (
     binary_agreement_from_counts,
 )
 
+T = TypeVar("T")
+
 # Bootstrap resamples behind each interval on the agreement page. 200 keep the ends of
-# a 95 % interval within about ±0.02 of a 2,000-resample run, and a 5,000-item queue's
-# figures (5 of them plus a kappa per pair) at about a second uncached (make bench,
-# "team review"); they are cached until an answer changes.
+# a 95 % interval within about ±0.02 of a 2,000-resample run; they are cached until a
+# review write on the run (see `ReviewState`).
 RESAMPLES = 200
 
 
@@ -170,13 +171,14 @@ def overlap_counts(*, queue_id: int) -> tuple[dict[str, int], dict[str, Any]]:
     """The card's progress (entries in the queue, decided, waiting for adjudication)
     and the queue's pass/fail agreement (see `queue_pass_agreement`), from one grouped
     read of the queue's entries by (state, pass answers, fail answers): at most 3 x 66
-    rows. At 5,000 entries 1.3-2.0 ms, where the three reads it replaces (progress,
-    agreement, and a count of the reviewer's own answers no card shows) took 4-10 ms
-    (EXPLAIN ANALYZE on the bench database)."""
+    rows, an index-only scan of review_entry_shape_idx. COUNT(*), not COUNT(id): the
+    id is not in the index, and counting it read every entry's row (bench_million's
+    50k-entry queue: 30 ms, a sequential scan, where the index-only scan takes 12 ms
+    at load average 6-8)."""
     rows = (
         QueueEntry.objects.filter(queue_id=queue_id)
         .values_list("state", "answers_pass", "answers_fail")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))
         .order_by()
     )
     progress = {"total": 0, "decided": 0, "adjudicate": 0}
@@ -221,18 +223,9 @@ def adjudication_entries(*, project_id: int) -> QuerySet[QueueEntry]:
 def queue_pass_agreement(*, queue_id: int) -> dict[str, Any]:
     """Pass/fail agreement of a queue's reviewers: percent, Krippendorff's alpha
     (nominal) and the items behind them, from the queue's entries grouped by their
-    (pass, fail) answer counts: one row per shape, at most 66 with ten reviewers (see
-    scoring.agreement.binary_agreement_from_counts), read from an index. Cheap enough
-    to send back with every answer."""
-    shapes = (
-        QueueEntry.objects.filter(queue_id=queue_id)
-        .values_list("answers_pass", "answers_fail")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    return _agreement_from_histogram(
-        {(int(yes), int(no)): int(n) for yes, no, n in shapes}
-    )
+    (pass, fail) answer counts (see scoring.agreement.binary_agreement_from_counts and
+    `overlap_counts`). Cheap enough to send back with every answer."""
+    return overlap_counts(queue_id=queue_id)[1]
 
 
 def _agreement_from_histogram(histogram: dict[tuple[int, int], int]) -> dict[str, Any]:
@@ -290,86 +283,134 @@ def _answers(scope: Q) -> QuerySet[Review]:
     return Review.objects.filter(scope, kind=Review.Kind.ANSWER, reviewer__isnull=False)
 
 
-def _scope_key(prefix: str, scope: Q, run_scorer_ids: Iterable[int]) -> str:
-    """Name the report by everything it is computed from, so no write can leave a
-    stale report behind: every review of the scope (answers and adjudications: count,
-    newest id, newest change; an undone answer lowers the count), the reviewed results
-    (their review version sums every review write on them, their updated_at every
-    judge write), the entries decided (with_final counts only those) and the options
-    of the run scorers (a saved rescore rewrites judge and final pass without touching
-    a result's version)."""
-    reviews = Review.objects.filter(scope).aggregate(
-        n=Count("id"),
-        top=Max("id"),
-        last=Max("updated_at"),
-        versions=Sum("result__version"),
-        judged=Max("result__updated_at"),
-    )
-    entries = QueueEntry.objects.filter(
-        result_id__in=Review.objects.filter(scope).values("result_id"),
-        state=QueueEntry.State.DECIDED,
-    ).aggregate(n=Count("id"), last=Max("decided_at"), top=Max("id"))
-    options = sorted(
-        RunScorer.objects.filter(pk__in=list(run_scorer_ids)).values_list(
-            "pk", "options"
+@dataclass(frozen=True)
+class ReviewState:
+    """What the agreement figures of a run's scopes are computed from, by its
+    counters: the review version of each run scorer, which every review write on its
+    results bumps in the write's transaction (overrides, accepts, undo, and the
+    team-review answers, withdrawals and adjudications with the entries they decide:
+    evals.results.verdicts.result_reviewing with touched=True, review_version_touch);
+    each scorer's options (a saved rescore rewrites judge and final verdicts without
+    a review write); the run's status and finish time (judge writes); and the run's
+    queues (deleting one takes its answers). Equal states mean equal figures, so
+    figures cached under a state are a recount of it.
+
+    Read in two small queries, where the fingerprint of the answers it replaces
+    (their count, newest id and change, the sum of their results' versions) joined
+    every answer to its result: 1.5-2.3 s per scope on bench_million's 150k answers
+    (load average 12), six scopes on the agreement page."""
+
+    run: tuple[str, str]
+    queues: tuple[int, ...]
+    scorers: tuple[tuple[int, str, int], ...]  # (run scorer, options digest, version)
+
+    def key(self, prefix: str, run_scorer_ids: Iterable[int] | None = None) -> str:
+        """The cache key of a figure of the scope `prefix` that reads the answers on
+        the results of `run_scorer_ids` (None: every scorer of the run)."""
+        wanted = None if run_scorer_ids is None else set(run_scorer_ids)
+        scorers = [s for s in self.scorers if wanted is None or s[0] in wanted]
+        state = json.dumps([self.run, self.queues, scorers])
+        digest = hashlib.sha256(state.encode()).hexdigest()[:24]
+        return f"agreement:v3:{prefix}:{digest}"
+
+
+def review_state(*, run_id: int) -> ReviewState:
+    run: tuple[str, str] = ("", "")
+    scorers = []
+    for pk, options, version, status, finished_at in (
+        RunScorer.objects.filter(run_id=run_id)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "options",
+            "review_version__version",
+            "run__status",
+            "run__finished_at",
         )
+    ):
+        run = (status, finished_at.isoformat() if finished_at else "")
+        digest = hashlib.sha256(
+            json.dumps(options or {}, sort_keys=True, default=str).encode()
+        ).hexdigest()[:16]
+        scorers.append((pk, digest, version or 0))
+    queues = tuple(
+        ReviewQueue.objects.filter(run_id=run_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
-    state = json.dumps([reviews, entries, options], sort_keys=True, default=str)
-    digest = hashlib.sha256(state.encode()).hexdigest()[:24]
-    return f"agreement:v2:{prefix}:{digest}"
+    return ReviewState(run=run, queues=queues, scorers=tuple(scorers))
+
+
+def cached_by_state(
+    *, run_id: int, key: str, state: ReviewState, compute: Callable[[], T]
+) -> T:
+    """`compute()` cached under `key` (made from `state`). Stored only when the state
+    is still the same after computing: a write that committed meanwhile may have
+    been read in part, and its own state names another key."""
+    cached = cache_get(key)
+    if cached is not None:
+        return cast(T, cached)
+    value = compute()
+    if review_state(run_id=run_id) == state:
+        cache_set(key, value)
+    return value
 
 
 def agreement_report(
-    *, queue: ReviewQueue | None = None, run_scorer: RunScorer | None = None
+    *,
+    queue: ReviewQueue | None = None,
+    run_scorer: RunScorer | None = None,
+    state: ReviewState | None = None,
 ) -> AgreementReport:
     """Agreement over a queue's answers, or over every queue's answers on a run
-    scorer's results (a reviewer's latest answer per result). Cached under a key
-    that changes with every write the report reads (see `_scope_key`)."""
+    scorer's results (a reviewer's latest answer per result). Cached by the run's
+    review state (`state` when the caller read it already)."""
     if (queue is None) == (run_scorer is None):
         raise ValueError("give a queue or a run scorer")
     if queue is not None:
         scope = Q(queue=queue)
+        run_id = queue.run_id
         prefix = f"q{queue.pk}"
-        run_scorer_ids: list[int] = list(
-            RunScorer.objects.filter(run_id=queue.run_id).values_list("pk", flat=True)
+        run_scorer_ids: list[int] | None = (
+            None  # its results' answers decide elsewhere too
         )
     else:
         assert run_scorer is not None
         scope = Q(result__run_scorer=run_scorer)
+        run_id = run_scorer.run_id
         prefix = f"rs{run_scorer.pk}"
         run_scorer_ids = [run_scorer.pk]
-    key = _scope_key(prefix, scope, run_scorer_ids)
-    cached = cache.get(key)
-    if isinstance(cached, AgreementReport):
-        return cached
-    report = _agreement_report(_answers(scope))
-    cache.set(key, report, 3600)
-    return report
+    if state is None:
+        state = review_state(run_id=run_id)
+    return cached_by_state(
+        run_id=run_id,
+        key=state.key(prefix, run_scorer_ids),
+        state=state,
+        compute=lambda: _agreement_report(_answers(scope)),
+    )
 
 
 def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
-    rows = list(
-        answers.select_related("reviewer")
-        .order_by("created_at", "id")
-        .values_list(
-            "result_id",
-            "reviewer__username",
-            "passed",
-            "flips",
-            "score",
-            "seconds",
-        )
-    )
-    # The latest answer of each reviewer on each result (a result can sit in two
-    # queues of the same run).
+    """The report, from one read of the answers (in order, so the latest of each
+    reviewer on each result wins: a result can sit in two queues of the same run)
+    and one of their results. Plain rows, no model instances, the results read by a
+    semi-join rather than an IN list of their ids, and no labels for the verdicts:
+    uncached, bench_million's 50k-result overlap-3 queue (150k answers, 215k
+    verdicts) takes 11.4 s instead of 26.2 s, its scorer 14.0 s instead of 24.7 s
+    (load average 7-8)."""
     latest: dict[tuple[int, str], tuple[Any, ...]] = {}
-    for row in rows:
-        latest[(row[0], row[1])] = row
+    for result_id, username, *answer in answers.order_by(
+        "created_at", "id"
+    ).values_list(
+        "result_id", "reviewer__username", "passed", "flips", "score", "seconds"
+    ):
+        latest[(result_id, username)] = tuple(answer)
     pass_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
     score_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
     flips_by: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
     seconds_by: dict[str, list[float]] = defaultdict(list)
-    for (result_id, username), (_, _, passed, flips, score, seconds) in latest.items():
+    mine_by: dict[str, list[tuple[int, Any]]] = defaultdict(list)
+    for (result_id, username), (passed, flips, score, seconds) in latest.items():
         if passed is not None:
             pass_ratings[result_id][username] = passed
         if score is not None:
@@ -377,32 +418,35 @@ def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
         flips_by[result_id][username] = dict(flips or {})
         if seconds is not None:
             seconds_by[username].append(float(seconds))
-    multi = [rid for rid, by in flips_by.items() if len(by) >= 2]
-    verdict_ratings = _verdict_ratings(multi, flips_by)
-    results = {
-        r.pk: r
-        for r in Result.objects.filter(pk__in={rid for rid, _ in latest}).only(
-            "id", "judge_passed", "final_passed", "reviewed"
-        )
-    }
+        mine_by[username].append((result_id, passed))
+    answered = answers.values("result_id")
+    verdicts: dict[Hashable, dict[Hashable, Hashable | float]] = {}
+    judge_passed: dict[int, bool | None] = {}
+    final_passed: dict[int, bool | None] = {}
+    for result_id, judged, final, analysis, kind in Result.objects.filter(
+        pk__in=answered
+    ).values_list("id", "judge_passed", "final_passed", "analysis", "run_scorer__kind"):
+        judge_passed[result_id], final_passed[result_id] = judged, final
+        by_reviewer = flips_by.get(result_id, {})
+        if len(by_reviewer) >= 2:
+            _add_verdict_units(verdicts, result_id, kind, analysis, by_reviewer)
     decided = set(
         QueueEntry.objects.filter(
-            result_id__in=list(results), state=QueueEntry.State.DECIDED
+            result_id__in=answered, state=QueueEntry.State.DECIDED
         ).values_list("result_id", flat=True)
     )
-    reviewers = sorted({u for _, u in latest})
     stats = []
-    for username in reviewers:
-        mine = [(rid, row[2]) for (rid, u), row in latest.items() if u == username]
+    for username in sorted(mine_by):
+        mine = mine_by[username]
         final_pairs = [
-            (passed, results[rid].final_passed)
+            (passed, final_passed[rid])
             for rid, passed in mine
             if passed is not None and rid in decided
         ]
         judge_pairs = [
-            (passed, results[rid].judge_passed)
+            (passed, judge_passed[rid])
             for rid, passed in mine
-            if passed is not None and results[rid].judge_passed is not None
+            if passed is not None and judge_passed[rid] is not None
         ]
         times = seconds_by.get(username, [])
         stats.append(
@@ -418,10 +462,10 @@ def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
         )
     kappa = agreement_kappa_pairs(pass_ratings, resamples=RESAMPLES)
     return AgreementReport(
-        reviewers=len(reviewers),
+        reviewers=len(mine_by),
         percent=agreement_percent(pass_ratings, resamples=RESAMPLES),
         alpha_pass=agreement_alpha(pass_ratings, "nominal", resamples=RESAMPLES),
-        alpha_verdicts=agreement_alpha(verdict_ratings, "nominal", resamples=RESAMPLES),
+        alpha_verdicts=agreement_alpha(verdicts, "nominal", resamples=RESAMPLES),
         alpha_score=agreement_alpha(score_ratings, "interval", resamples=RESAMPLES),
         kappa_pairs=[(str(a), str(b), k) for (a, b), k in sorted(kappa.items())],
         per_reviewer=stats,
@@ -432,28 +476,25 @@ def _share(pairs: list[tuple[Any, Any]]) -> float | None:
     return sum(a == b for a, b in pairs) / len(pairs) if pairs else None
 
 
-def _verdict_ratings(
-    result_ids: list[int], flips_by: dict[int, dict[str, dict[str, Any]]]
-) -> dict[Hashable, dict[Hashable, Hashable | float]]:
+def _add_verdict_units(
+    ratings: dict[Hashable, dict[Hashable, Hashable | float]],
+    result_id: int,
+    kind: str,
+    analysis: dict[str, Any] | None,
+    by_reviewer: dict[str, dict[str, Any]],
+) -> None:
     """One unit per (result, verdict): each reviewer's value is the one they set, or
     the judge's when they left it alone, so agreeing with the judge counts too."""
-    ratings: dict[Hashable, dict[Hashable, Hashable | float]] = {}
-    for result in (
-        Result.objects.filter(pk__in=result_ids)
-        .select_related("run_scorer")
-        .only("id", "analysis", "run_scorer__kind")
-    ):
-        fields = flip_fields(
-            kind=result.run_scorer.kind, analysis=result.analysis, limit=10_000
-        )
-        by_reviewer = flips_by[result.pk]
-        for f in fields:
-            unit: dict[Hashable, Hashable | float] = {}
-            for username, flips in by_reviewer.items():
-                value = flips.get(f.path, f.value)
-                unit[username] = _normal(value)
-            ratings[(result.pk, f.path)] = unit
-    return ratings
+    flipped = any(by_reviewer.values())
+    for path, value in overridable_values(kind=kind, analysis=analysis, limit=10_000):
+        judged = _normal(value)
+        if not flipped:
+            ratings[(result_id, path)] = dict.fromkeys(by_reviewer, judged)
+            continue
+        ratings[(result_id, path)] = {
+            username: _normal(flips[path]) if path in flips else judged
+            for username, flips in by_reviewer.items()
+        }
 
 
 def _normal(value: Any) -> Hashable:

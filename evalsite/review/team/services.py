@@ -39,6 +39,7 @@ from evalsite.evals.results.verdicts import (
     result_review_retract,
     result_reviewing,
     result_where,
+    review_version_touch,
     score_value,
     scoring_options,
 )
@@ -362,7 +363,10 @@ def review_answer(
         )
     check_text(note=note)
     note = (note or "").strip()
-    with transaction.atomic(), result_reviewing(result) as (locked, run_scorer):
+    with (
+        transaction.atomic(),
+        result_reviewing(result, touched=True) as (locked, run_scorer),
+    ):
         if locked.status != Result.Status.OK:
             raise ApplicationError(
                 f"Only scored results can be reviewed; this one is {locked.status}.",
@@ -572,7 +576,10 @@ def review_adjudicate(
         )
     check_text(note=note)
     note = (note or "").strip()
-    with transaction.atomic(), result_reviewing(result) as (locked, run_scorer):
+    with (
+        transaction.atomic(),
+        result_reviewing(result, touched=True) as (locked, run_scorer),
+    ):
         entry = _lock_entry(queue, locked)
         if entry.state != QueueEntry.State.ADJUDICATE:
             raise ConflictError(
@@ -634,6 +641,9 @@ def review_record_single(
     """In a single-review queue, keep the reviewer's pass/fail as their answer too
     (after the key was applied), for the per-reviewer figures."""
     with transaction.atomic():
+        # The answer is read by the agreement figures, cached by the version. Bumped
+        # before the entry is locked: an undo takes the version, then the entries.
+        review_version_touch(run_scorer=result.run_scorer)
         entry = _lock_entry(queue, result)
         reviews = entry_answers(queue=queue, result_id=result.pk)
         _put_review(
@@ -704,6 +714,8 @@ def _single_answers_follow(locked: Result, *, undone: Override | None = None) ->
         if locked.reviewed_by_id == undone.user_id and locked.human_passed is not None:
             answers = answers.exclude(passed=locked.human_passed)
             queue_ids = list(answers.values_list("queue_id", flat=True))
+            if queue_ids:
+                review_version_touch(run_scorer=locked.run_scorer)
             answers.update(passed=locked.human_passed, updated_at=timezone.now())
             _recount_entries(locked, queue_ids)
             return
@@ -712,6 +724,7 @@ def _single_answers_follow(locked: Result, *, undone: Override | None = None) ->
         answers = answers.filter(passed=undone.new_value)
     queue_ids = list(answers.values_list("queue_id", flat=True))
     if queue_ids:
+        review_version_touch(run_scorer=locked.run_scorer)
         answers.delete()
         _recount_entries(locked, queue_ids)
 
@@ -747,7 +760,10 @@ def review_answer_withdraw(
             "This queue has one reviewer per result: undo the answer instead.",
             field_errors={"queue": "overlap is 1"},
         )
-    with transaction.atomic(), result_reviewing(result) as (locked, _):
+    with (
+        transaction.atomic(),
+        result_reviewing(result, touched=True) as (locked, _),
+    ):
         entry = _lock_entry(queue, locked)
         if entry.state != QueueEntry.State.OPEN:
             raise _closed(entry.state)

@@ -28,7 +28,7 @@ from evalsite.review.team.selectors import (
     agreement_report,
     answer_target,
     entry_answers,
-    queue_pass_agreement,
+    review_state,
 )
 from evalsite.review.team.services import (
     review_adjudicate,
@@ -272,19 +272,21 @@ def agreement(
         return HttpResponse("Invalid ε: between 0 and 1.", status=400)
     epsilon = alt_form.cleaned_data.get("epsilon")
     epsilon = DEFAULT_EPSILON if epsilon is None else epsilon
+    # Every figure below is cached by this state (read once for all of them).
+    state = review_state(run_id=run.pk)
     scorers = [
         {
             "name": rs.name,
-            "report": agreement_report(run_scorer=rs),
-            "alt": annotator_test(run_scorer=rs, epsilon=epsilon),
+            "report": agreement_report(run_scorer=rs, state=state),
+            "alt": annotator_test(run_scorer=rs, epsilon=epsilon, state=state),
         }
         for rs in run.run_scorers.all()
     ]
     queues = [
         {
             "queue": q,
-            "report": agreement_report(queue=q),
-            "quick": queue_pass_agreement(queue_id=q.pk),
+            # A pairwise queue's figures are its own section's.
+            "report": None if q.is_pairwise else agreement_report(queue=q, state=state),
         }
         for q in ReviewQueue.objects.filter(run=run, archived=False).order_by(
             "-created_at"

@@ -8,14 +8,20 @@ import csv
 import io
 
 import pytest
+from django.urls import reverse
 
 from evalsite.accounts.models import Role
 from evalsite.evals.models import Result
 from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.housekeeping.services import object_delete
 from evalsite.review.models import FinalRule, QueueEntry, Review
 from evalsite.review.queues.services import queue_create
 from evalsite.review.team.selectors import agreement_report
-from evalsite.review.team.services import review_adjudicate, review_answer
+from evalsite.review.team.services import (
+    review_adjudicate,
+    review_answer,
+    review_answer_withdraw,
+)
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run, queue_card_key
@@ -71,6 +77,61 @@ def test_agreement_counts_an_adjudication_made_after_it_was_read(
     assert (per["sam"]["with_final"], per["sam"]["with_final_items"]) == (0.9, 10)
     queue_report = agreement_report(queue=queue)
     assert _with_final(queue_report, "sam") == (0.9, 10)
+
+
+def test_agreement_follows_answers_that_decide_nothing(
+    client, project, owner, reviewer, second
+):
+    """The figures are cached until a review write on the run: an answer that
+    decides nothing (no verdict moves), a changed answer, a withdrawal and a deleted
+    queue are such writes too, and each shows at once, on the page and in the API."""
+    run = make_run(project, n_items=2)
+    queue = queue_create(
+        run=run,
+        user=owner,
+        query=ResultQuery(sort="item"),
+        overlap=3,
+        final_rule=FinalRule.MAJORITY,
+    )
+    first = QueueEntry.objects.get(queue=queue, position=1).result
+    headers = bearer(owner)
+    api = f"/api/runs/{run.pk}/agreement"
+    page = reverse("review:agreement", args=[project.pk, run.pk])
+    login(client, owner)
+
+    def figures() -> tuple[dict, str]:
+        body = client.get(api, **headers).json()[0]
+        html = client.get(page).content.decode()
+        return body, html
+
+    review_answer(queue=queue, result=first, user=reviewer, passed=True)
+    body, _ = figures()  # cached: one reviewer, nothing to agree on
+    assert [r["username"] for r in body["per_reviewer"]] == ["rita"]
+    assert body["percent_agreement"]["items"] == 0
+
+    review_answer(queue=queue, result=first, user=second, passed=False)
+    body, html = figures()
+    assert body["percent_agreement"] == {
+        "value": 0.0,
+        "items": 1,
+        "ci_low": None,  # one item: no interval
+        "ci_high": None,
+    }
+    assert 'data-reviewer="sam"' in html
+
+    review_answer(queue=queue, result=first, user=second, passed=True)  # changed
+    body, _ = figures()
+    assert body["percent_agreement"]["value"] == 1.0
+
+    review_answer_withdraw(queue=queue, result=first, user=second)
+    body, html = figures()
+    assert [r["username"] for r in body["per_reviewer"]] == ["rita"]
+    assert 'data-reviewer="sam"' not in html
+
+    object_delete(kind="queues", obj=queue, user=owner)
+    body, html = figures()
+    assert body["per_reviewer"] == []
+    assert 'data-reviewer="rita"' not in html
 
 
 def test_agreement_follows_a_saved_rescore(project, owner, reviewer):
