@@ -63,7 +63,7 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
     atomic = False
 
-    dependencies = [("review", "0021_queue_flag")]
+    dependencies = [("review", "0023_result_assigned_waiting_index")]
 
     operations = [
         migrations.SeparateDatabaseAndState(
