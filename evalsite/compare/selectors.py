@@ -41,7 +41,7 @@ from evalsite.datasets.matching.services import (
 )
 from evalsite.datasets.models import DatasetMatchPair, Item
 from evalsite.evals.models import Result, Run, RunScorer, ScorerConfig
-from evalsite.lib.db import column_name
+from evalsite.lib.db import column_name, cursor_without_jit
 from evalsite.review.selectors.blind import AnyUser, blind_result_ids
 from scoring import KINDS
 from scoring.stats import (
@@ -133,6 +133,9 @@ class ScorerDelta:
     mcnemar: SignTest | None = None
     # Row counts per `only` filter, so a filtered page needs no COUNT query.
     rows_by_only: dict[str, int] = field(default_factory=dict)
+    # Matched items where both results are ok with a judge verdict, by (A's verdict,
+    # B's verdict): the judge figures of the corrected difference (review.estimates).
+    judge_cells: dict[tuple[bool, bool], int] = field(default_factory=dict)
     # The cache name of the compared results' state; None: not cached (see
     # _state_token).
     state: str | None = None
@@ -305,13 +308,14 @@ class Comparison:
 def _side_queryset(*, run_scorer_id: int) -> Any:
     """One run scorer's results: the figures only, no item join (items pair through
     their ids; the item text is read for the page's rows alone). These columns are
-    review_result_compare_idx's, so Postgres reads them with an index-only scan."""
+    review_result_pair_idx's, so Postgres reads them with an index-only scan."""
     return Result.objects.filter(run_scorer_id=run_scorer_id).values(
         rid=F("id"),
         iid=F("item_id"),
         st=F("status"),
         sc=F("final_score"),
         ps=F("final_passed"),
+        jp=F("judge_passed"),
     )
 
 
@@ -384,8 +388,8 @@ def _aggregate_sql(
     deltas: list[ScorerDelta], *, match: MatchSummary
 ) -> tuple[str, list[Any]]:
     """Per scorer pair, the matched items grouped by outcome: both ok, both verdicts,
-    and the direction-aware change (1 regressed, -1 improved, 0 neither), with the
-    counts and sums _aggregate_rows adds up.
+    the direction-aware change (1 regressed, -1 improved, 0 neither) and, where both
+    are ok, both judges' verdicts, with the counts and sums _aggregate_rows adds up.
 
     One grouped SELECT per scorer pair, glued with UNION ALL, each reading its two
     run scorers by equality and computing only what the grouping needs. Before,
@@ -394,7 +398,10 @@ def _aggregate_sql(
     ~99k and sort them (269 ms; 226 ms with sorts turned off for the statement);
     the fifteen CASE columns of the rows' CTE cost ~75 ms more over those rows.
     Per pair, on review_result_compare_idx, the four scorers of v1 vs v2 on
-    bench_compare's data take 115-135 ms (Postgres 15, load 0.3).
+    bench_compare's data take 115-135 ms (Postgres 15, load 0.3). On
+    review_result_pair_idx (unique: a merge join with no Materialize) and without
+    JIT, the five pairs of bench_million's 2 × 1M results take 1.0 s at load 6,
+    1.9 s before (JIT 0.46 s of it).
     """
     params: list[Any] = []
     ok = Result.Status.OK.value
@@ -406,15 +413,18 @@ def _aggregate_sql(
             SELECT %s, g.both_ok, g.has_delta, g.a_ps, g.b_ps,
                 CASE WHEN g.gain > {EPS} THEN -1 WHEN g.gain < -{EPS} THEN 1
                     ELSE 0 END,
-                COUNT(*), SUM(g.a_sc), SUM(g.b_sc), SUM(g.d), SUM(g.d * g.d)
+                COUNT(*), SUM(g.a_sc), SUM(g.b_sc), SUM(g.d), SUM(g.d * g.d),
+                CASE WHEN g.both_ok THEN g.a_jp END,
+                CASE WHEN g.both_ok THEN g.b_jp END
             FROM (
                 SELECT sa.st = %s AND sb.st = %s AS both_ok,
                     (sb.sc - sa.sc) IS NOT NULL AS has_delta,
                     sa.ps AS a_ps, sb.ps AS b_ps, sa.sc AS a_sc, sb.sc AS b_sc,
-                    sb.sc - sa.sc AS d, %s * (sb.sc - sa.sc) AS gain
+                    sb.sc - sa.sc AS d, %s * (sb.sc - sa.sc) AS gain,
+                    sa.jp AS a_jp, sb.jp AS b_jp
                 {from_sql}
             ) g
-            GROUP BY 2, 3, 4, 5, 6
+            GROUP BY 2, 3, 4, 5, 6, 12, 13
             """
         )
         params += [delta.a.pk, ok, ok, _gain(delta), *from_params]
@@ -428,6 +438,9 @@ _ONLY_SQL = {
     "flips": "flip > 0",
     "changed": f"(flip > 0 OR bad > {EPS} OR bad < -{EPS})",
 }
+
+
+_JUDGE_CELLS = ((True, True), (True, False), (False, True), (False, False))
 
 
 def _state_token(run_a: Run, run_b: Run, delta: ScorerDelta) -> str | None:
@@ -462,7 +475,7 @@ def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> N
         match_token = f"{rule}:{candidate.match.match_id}"
         d.state = f"{token}:{match_token}" if token else None
         if d.state:
-            keys[d.a.pk] = f"review:compare-agg:v2:{d.state}"
+            keys[d.a.pk] = f"review:compare-agg:v3:{d.state}"
     cached = cache.get_many(list(keys.values())) if keys else {}
     found: dict[int, tuple[Any, ...] | None] = {
         pk: cached[key] for pk, key in keys.items() if key in cached
@@ -486,13 +499,13 @@ def _aggregate_rows(
     if not deltas:
         return {}
     sql, params = _aggregate_sql(deltas, match=match)
-    with connection.cursor() as cursor:
+    with cursor_without_jit() as cursor:
         cursor.execute(sql, params)
         groups = cursor.fetchall()
     sums: dict[int, list[Any]] = {}
-    for s, both_ok, has_delta, a_ps, b_ps, change, n, *totals in groups:
+    for s, both_ok, has_delta, a_ps, b_ps, change, n, *totals, a_jp, b_jp in groups:
         sum_a, sum_b, sum_d, sum_d2 = totals
-        row = sums.setdefault(s, [0] * 6 + [0.0] * 4 + [0] * 5)
+        row = sums.setdefault(s, [0] * 6 + [0.0] * 4 + [0] * 9)
         # == rather than `is`: SQLite gives 0 and 1 for booleans.
         flip = 0
         if both_ok and a_ps == 1 and b_ps == 0:
@@ -517,6 +530,10 @@ def _aggregate_rows(
         row[12] += n if flip == 2 or change == 1 else 0
         row[13] += n if flip == 1 or change == -1 else 0
         row[14] += n if flip > 0 or change != 0 else 0
+        # the judges' verdicts where both are ok: (pass, pass), (pass, fail),
+        # (fail, pass), (fail, fail)
+        if a_jp is not None and b_jp is not None:
+            row[15 + 2 * (not a_jp) + (not b_jp)] += n
     return {s: tuple(row) for s, row in sums.items()}
 
 
@@ -528,6 +545,7 @@ def _fill_deltas(
         row = found.get(d.a.pk)
         if row is None:
             d.rows_by_only = dict.fromkeys(_ONLY_SQL, 0)
+            d.judge_cells = dict.fromkeys(_JUDGE_CELLS, 0)
             continue
         (
             n,
@@ -575,6 +593,9 @@ def _fill_deltas(
             "improvements": int(row[13] or 0),
             "flips": p2f + f2p,
             "changed": int(row[14] or 0),
+        }
+        d.judge_cells = {
+            cell: int(n) for cell, n in zip(_JUDGE_CELLS, row[15:19], strict=True)
         }
 
 
@@ -780,7 +801,7 @@ def compare_rows(
     )
     raw: list[tuple[Any, ...]] | None = cache.get(key) if key else None
     if raw is None:
-        with connection.cursor() as cursor:
+        with cursor_without_jit() as cursor:
             cursor.execute(sql, [*params, per_page, start])
             raw = [tuple(r) for r in cursor.fetchall()]
         if key:

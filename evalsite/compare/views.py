@@ -130,6 +130,7 @@ def _compare_context(
             same_dataset=candidate.match.same_dataset,
             match_id=candidate.match.match_id,
             detect=_detect(request),
+            judge_cells=delta.judge_cells,
         )
         if delta is not None
         else None,

@@ -17,13 +17,17 @@ run R on the matched items.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
+from django.db import connection
+from django.db.models import Q
 
 from evalsite.datasets.models import DatasetMatchPair
 from evalsite.evals.models import Result, RunScorer
+from evalsite.lib.db import column_name, cursor_without_jit
 from evalsite.review.estimates.selectors import (
     ALPHA,
     _answered_counts,
@@ -87,11 +91,74 @@ class CorrectedDifference:
         )
 
 
-def _judge(run_scorer: RunScorer) -> dict[int, bool]:
+# Matched items where both results are ok with a judge verdict, counted by (A's
+# verdict, B's verdict).
+JudgeCells = dict[tuple[bool, bool], int]
+_CELLS = ((True, True), (True, False), (False, True), (False, False))
+
+
+def matched_judge_cells(
+    *,
+    run_scorer_a: RunScorer,
+    run_scorer_b: RunScorer,
+    same_dataset: bool,
+    match_id: int | None,
+) -> JudgeCells:
+    """The JudgeCells of two run scorers: one grouped query over the join of their
+    results (item by item on one dataset, else through the stored matching's pairs).
+    The compare page has them already (its cached aggregate counts them) and passes
+    them to corrected_difference instead."""
+    cells = dict.fromkeys(_CELLS, 0)
+    if not same_dataset and match_id is None:
+        return cells
+    qn = connection.ops.quote_name
+    results = qn(Result._meta.db_table)
+    scorer, item, status, passed = (
+        qn(column_name(Result, f))
+        for f in ("run_scorer", "item", "status", "judge_passed")
+    )
+    if same_dataset:
+        from_sql = (
+            f"{results} ra JOIN {results} rb "
+            f"ON rb.{scorer} = %s AND rb.{item} = ra.{item}"
+        )
+        params: list[int | None] = [run_scorer_b.pk]
+    else:
+        pairs = qn(DatasetMatchPair._meta.db_table)
+        match_col, ia, ib = (
+            qn(column_name(DatasetMatchPair, f)) for f in ("match", "item_a", "item_b")
+        )
+        from_sql = (
+            f"{results} ra JOIN {pairs} m ON m.{match_col} = %s AND m.{ia} = ra.{item} "
+            f"JOIN {results} rb ON rb.{scorer} = %s AND rb.{item} = m.{ib}"
+        )
+        params = [match_id, run_scorer_b.pk]
+    ok = Result.Status.OK.value
+    with cursor_without_jit() as cursor:
+        cursor.execute(
+            f"""
+            SELECT ra.{passed}, rb.{passed}, COUNT(*)
+            FROM {from_sql}
+            WHERE ra.{scorer} = %s AND ra.{status} = %s AND rb.{status} = %s
+                AND ra.{passed} IS NOT NULL AND rb.{passed} IS NOT NULL
+            GROUP BY 1, 2
+            """,
+            [*params, run_scorer_a.pk, ok, ok],
+        )
+        for a_passed, b_passed, n in cursor.fetchall():
+            cells[(bool(a_passed), bool(b_passed))] += n
+    return cells
+
+
+def _judge(run_scorer: RunScorer, items: Iterable[int]) -> dict[int, bool]:
+    """The judge's verdicts of these items' results (ok, with a verdict)."""
     return {
         item_id: bool(passed)
         for item_id, passed in Result.objects.filter(
-            run_scorer=run_scorer, status=Result.Status.OK, judge_passed__isnull=False
+            run_scorer=run_scorer,
+            item_id__in=list(items),
+            status=Result.Status.OK,
+            judge_passed__isnull=False,
         ).values_list("item_id", "judge_passed")
     }
 
@@ -123,17 +190,79 @@ def _sample_labels(run_scorer: RunScorer) -> dict[int, tuple[float, float]] | No
     }
 
 
+# A matched pair: (A's item, B's item, A's judge verdict, B's judge verdict).
+Pair = tuple[int, int, bool, bool]
+
+
+def _labelled_pairs(
+    *,
+    run_scorer_a: RunScorer,
+    run_scorer_b: RunScorer,
+    same_dataset: bool,
+    match_id: int | None,
+    labels_a: dict[int, tuple[float, float]],
+    labels_b: dict[int, tuple[float, float]],
+) -> list[Pair]:
+    """The matched pairs with a label on either side (both judges' verdicts given):
+    a few queries on the labelled items alone."""
+    if same_dataset:
+        ids = sorted(set(labels_a) | set(labels_b))
+        items = [(i, i) for i in ids]
+    elif match_id is not None:
+        items = list(
+            DatasetMatchPair.objects.filter(match_id=match_id)
+            .filter(Q(item_a__in=list(labels_a)) | Q(item_b__in=list(labels_b)))
+            .order_by("item_a", "item_b")
+            .values_list("item_a", "item_b")
+        )
+    else:
+        return []
+    judge_a = _judge(run_scorer_a, {a for a, _ in items})
+    judge_b = _judge(run_scorer_b, {b for _, b in items})
+    return [
+        (a, b, judge_a[a], judge_b[b])
+        for a, b in items
+        if a in judge_a and b in judge_b
+    ]
+
+
+def _unlabelled(
+    cells: JudgeCells, labelled: list[Pair]
+) -> list[tuple[bool, bool, int]]:
+    """The matched pairs without a label, by cell: (A's verdict, B's verdict, how
+    many). Their terms depend on the two verdicts alone, so they need no item id."""
+    rest = dict(cells)
+    for _, _, a_passed, b_passed in labelled:
+        rest[(a_passed, b_passed)] = rest.get((a_passed, b_passed), 0) - 1
+    return [(a, b, max(0, n)) for (a, b), n in rest.items()]
+
+
 def _side(
-    pairs: list[tuple[int, int]],
+    labelled: list[Pair],
+    unlabelled: list[tuple[bool, bool, int]],
     index: int,
-    judge: dict[int, bool],
     labels: dict[int, tuple[float, float]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """ŷ, π, ξ and y (labelled only, in order) of one run over the matched items."""
-    items = [pair[index] for pair in pairs]
-    yhat = np.array([float(judge[i]) for i in items])
-    mask = np.array([i in labels for i in items], dtype=bool)
-    pi = np.array([labels[i][1] if i in labels else 0.0 for i in items])
+    """ŷ, π, ξ and y (labelled only, in order) of one run over the matched items:
+    the labelled pairs first, then the unlabelled ones cell by cell (the same order
+    on both sides, so item i is one pair)."""
+    items = [pair[index] for pair in labelled]
+    rest = sum(n for *_, n in unlabelled)
+    yhat = np.concatenate(
+        [
+            np.array([float(pair[2 + index]) for pair in labelled]),
+            *(np.full(n, float(cell[index])) for *cell, n in unlabelled),
+        ]
+    )
+    mask = np.concatenate(
+        [np.array([i in labels for i in items], dtype=bool), np.zeros(rest, bool)]
+    )
+    pi = np.concatenate(
+        [
+            np.array([labels[i][1] if i in labels else 0.0 for i in items]),
+            np.zeros(rest),
+        ]
+    )
     y = np.array([labels[i][0] for i in items if i in labels])
     return yhat, pi, mask, y
 
@@ -153,34 +282,40 @@ def corrected_difference(
     same_dataset: bool,
     match_id: int | None,
     detect: float = DEFAULT_DETECT,
+    judge_cells: JudgeCells | None = None,
 ) -> CorrectedDifference:
     """The pass-rate difference B − A on matched items with a 95 % interval, or why
     there is none yet (a run without an answered calibration sample, too few labels
     on the matched items).
 
+    The judge figures come from the matched items' verdicts counted by cell
+    (`judge_cells` when the caller has them, else matched_judge_cells): never a
+    Python loop over the results. Only the labelled items are read one by one; the
+    others' terms depend on their two verdicts alone. Before, both runs' verdicts
+    were loaded into dicts: 2.5 s of a 3.2 s compare page of 2 × 1M results
+    (bench_million, load 8).
+
     The labels to detect `detect` assume the standard error falls as 1/√labels with
     the same designs (the weighted label terms dominate it): n × (SE / SE_needed)²
     with SE_needed = detect / (z_{1−α/2} + z_power), n the mean labels per run.
     """
-    judge_a, judge_b = _judge(run_scorer_a), _judge(run_scorer_b)
-    if same_dataset:
-        pairs = [(i, i) for i in judge_a if i in judge_b]
-    elif match_id is not None:
-        pairs = [
-            (a, b)
-            for a, b in DatasetMatchPair.objects.filter(match_id=match_id).values_list(
-                "item_a", "item_b"
-            )
-            if a in judge_a and b in judge_b
-        ]
-    else:
-        pairs = []
-    if not pairs:
+    cells = (
+        judge_cells
+        if judge_cells is not None
+        else matched_judge_cells(
+            run_scorer_a=run_scorer_a,
+            run_scorer_b=run_scorer_b,
+            same_dataset=same_dataset,
+            match_id=match_id,
+        )
+    )
+    matched = sum(cells.values())
+    if not matched:
         return CorrectedDifference(matched=0, message="No matched items to compare.")
-    yhat_a = np.array([float(judge_a[a]) for a, _ in pairs])
-    yhat_b = np.array([float(judge_b[b]) for _, b in pairs])
+    a_pass = cells.get((True, True), 0) + cells.get((True, False), 0)
+    b_pass = cells.get((True, True), 0) + cells.get((False, True), 0)
     base = CorrectedDifference(
-        matched=len(pairs), judge_difference=float(yhat_b.mean() - yhat_a.mean())
+        matched=matched, judge_difference=b_pass / matched - a_pass / matched
     )
     labels_a, labels_b = _sample_labels(run_scorer_a), _sample_labels(run_scorer_b)
     missing = [
@@ -193,8 +328,17 @@ def corrected_difference(
             message=f"Run {runs} has no answered calibration sample for this scorer: "
             "draw one to correct the difference.",
         )
-    side_a = _side(pairs, 0, judge_a, labels_a)
-    side_b = _side(pairs, 1, judge_b, labels_b)
+    labelled = _labelled_pairs(
+        run_scorer_a=run_scorer_a,
+        run_scorer_b=run_scorer_b,
+        same_dataset=same_dataset,
+        match_id=match_id,
+        labels_a=labels_a,
+        labels_b=labels_b,
+    )
+    unlabelled = _unlabelled(cells, labelled)
+    side_a = _side(labelled, unlabelled, 0, labels_a)
+    side_b = _side(labelled, unlabelled, 1, labels_b)
     try:
         lam_a = ppi_mean_ipw(*side_a, alpha=ALPHA).lam
         lam_b = ppi_mean_ipw(*side_b, alpha=ALPHA).lam

@@ -5,6 +5,8 @@ import random
 import pytest
 from django.urls import reverse
 
+from evalsite.datasets.matching.selectors import MatchSpec
+from evalsite.datasets.matching.services import dataset_match_get_or_create
 from evalsite.evals.results.verdicts import result_set_human_pass
 from evalsite.review.estimates.compare import corrected_difference
 from evalsite.review.estimates.services import (
@@ -142,3 +144,51 @@ def test_compare_page_takes_the_difference_to_detect(client, project, runs, owne
     assert "To find 2 points, about" in html
     default = client.get(f"{url}?a={a.pk}&b={b.pk}&detect=oops").content.decode()
     assert "To find 5 points, about" in default
+
+
+def test_compare_page_shows_the_difference_corrected_from_its_own_counts(
+    client, project, runs, owner
+):
+    # The page takes the judges' verdict counts from compare's (cached) aggregate;
+    # counted apart, the corrected difference is the same to the last digit.
+    a, b = runs
+    _sample_and_answer(a, owner, 30)
+    _sample_and_answer(b, owner, 30)
+    login(client, owner)
+    url = reverse("compare:compare", args=[project.pk])
+    for _ in range(2):  # computed, then from the cache
+        html = client.get(f"{url}?a={a.pk}&b={b.pk}").content.decode()
+        diff = _difference(a, b)
+        assert f'data-estimate="{diff.estimate}"' in html
+        assert diff.sentence in html
+
+
+def test_corrected_difference_over_two_datasets_matched_by_key(project, owner):
+    rng = random.Random(5)
+    rows = case_rows(60)
+    analyses_a = [rng.choice([PASS, HALF, FAIL]) for _ in range(60)]
+    analyses_b = [rng.choice([PASS, PASS, FAIL]) for _ in range(60)]
+    ds = DatasetFactory(project=project, name="qa", rows=rows)
+    other = DatasetFactory(project=project, name="qa again", rows=rows)
+    a = make_run(project, dataset=ds, analyses={"faithfulness": analyses_a})
+    b_same = make_run(project, dataset=ds, analyses={"faithfulness": analyses_b})
+    b_other = make_run(project, dataset=other, analyses={"faithfulness": analyses_b})
+    for run in (a, b_same, b_other):
+        _sample_and_answer(run, owner, 60)
+    match = dataset_match_get_or_create(
+        datasets=(ds.pk, other.pk), spec=MatchSpec(mode="key", key="row")
+    )
+    across = corrected_difference(
+        run_scorer_a=a.run_scorers.get(),
+        run_scorer_b=b_other.run_scorers.get(),
+        same_dataset=False,
+        match_id=match.pk,
+    )
+    same = _difference(a, b_same)
+    assert across.matched == same.matched == 60
+    assert across.labels_a == across.labels_b == 60
+    assert across.judge_difference == same.judge_difference
+    assert across.estimate == pytest.approx(same.estimate, abs=1e-12)
+    assert across.estimate == pytest.approx(
+        _human_rate(b_other) - _human_rate(a), abs=1e-12
+    )
