@@ -75,6 +75,6 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
     atomic = False
 
-    dependencies = [("review", "0021_queue_flag")]
+    dependencies = [("review", "0024_queue_entry_shape_index")]
 
     operations = [migrations.RunPython(forwards, backwards)]
