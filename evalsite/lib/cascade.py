@@ -7,9 +7,9 @@ their ids). This follows the same rules through the same relations (the ones
 COUNT per table and deleted with a DELETE per table and path, children first, so
 memory stays flat however many rows go. bench/bench_delete.py, a run of 200k results
 (a load average of 5 to 9 on the shared 2 cores): the Collector took 72 s and 221 MB
-of peak RSS growth to count it and 87 s to delete it; this takes 1.6 s and 21 s
-(most of it Postgres checking, at commit, the five foreign keys to each deleted
-result), with no measurable RSS growth.
+of peak RSS growth to count it and 87 s to delete it; this takes 1.6-2.8 s and
+21-25 s (most of it Postgres checking, at commit, the five foreign keys to each
+deleted result), with no measurable RSS growth.
 
 What it supports is what the models use: CASCADE, PROTECT, SET_NULL and DO_NOTHING,
 no delete signal receivers, no multi-table inheritance, no generic relations, no
@@ -60,12 +60,28 @@ class _Edge:
         ).order_by()
 
 
-def _once(model: Model, paths: list[QuerySet[Any]]) -> QuerySet[Any]:
-    """The rows of `model` on any of `paths`, each once."""
+def _count(paths: list[QuerySet[Any]]) -> int:
+    """How many rows are on any of `paths` (of one model), each counted once."""
     if len(paths) == 1:
-        return paths[0]
-    first, *rest = (p.values("pk") for p in paths)
-    return model._base_manager.filter(pk__in=first.union(*rest)).order_by()
+        return paths[0].count()
+    # The primary key's columns, not "pk": a composite key (a matched item pair's)
+    # has no single column to compare with IN.
+    key = [f.attname for f in paths[0].model._meta.pk_fields]
+    first, *rest = (p.values_list(*key) for p in paths)
+    return first.union(*rest).count()
+
+
+def _excluding(
+    paths: list[QuerySet[Any]], others: list[QuerySet[Any]]
+) -> list[QuerySet[Any]]:
+    """`paths` without the rows on any of `others` (of the same model)."""
+    if any(len(p.model._meta.pk_fields) > 1 for p in paths):
+        raise ImproperlyConfigured(
+            f"{paths[0].model._meta.label} has a composite primary key."
+        )
+    for other in others:
+        paths = [p.exclude(pk__in=other.values("pk")) for p in paths]
+    return paths
 
 
 @dataclass
@@ -88,13 +104,13 @@ class Cascade:
         default_factory=list
     )
 
-    def going(self, model: Model) -> QuerySet[Any]:
-        """The rows of `model` that go, each once (to count them)."""
-        return _once(model, self.paths[model])
+    def count(self, model: Model) -> int:
+        """How many rows of `model` go."""
+        return _count(self.paths[model])
 
-    def unlinked(self, fk: models.ForeignKey[Any, Any]) -> QuerySet[Any]:
-        """The rows that lose their `fk`, each once (to count them)."""
-        return _once(fk.model, dict(self.unlinks)[fk])
+    def count_unlinked(self, fk: models.ForeignKey[Any, Any]) -> int:
+        """How many rows lose their `fk`."""
+        return _count(dict(self.unlinks)[fk])
 
 
 def _edges_from(model: Model) -> Iterable[_Edge]:
@@ -201,16 +217,15 @@ def cascade_collect(*, roots: Iterable[QuerySet[Any]], using: str) -> Cascade:
             continue
         paths = [edge.referencing(p) for p in cascade.paths[edge.parent]]
         if edge.child in cascade.paths:
-            going = cascade.going(edge.child).values("pk")
-            paths = [p.exclude(pk__in=going) for p in paths]
+            paths = _excluding(paths, cascade.paths[edge.child])
         if edge.on_delete is SET_NULL:
             cascade.unlinks.append((edge.field, paths))
-        elif protected := list(_once(edge.child, paths)[:10]):
+        elif protected := {row for p in paths for row in p[:10]}:
             raise ProtectedError(
                 f"Cannot delete some instances of model "
                 f"{edge.parent.__name__!r} because they are referenced through "
                 f"protected foreign key: '{edge.child.__name__}.{edge.field.name}'",
-                set(protected),
+                protected,
             )
     return cascade
 

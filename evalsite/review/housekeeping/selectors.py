@@ -291,8 +291,8 @@ def deletion_plan(*, kind: Kind, obj: Any, count: bool = True) -> DeletionPlan:
     if count:
         cascade = plan.cascade
         plan.set_counts(
-            {model: cascade.going(model).count() for model in cascade.paths},
-            [(fk, cascade.unlinked(fk).count()) for fk, _ in cascade.unlinks],
+            {model: cascade.count(model) for model in cascade.paths},
+            [(fk, cascade.count_unlinked(fk)) for fk, _ in cascade.unlinks],
         )
     return plan
 
