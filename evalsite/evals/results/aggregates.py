@@ -311,6 +311,17 @@ def cache_get(key: str) -> Any:
         return None
 
 
+def cache_get_many(keys: list[str]) -> dict[str, Any]:
+    """The cached values of `keys` (those found); an unreachable cache finds none."""
+    if not keys:
+        return {}
+    try:
+        return cache.get_many(keys)
+    except Exception:  # noqa: BLE001 - e.g. Redis restarting: count from the database
+        logger.warning("aggregates cache unavailable", exc_info=True)
+        return {}
+
+
 def cache_set(key: str, value: Any) -> None:
     try:
         cache.set(key, value, AGGREGATES_CACHE_TTL)
@@ -386,7 +397,10 @@ def _judge_groups(rs: RunScorer, scale: float) -> JudgeGroups:
     return out
 
 
-def cached_judge_sides(*, run: Run) -> list[tuple[RunScorer, JudgeGroups]] | None:
+JudgeSides = list[tuple[RunScorer, JudgeGroups]]
+
+
+def cached_judge_sides(*, run: Run) -> JudgeSides | None:
     """The judge side of every scorer of a finished run, from the cache alone (as
     `run_aggregates` left it), or None when the run is not finished or a scorer's
     side is not cached. The run's progress, result count and error groups are folded
@@ -394,21 +408,45 @@ def cached_judge_sides(*, run: Run) -> list[tuple[RunScorer, JudgeGroups]] | Non
     run those counts took 1.2-1.4 s (by status), 136 ms (all) and 68 ms (errors by
     message) at load 7-11. Exact for the same reason the cached aggregates are (see
     `_judge_groups_key`); `run` must be as just read (its status and finish time)."""
-    if run.status not in Run.FINISHED or run.finished_at is None:
-        return None
-    scorers = (
-        RunScorer.objects.filter(run_id=run.pk)
-        .only("id", "name", "options", "position")
-        .order_by("position", "id")
+    return cached_judge_sides_many(runs=[run])[run.pk]
+
+
+def cached_judge_sides_many(*, runs: Iterable[Run]) -> dict[int, JudgeSides | None]:
+    """`cached_judge_sides` of several runs: one query for their scorers and one
+    read of the cache (the run list)."""
+    runs = list(runs)
+    out: dict[int, JudgeSides | None] = {run.pk: None for run in runs}
+    finished = {
+        run.pk: run
+        for run in runs
+        if run.status in Run.FINISHED and run.finished_at is not None
+    }
+    if not finished:
+        return out
+    scorers = list(
+        RunScorer.objects.filter(run_id__in=list(finished))
+        .only("id", "run_id", "name", "options", "position")
+        .order_by("run_id", "position", "id")
     )
-    sides = []
+    keys: dict[int, str] = {}
     for rs in scorers:
+        run = finished[rs.run_id]
         key = _judge_groups_key(rs.pk, rs.options, run.status, run.finished_at)
-        cached: JudgeGroups | None = None if key is None else cache_get(key)
-        if cached is None:
-            return None
-        sides.append((rs, cached))
-    return sides
+        if key is not None:
+            keys[rs.pk] = key
+    cached = cache_get_many(list(keys.values()))
+    sides: dict[int, JudgeSides] = {pk: [] for pk in finished}
+    missing: set[int] = set()
+    for rs in scorers:
+        judge = cached.get(keys.get(rs.pk, ""))
+        if judge is None:
+            missing.add(rs.run_id)
+        else:
+            sides[rs.run_id].append((rs, judge))
+    for pk, run_sides in sides.items():
+        if pk not in missing:
+            out[pk] = run_sides
+    return out
 
 
 # A review row: what the review side counts of one reviewed or overridden ok result.

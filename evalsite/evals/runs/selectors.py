@@ -19,7 +19,9 @@ from evalsite.evals.judges.selectors import RateBound, judge_rate_bound
 from evalsite.evals.models import JudgeConnection, Result, Run, ScorerConfig
 from evalsite.evals.results.aggregates import (
     ERROR_GROUPS_PER_SCORER,
+    JudgeSides,
     cached_judge_sides,
+    cached_judge_sides_many,
 )
 
 AnyUser = User | AnonymousUser
@@ -168,16 +170,41 @@ class RunProgress:
         }
 
 
+# COUNT(*), not COUNT(id): the (run, status) index then answers alone (an index-only
+# scan), where counting the ids read every result row. bench_million's two 1M-result
+# runs by status: 2,489 ms -> 548 ms (EXPLAIN ANALYZE, load 7).
+_ROWS = Count("*")
+
+
+def _fold_status(sides: JudgeSides) -> dict[str, int]:
+    """Results by status, from a finished run's cached judge sides."""
+    counts: dict[str, int] = {}
+    for _, judge in sides:
+        for group in judge.groups:
+            counts[group["status"]] = counts.get(group["status"], 0) + group["n"]
+    return counts
+
+
 def run_progress_many(*, runs: list[Run]) -> dict[int, RunProgress]:
-    """Progress of several runs in one query (the run list)."""
+    """Progress of several runs (the run list): the finished ones whose judge sides
+    are cached folded from them (see aggregates.cached_judge_sides), the others
+    counted in one query. A list showing bench_million's two 1M-result runs took
+    1.8-2.0 s counting both (load 7)."""
     counts: dict[int, dict[str, int]] = {run.pk: {} for run in runs}
-    rows = (
-        Result.objects.filter(run_id__in=list(counts))
-        .values_list("run_id", "status")
-        .annotate(n=Count("pk"))
-    )
-    for run_id, status, n in rows:
-        counts[run_id][status] = n
+    uncounted = []
+    for pk, sides in cached_judge_sides_many(runs=runs).items():
+        if sides is None:
+            uncounted.append(pk)
+        else:
+            counts[pk] = _fold_status(sides)
+    if uncounted:
+        rows = (
+            Result.objects.filter(run_id__in=uncounted)
+            .values_list("run_id", "status")
+            .annotate(n=_ROWS)
+        )
+        for run_id, status, n in rows:
+            counts[run_id][status] = n
     return {run.pk: _progress(run, counts[run.pk]) for run in runs}
 
 
@@ -230,14 +257,10 @@ def _status_counts(run: Run) -> dict[str, int]:
         return dict(
             Result.objects.filter(run=run)
             .values_list("status")
-            .annotate(n=Count("pk"))
+            .annotate(n=_ROWS)
             .values_list("status", "n")
         )
-    counts: dict[str, int] = {}
-    for _, judge in sides:
-        for group in judge.groups:
-            counts[group["status"]] = counts.get(group["status"], 0) + group["n"]
-    return counts
+    return _fold_status(sides)
 
 
 def _progress(run: Run, counts: dict[str, int]) -> RunProgress:

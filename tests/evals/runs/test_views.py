@@ -191,6 +191,11 @@ def scorers_of(run):
     return list(run.run_scorers.order_by("pk"))
 
 
+def _list_row(client, project, run):
+    body = client.get(_url("runs", project)).content.decode()
+    return body.split(f">{run}<")[1].split("</tr>")[0]
+
+
 def _api_figures(client, run, headers):
     body = client.get(f"/api/runs/{run.pk}", **headers).json()
     progress = body["progress"]
@@ -238,9 +243,13 @@ def test_finished_run_figures_equal_a_recount_before_and_after_the_cache(
     ]
 
     cold = _api_figures(owner_client, run, headers)  # nothing cached yet
+    listed = _list_row(owner_client, project, run)
     page = owner_client.get(_url("run_detail", project, run.pk)).content.decode()
     warm = _api_figures(owner_client, run, headers)  # the page cached the judge sides
     assert cold == warm
+    assert _list_row(owner_client, project, run) == listed
+    assert f"{len(ids)} / {len(ids)}" in listed
+    assert f'badge error">{by_status[Result.Status.ERROR]}<' in listed
     progress, api_errors = warm
     assert api_errors == errors
     assert (progress["ok"], progress["errors"], progress["pending"]) == (
