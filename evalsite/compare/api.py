@@ -52,6 +52,7 @@ def runs_compare(
     )
     items: list[dict[str, Any]] = []
     count = 0
+    next_after: int | None = None
     if delta is not None:
         page = selectors.compare_rows(
             comparison=comparison,
@@ -60,9 +61,11 @@ def runs_compare(
             only=query.only,
             per_page=query.limit,
             offset=query.offset,
+            after=query.after,
         )
         compare_rows_mask(page.rows, user=request.user, project_id=run_a.project_id)
         count = page.count
+        next_after = page.next_after
         items = [
             {
                 "item_id": row.a_item_id,
@@ -139,5 +142,6 @@ def runs_compare(
         "run_scorer_id": delta.a.pk if delta else None,
         "count": count,
         "items": items,
+        "next_after": next_after,
         "unmatched": unmatched,
     }

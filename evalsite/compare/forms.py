@@ -43,6 +43,10 @@ class CompareForm(forms.Form):
     # List the items only one side holds instead of the matched ones.
     unmatched = forms.ChoiceField(required=False, choices=UNMATCHED_CHOICES)
     page = forms.IntegerField(required=False, min_value=1)
+    # Keyset paging of the matched items (selectors.compare_rows): the page after
+    # (or before) the row of this run A result.
+    after = forms.IntegerField(required=False, min_value=1)
+    before = forms.IntegerField(required=False, min_value=1)
     per_page = forms.IntegerField(required=False, min_value=1, max_value=500)
     a_item = forms.IntegerField(required=False, min_value=1)
     b_item = forms.IntegerField(required=False, min_value=1)

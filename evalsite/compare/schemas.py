@@ -126,6 +126,11 @@ class CompareOut(Schema):
     )
     count: int
     items: list[CompareRowOut]
+    next_after: int | None = Field(
+        default=None,
+        description="Pass as `after` for the next page of `items` (keyset paging; "
+        "None on the last page).",
+    )
     unmatched: CompareUnmatchedOut | None = Field(
         default=None,
         description="With ?unmatched=removed|added: the items only one side holds.",
@@ -152,3 +157,9 @@ class CompareQueryIn(Schema):
     )
     limit: int = Field(default=50, ge=1, le=500)
     offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
+    after: ObjectId | None = Field(
+        default=None,
+        description="The matched items after the one with this run A result id "
+        "(a page's next_after): keyset paging, as fast deep as on the first page, "
+        "and past the offset limit.",
+    )

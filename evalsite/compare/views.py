@@ -54,7 +54,7 @@ def _swap_query(
     swapped = query.copy()
     run_a, run_b = comparison.run_a.pk, comparison.candidates[0].run.pk
     swapped["a"], swapped["b"] = str(run_b), str(run_a)
-    for name in ("page", "a_item", "b_item", "run_scorer"):
+    for name in ("page", "after", "before", "a_item", "b_item", "run_scorer"):
         swapped.pop(name, None)
     if candidate.run.pk == run_b:
         swapped.pop("against", None)
@@ -162,6 +162,8 @@ def _compare_context(
                 candidate=candidate,
                 delta=delta,
                 only=only,
+                after=data.get("after"),
+                before=data.get("before"),
                 **paging,
             )
             compare_rows_mask(

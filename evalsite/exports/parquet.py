@@ -8,14 +8,11 @@ footer at the end) the bytes leave and memory holds one row group's values at mo
 from __future__ import annotations
 
 import io
-import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from evalsite.exports.parquet_types import JsonText
 
 _TYPES: dict[str, Any] = {
     "int": pa.int64(),
@@ -27,33 +24,6 @@ _TYPES: dict[str, Any] = {
     "json": pa.string(),
     "list": pa.string(),
     "meta": pa.string(),
-}
-
-
-def _json_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if value.__class__ is JsonText:
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _list_text(value: Any) -> str:
-    return json.dumps(value if isinstance(value, list) else [], ensure_ascii=False)
-
-
-def _meta_text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
-# Values that are not what their Arrow type takes as it is: nested values become
-# JSON text, metadata values text.
-_CONVERT: dict[str, Callable[[Any], Any]] = {
-    "json": _json_text,
-    "list": _list_text,
-    "meta": _meta_text,
 }
 
 
@@ -98,11 +68,11 @@ def parquet_stream(
     rows_per_group: int,
     metadata: dict[str, str] | None = None,
 ) -> Iterator[bytes]:
-    """`rows` (values in `columns` order, typed by each column's kind) as a Parquet
-    file, one row group per `rows_per_group` rows. An empty `rows` is a valid file
-    with the schema and no row group."""
+    """`rows` (values in `columns` order, as Arrow takes them for each column's type:
+    nested values and metadata already text, see parquet_types) as a Parquet file,
+    one row group per `rows_per_group` rows. An empty `rows` is a valid file with
+    the schema and no row group."""
     schema = parquet_schema(columns, metadata)
-    converts = [_CONVERT.get(kind) for _, kind in columns]
     drain = _Drain()
     writer = pq.ParquetWriter(drain, schema, compression="snappy")
     try:
@@ -110,26 +80,20 @@ def parquet_stream(
         for row in rows:
             group.append(row)
             if len(group) >= rows_per_group:
-                writer.write_table(_table(group, schema, converts))
+                writer.write_table(_table(group, schema))
                 group = []
                 yield drain.take()
         if group:
-            writer.write_table(_table(group, schema, converts))
+            writer.write_table(_table(group, schema))
     finally:
         writer.close()
     yield drain.take()
 
 
-def _table(
-    group: list[list[Any]],
-    schema: Any,
-    converts: list[Callable[[Any], Any] | None],
-) -> Any:
-    arrays = []
+def _table(group: list[list[Any]], schema: Any) -> Any:
     # zip(*group) turns rows into columns in C.
-    for field, convert, column in zip(
-        schema, converts, zip(*group, strict=True), strict=True
-    ):
-        values = column if convert is None else [convert(value) for value in column]
-        arrays.append(pa.array(values, type=field.type))
+    arrays = [
+        pa.array(column, type=field.type)
+        for field, column in zip(schema, zip(*group, strict=True), strict=True)
+    ]
     return pa.Table.from_arrays(arrays, schema=schema)

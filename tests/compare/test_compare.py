@@ -334,3 +334,100 @@ def test_a_key_of_any_text_makes_cache_keys_every_cache_takes(client, project, v
         response = client.get(f"/api/runs/{a.pk}/compare/{b.pk}", {"key": key})
         assert response.status_code == 200, response.content
         assert response.json()["pairs"][0]["n"] == 2
+
+
+@pytest.fixture
+def many(project):
+    """12 items with ties in every sort key: pass → fail flips, equal losses,
+    unchanged items, improvements and two errors (no delta)."""
+    from evalsite.evals.models import Result
+
+    yes, half, no = (
+        judged_claims("yes", "yes"),
+        judged_claims("yes", "no"),
+        judged_claims("no", "no"),
+    )
+    ds = DatasetFactory(project=project, name="many", rows=case_rows(12))
+    a = make_run(project, dataset=ds, analyses={"faithfulness": [yes, half] * 6})
+    b = make_run(
+        project,
+        dataset=ds,
+        analyses={"faithfulness": [half, no, yes, no, no, yes] * 2},
+    )
+    Result.objects.filter(run=b, item__index__in=[4, 9]).update(
+        status=Result.Status.ERROR, final_score=None, final_passed=None
+    )
+    return a, b
+
+
+def _walk(client, url, *, limit):
+    """Every item of a compare list, following next_after from the first page."""
+    seen, after = [], None
+    while True:
+        page = client.get(
+            url + f"&limit={limit}" + (f"&after={after}" if after else "")
+        )
+        data = page.json()
+        seen += [i["item_index"] for i in data["items"]]
+        after = data["next_after"]
+        if after is None:
+            return seen, data["count"]
+
+
+@pytest.mark.parametrize("only", ["", "regressions", "improvements", "changed"])
+def test_api_pages_by_keyset_in_the_order_of_one_page(client, viewer, many, only):
+    a, b = many
+    login(client, viewer)
+    url = f"/api/runs/{a.pk}/compare/{b.pk}?only={only}"
+    whole = [i["item_index"] for i in client.get(url + "&limit=500").json()["items"]]
+    for limit in (1, 5):
+        walked, count = _walk(client, url, limit=limit)
+        assert walked == whole and len(whole) == count
+
+
+def test_a_page_link_of_another_scorer_starts_at_the_first_page(client, viewer, runs):
+    a, b = runs
+    login(client, viewer)
+    url = f"/api/runs/{a.pk}/compare/{b.pk}"
+    hall = a.run_scorers.get(kind="hallucination")
+    other = a.results.filter(run_scorer=hall).first()
+    first = client.get(url + "?limit=2").json()
+    stale = client.get(url + f"?limit=2&after={other.pk}").json()
+    assert [i["item_index"] for i in stale["items"]] == [
+        i["item_index"] for i in first["items"]
+    ]
+
+
+def test_compare_page_next_and_previous_links_walk_the_items(
+    client, viewer, project, many
+):
+    import re
+    from html import unescape
+
+    a, b = many
+    login(client, viewer)
+    url = reverse("compare:compare", args=[project.pk])
+    html = client.get(f"{url}?a={a.pk}&b={b.pk}&per_page=500").content.decode()
+    whole = re.findall(r'data-item="(\d+)"', html.split('id="compare-rows"')[1])
+
+    def page(link):
+        body = client.get(unescape(link), HTTP_HX_REQUEST="true").content.decode()
+        items = re.findall(r'data-item="(\d+)"', body.split('id="compare-rows"')[1])
+        pager = body.split('class="pagination')[1] if "pagination" in body else ""
+        nxt = re.search(r'href="([^"]*)"[^>]*>next', pager)
+        prev = re.search(r'href="([^"]*)"[^>]*>← previous', pager)
+        number = re.search(r"page (\d+) of", pager)
+        return items, nxt and nxt.group(1), prev and prev.group(1), number.group(1)
+
+    link, forward, numbers = f"{url}?a={a.pk}&b={b.pk}&per_page=5", [], []
+    while link:
+        items, link, back, number = page(link)
+        forward += items
+        numbers.append(number)
+        assert "after=" in (link or "after=") and "offset" not in (link or "")
+    assert forward == whole and numbers == ["1", "2", "3"]
+    backward = []
+    while back:
+        items, _, back, number = page(back)
+        backward = items + backward
+    assert backward == whole[:10] and number == "1"
