@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db import connection
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    Func,
+    IntegerField,
+    JSONField,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast
 from django.http import Http404
 
 from evalsite.accounts.selectors import project_get_for_user
@@ -73,6 +88,117 @@ def overridable_values(
         except AnalysisError:
             break
     return values
+
+
+# A pattern a JSON path in the database reads the way get_path does: plain names, as
+# a field ("category", "a.b") or as a field of every element of a list
+# ("verdicts.*.verdict").
+_FIELD_PATTERN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_LIST_PATTERN = re.compile(r"([A-Za-z_]\w*)\.\*((?:\.[A-Za-z_]\w*)+)")
+
+
+def _json_path(dotted: str) -> str:
+    return "".join(f'."{name}"' for name in dotted.split(".") if name)
+
+
+def _path_function(function: str, path: str) -> Func:
+    """function(analysis, 'strict <path>', '{}', silent): strict, so a list is never
+    unwrapped and a missing field is no value; silent, so that is not an error."""
+    return Func(
+        F("analysis"),
+        Value(f"strict ${path}"),
+        Value({}, output_field=JSONField()),
+        Value(True),
+        function=function,
+        output_field=JSONField(),
+    )
+
+
+def overridable_values_read(
+    results: QuerySet[Result], *, limit: int = 9
+) -> Iterator[tuple[int, bool | None, bool | None, list[tuple[str, Any]]]]:
+    """(id, judge pass, final pass, `overridable_values` of the judge's analysis) of
+    each of `results`.
+
+    On Postgres the values come out of the analyses by JSON path, in the database,
+    rather than each whole analysis (every claim and reason) read, decoded and
+    walked here: bench_million's 49k answered results take 3.1-5.4 s that way
+    instead of 6.1-9.3 s (load average 8-9). A result whose values the path may not
+    read exactly as get_path would (an element without the field: get_path stops
+    there) is read whole."""
+    postgres = connection.vendor == "postgresql"
+    values_by_kind, count_by_kind, kinds = [], [], set()
+    for kind, spec in KINDS.items():
+        pattern = next(iter(spec.overridable), None)
+        if not postgres or pattern is None:
+            continue
+        if listed := _LIST_PATTERN.fullmatch(pattern):
+            head, rest = listed.groups()
+            read = _path_function(
+                "jsonb_path_query_array", f'."{head}"[*]{_json_path(rest)}'
+            )
+            size = _path_function("jsonb_path_query_first", f'."{head}".size()')
+            count_by_kind.append(
+                When(run_scorer__kind=kind, then=Cast(size, IntegerField()))
+            )
+        elif _FIELD_PATTERN.fullmatch(pattern):
+            read = _path_function("jsonb_path_query_array", _json_path(pattern))
+        else:
+            continue
+        values_by_kind.append(When(run_scorer__kind=kind, then=read))
+        kinds.add(kind)
+    if not kinds:
+        for result_id, judged, final, analysis, kind in results.values_list(
+            "id", "judge_passed", "final_passed", "analysis", "run_scorer__kind"
+        ):
+            yield (
+                result_id,
+                judged,
+                final,
+                overridable_values(kind=kind, analysis=analysis, limit=limit),
+            )
+        return
+    rows = results.annotate(
+        verdict_values=Case(*values_by_kind, output_field=JSONField()),
+        verdict_count=Case(*count_by_kind, output_field=IntegerField()),
+    ).values_list(
+        "id",
+        "judge_passed",
+        "final_passed",
+        "run_scorer__kind",
+        "verdict_values",
+        "verdict_count",
+    )
+    whole: dict[int, tuple[bool | None, bool | None]] = {}
+    for result_id, judged, final, kind, values, count in rows:
+        values = values or []
+        found = KINDS.get(kind)
+        pattern = next(iter(found.overridable), "") if found is not None else ""
+        if not pattern:
+            yield result_id, judged, final, []  # no verdict to flip
+        elif kind not in kinds:
+            whole[result_id] = (judged, final)
+        elif "*" not in pattern:
+            yield result_id, judged, final, [(pattern, v) for v in values[:1]][:limit]
+        elif len(values) == (count or 0):
+            paths = (pattern.replace("*", str(i), 1) for i in range(len(values)))
+            yield (
+                result_id,
+                judged,
+                final,
+                list(zip(paths, values, strict=False))[:limit],
+            )
+        else:
+            whole[result_id] = (judged, final)
+    if whole:
+        for result_id, analysis, kind in Result.objects.filter(
+            pk__in=list(whole)
+        ).values_list("id", "analysis", "run_scorer__kind"):
+            yield (
+                result_id,
+                *whole[result_id],
+                overridable_values(kind=kind, analysis=analysis, limit=limit),
+            )
 
 
 def flip_fields(

@@ -12,14 +12,24 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from django.contrib.auth.models import User
-from django.db.models import Count, JSONField, Q, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    JSONField,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import JSONObject
 
 from evalsite.evals.models import Result, RunScorer
 from evalsite.evals.results.aggregates import cache_get, cache_set
 from evalsite.evals.results.labels import path_label, path_value_label
 from evalsite.review.models import Guideline, QueueEntry, Review, ReviewQueue
-from evalsite.review.queues.selectors import overridable_values
+from evalsite.review.queues.selectors import overridable_values_read
 from scoring.agreement import (
     Agreement,
     agreement_alpha,
@@ -396,13 +406,20 @@ def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
     and one of their results. Plain rows, no model instances, the results read by a
     semi-join rather than an IN list of their ids, and no labels for the verdicts:
     uncached, bench_million's 50k-result overlap-3 queue (150k answers, 215k
-    verdicts) takes 11.4 s instead of 26.2 s, its scorer 14.0 s instead of 24.7 s
-    (load average 7-8)."""
+    verdicts) took 11.4 s instead of 26.2 s, its scorer 14.0 s instead of 24.7 s
+    (load average 7-8); with the flips and the verdicts read as below, 7.8 s and
+    7.7-10.0 s (2.0 s of this process's CPU where it was 3.0-3.6, load 8-9)."""
     latest: dict[tuple[int, str], tuple[Any, ...]] = {}
-    for result_id, username, *answer in answers.order_by(
-        "created_at", "id"
-    ).values_list(
-        "result_id", "reviewer__username", "passed", "flips", "score", "seconds"
+    # The flips only where there are some: most answers change no verdict, and
+    # decoding their "{}" was most of reading bench_million's 150k answers (2.1-2.4 s,
+    # now 0.75-0.95 s, load average 8).
+    changed = Case(When(flips={}, then=Value(None)), default=F("flips"))
+    for result_id, username, *answer in (
+        answers.order_by("created_at", "id")
+        .annotate(changed=changed)
+        .values_list(
+            "result_id", "reviewer__username", "passed", "changed", "score", "seconds"
+        )
     ):
         latest[(result_id, username)] = tuple(answer)
     pass_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
@@ -423,13 +440,13 @@ def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
     verdicts: dict[Hashable, dict[Hashable, Hashable | float]] = {}
     judge_passed: dict[int, bool | None] = {}
     final_passed: dict[int, bool | None] = {}
-    for result_id, judged, final, analysis, kind in Result.objects.filter(
-        pk__in=answered
-    ).values_list("id", "judge_passed", "final_passed", "analysis", "run_scorer__kind"):
+    for result_id, judged, final, fields in overridable_values_read(
+        Result.objects.filter(pk__in=answered), limit=10_000
+    ):
         judge_passed[result_id], final_passed[result_id] = judged, final
         by_reviewer = flips_by.get(result_id, {})
         if len(by_reviewer) >= 2:
-            _add_verdict_units(verdicts, result_id, kind, analysis, by_reviewer)
+            _add_verdict_units(verdicts, result_id, fields, by_reviewer)
     decided = set(
         QueueEntry.objects.filter(
             result_id__in=answered, state=QueueEntry.State.DECIDED
@@ -479,14 +496,13 @@ def _share(pairs: list[tuple[Any, Any]]) -> float | None:
 def _add_verdict_units(
     ratings: dict[Hashable, dict[Hashable, Hashable | float]],
     result_id: int,
-    kind: str,
-    analysis: dict[str, Any] | None,
+    fields: list[tuple[str, Any]],
     by_reviewer: dict[str, dict[str, Any]],
 ) -> None:
     """One unit per (result, verdict): each reviewer's value is the one they set, or
     the judge's when they left it alone, so agreeing with the judge counts too."""
     flipped = any(by_reviewer.values())
-    for path, value in overridable_values(kind=kind, analysis=analysis, limit=10_000):
+    for path, value in fields:
         judged = _normal(value)
         if not flipped:
             ratings[(result_id, path)] = dict.fromkeys(by_reviewer, judged)

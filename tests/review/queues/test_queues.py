@@ -11,7 +11,7 @@ from evalsite.review.models import QueueEntry, ReviewQueue
 from evalsite.review.queues.selectors import queue_progress
 from evalsite.review.queues.services import SOURCE_FAILING, queue_create
 from tests.conftest import login
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory, RunScorerFactory, UserFactory
 from tests.review.builders import judged_claims, make_run
 
 pytestmark = pytest.mark.django_db
@@ -430,6 +430,75 @@ def test_flip_fields_stop_at_nine():
 
     analysis = judged_claims(*["yes"] * 12)
     assert len(flip_fields(kind="faithfulness", analysis=analysis)) == 9
+
+
+# Analyses the judge would not write, beside ones it does: where a field is missing
+# the keys stop (get_path fails), which the database's JSON path must not hide.
+_ODD_ANALYSES = {
+    "faithfulness": [
+        judged_claims("yes", "no", "idk"),
+        {
+            "claims": ["a", "b", "c"],
+            "verdicts": [{"verdict": "yes"}, {}, {"verdict": "no"}],
+        },
+        {"verdicts": [{"verdict": "yes"}, "not an object", {"verdict": "no"}]},
+        {"verdicts": [{"verdict": None}, {"verdict": {"nested": True}}]},
+        {"verdicts": {"0": {"verdict": "yes"}}},
+        {"verdicts": []},
+        {"claims": []},
+        {},
+        None,
+        judged_claims(*["yes", "no"] * 6),
+    ],
+    "factuality": [{"category": "B"}, {"category": None}, {"other": "A"}, {}, None],
+    "context_relevance": [
+        {"evaluations": [{"relevance": "high", "used": True}, {"used": False}]},
+        {"evaluations": [{"relevance": "low"}]},
+    ],
+    "exact_match": [{"anything": [1, 2]}, None],
+}
+
+
+@pytest.mark.parametrize("limit", [9, 10_000])
+def test_overridable_values_read_from_the_database_equal_the_analysis_walk(
+    project, limit
+):
+    from evalsite.review.queues.selectors import (
+        overridable_values,
+        overridable_values_read,
+    )
+    from tests.factories import ResultFactory
+
+    run = make_run(project, kinds=("faithfulness",), n_items=12)
+    items = list(run.dataset.items.order_by("index"))
+    expected = {}
+    for kind, analyses in _ODD_ANALYSES.items():
+        scorer = RunScorerFactory(run=run, kind=kind, position=len(expected) + 1)
+        for item, analysis in zip(items, analyses, strict=False):
+            result = ResultFactory(
+                run=run,
+                run_scorer=scorer,
+                item=item,
+                analysis=analysis,
+                judge_passed=True,
+                final_passed=False,
+            )
+            expected[result.pk] = (
+                True,
+                False,
+                overridable_values(kind=kind, analysis=analysis, limit=limit),
+            )
+    results = Result.objects.filter(pk__in=list(expected))
+    got = {
+        result_id: (judged, final, fields)
+        for result_id, judged, final, fields in overridable_values_read(
+            results, limit=limit
+        )
+    }
+    assert got == expected
+    # The walk stops at the first element without the field.
+    stopped = [fields for _, _, fields in expected.values() if len(fields) == 1]
+    assert [("verdicts.0.verdict", "yes")] in stopped
 
 
 def test_flip_key_on_factuality_cycles_category_and_recomputes(
