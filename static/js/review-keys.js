@@ -36,6 +36,10 @@
   const pending = [];
   // A request from the card is in flight: the card is about to be replaced.
   let busy = false;
+  // The new card is in the page but htmx has not yet set up its controls (that
+  // happens when it settles): a click on its links now would load a whole page,
+  // and the keys pressed meanwhile would be lost with the old one.
+  let settling = false;
   // An answer (accept, pass, fail) was sent and the next item should follow it.
   let advancePending = false;
   // The move to the next item after an answer is under way (its request is not an
@@ -108,7 +112,7 @@
 
   // Run waiting keys until one starts a request (its card will drain the rest).
   const drain = () => {
-    while (pending.length && !busy && !advancePending) {
+    while (pending.length && !busy && !settling && !advancePending) {
       runKey(pending.shift());
     }
     showPending();
@@ -132,6 +136,14 @@
     }
     advancing = false;
   });
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const target = event.detail.target;
+    if (event.detail.shouldSwap && target && target.id === "queue-card") settling = true;
+  });
+  document.addEventListener("htmx:swapError", () => {
+    settling = false;
+    drain();
+  });
   document.addEventListener("htmx:afterRequest", (event) => {
     busy = false;
     if (!event.detail.successful) {
@@ -145,9 +157,10 @@
     const here = card();
     if (!here || !(event.target === here || event.target.id === "queue-card")) {
       // A swap elsewhere (a comment added, a message): the card is unchanged.
-      if (!busy && !advancePending) drain();
+      if (!busy && !settling && !advancePending) drain();
       return;
     }
+    settling = false;
     if (sentAnswer) {
       if (!here.querySelector("#queue-error")) lastAnswer = sentAnswer;
       sentAnswer = null;
@@ -196,7 +209,7 @@
     const key = event.key;
     if (!/^[jkapfusxc1-9]$/.test(key)) return;
     event.preventDefault();
-    if (busy || advancePending || pending.length) {
+    if (busy || settling || advancePending || pending.length) {
       if (pending.length >= PENDING_MAX) {
         say(`Busy: key ${key} not taken (${PENDING_MAX} keys already waiting).`, true);
         return;
