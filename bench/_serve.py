@@ -194,10 +194,11 @@ def follow_run(
     judge_stats_url: str,
     timeout: float = 1200,
     on_tick: Any = None,
+    poll_seconds: float = 0.1,
 ) -> tuple[int, RunTimeline]:
-    """POST the run, then poll its status and the judge's counters every 0.1 s: when
-    the first judge call arrived, when the last one was answered, when the API said
-    done. Returns (run id, timeline)."""
+    """POST the run, then poll its status and the judge's counters every
+    `poll_seconds`: when the first judge call arrived, when the last one was answered,
+    when the API said done. Returns (run id, timeline)."""
     stats = httpx.Client(timeout=5)
     before = stats.get(judge_stats_url).json()
     started = time.monotonic()
@@ -220,7 +221,7 @@ def follow_run(
             break
         if on_tick is not None:
             on_tick(run["id"])
-        time.sleep(0.1)
+        time.sleep(poll_seconds)
     elapsed = time.monotonic() - started
     judge = stats.get(judge_stats_url).json()
     stats.close()

@@ -22,8 +22,10 @@
 3. The embedded default: nothing configured (SQLite and the filesystem transport in a
    fresh var dir, `make run`'s Procfile.dev processes), a 15,000-result run (5,000
    items × faithfulness, hallucination and answer relevancy) against the offline
-   judge at 15 ms, from the POST to done: target ≤ 120 s; the run page's latency
-   while it runs (p95).
+   judge at 15 ms, from the POST to done: target ≤ 120 s. Meanwhile a person watches
+   the run page as a browser tab does (its progress region polled every second, the
+   whole page reloaded every 5 s) and an API client polls the run's status every
+   0.25 s; the page's and the poll's latency while the run judges (p95).
 
 Run alone: `python -m bench bench_serve` (all three), or one part with
 BENCH_SERVE_PARTS=e2e,load,embedded. Needs DATABASE_URL on Postgres and REDIS_URL for
@@ -74,6 +76,7 @@ PAGE_TARGET_MS = 300.0
 EMBEDDED_ITEMS = int(os.environ.get("BENCH_SERVE_EMBEDDED_ITEMS", 5000))
 EMBEDDED_KINDS = ("faithfulness", "hallucination", "answer_relevancy")
 EMBEDDED_TARGET_S = 120.0
+EMBEDDED_RELOAD_SECONDS = 5.0
 PASSWORD = "bench-serve-password"
 
 
@@ -606,20 +609,42 @@ def _embedded() -> list[dict[str, Any]]:
                 "csrfmiddlewaretoken": page.cookies.get("csrftoken", ""),
             },
         )
+        # A person watching the run in a browser tab: the page polls its progress
+        # region every second (hx-trigger="every 1s" in run_detail.html), and they
+        # reload the whole page now and then. (Until this round the bench loaded the
+        # whole page after every 0.1 s status poll, ten times what a tab asks for; the
+        # web process then took a fifth of a core from the run it was watching.)
         page_ms: list[float] = []
+        poll_ms: list[float] = []
+        last = {"poll": 0.0, "page": 0.0}
 
-        def sample_run_page(run_id: int) -> None:
+        def timed_get(url: str, headers: dict[str, str], into: list[float]) -> None:
             t0 = time.perf_counter()
-            response = page.get(f"/projects/{project_id}/runs/{run_id}/")
+            response = page.get(url, headers=headers)
             if response.status_code == 200:
-                page_ms.append(1000 * (time.perf_counter() - t0))
+                into.append(1000 * (time.perf_counter() - t0))
+
+        def watch_run_page(run_id: int) -> None:
+            now = time.monotonic()
+            run_page = f"/projects/{project_id}/runs/{run_id}/"
+            if now - last["page"] >= EMBEDDED_RELOAD_SECONDS:
+                last["page"] = last["poll"] = now
+                timed_get(run_page, {}, page_ms)
+            elif now - last["poll"] >= 1.0:
+                last["poll"] = now
+                timed_get(
+                    f"{run_page}progress",
+                    {"HX-Request": "true", "HX-Target": "run-progress"},
+                    poll_ms,
+                )
 
         _, tl = follow_run(
             api,
             project_id,
             {"dataset_id": dataset_id, "scorer_ids": scorer_ids},
             judge_url.removesuffix("/v1") + "/_stats",
-            on_tick=sample_run_page,
+            on_tick=watch_run_page,
+            poll_seconds=0.25,
         )
         page.close()
         api.close()
@@ -645,18 +670,23 @@ def _embedded() -> list[dict[str, Any]]:
                 "s",
             ),
         ]
-        if page_ms:
-            rows.append(
-                _row(
-                    "embedded default: run page while the run judges, p95",
-                    round(percentile(page_ms, 0.95)),
-                    "ms",
-                    f"<= {PAGE_TARGET_MS:.0f}",
-                    percentile(page_ms, 0.95) <= PAGE_TARGET_MS,
-                    f"{len(page_ms)} loads, median {statistics.median(page_ms):.0f} ms "
-                    "(client side, runserver)",
+        for label, samples in (
+            ("run page (whole page) while the run judges", page_ms),
+            ("run page's progress poll while the run judges", poll_ms),
+        ):
+            if samples:
+                p95 = percentile(samples, 0.95)
+                rows.append(
+                    _row(
+                        f"embedded default: {label}, p95",
+                        round(p95),
+                        "ms",
+                        f"<= {PAGE_TARGET_MS:.0f}",
+                        p95 <= PAGE_TARGET_MS,
+                        f"{len(samples)} loads, median "
+                        f"{statistics.median(samples):.0f} ms (client side, runserver)",
+                    )
                 )
-            )
         return rows
     finally:
         stack.stop()
