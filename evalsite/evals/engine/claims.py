@@ -19,7 +19,8 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
@@ -146,6 +147,22 @@ class _Heartbeat:
 heartbeat = _Heartbeat()
 
 
+@dataclass
+class Outcome:
+    """What judging one result came to: the judge's verdict, or the error and the calls
+    made on the way. A judged result records ``judge_version_id`` (its run scorer's
+    judge version) and, for a judge asked several times, every answer and the share
+    that disagrees with the majority (``answers``, ``uncertainty``)."""
+
+    result_id: int
+    judged: JudgeResult | None
+    steps: list[StepRecord]
+    error: str = ""
+    judge_version_id: int | None = None
+    answers: list[dict[str, Any]] | None = None
+    uncertainty: float | None = None
+
+
 def store_result(
     result_id: int,
     token: str,
@@ -157,55 +174,80 @@ def store_result(
     answers: list[dict[str, Any]] | None = None,
     uncertainty: float | None = None,
 ) -> bool:
-    """Write the outcome iff this claim still holds; False when it does not.
+    """Write one result's outcome iff this claim still holds; False when it does not."""
+    outcome = Outcome(
+        result_id,
+        judged,
+        steps,
+        error=error,
+        judge_version_id=judge_version_id,
+        answers=answers,
+        uncertainty=uncertainty,
+    )
+    return results_store(token, [outcome])[0]
 
-    A judged result records ``judge_version_id`` (its run scorer's judge version) and,
-    for a judge asked several times, every answer and the share that disagrees with
-    the majority (``answers``, ``uncertainty``).
+
+def results_store(token: str, outcomes: Sequence[Outcome]) -> list[bool]:
+    """Write each outcome iff this claim still holds on its result, all in one
+    transaction; for each, whether it was written.
 
     Error texts (the result's, each call's reason and the judge's reply to a failed
     call) are written with secrets redacted, the connection's own key included: a judge
     may echo the request's headers."""
-    if judged is None or any(s.error or s.error_body for s in steps):
-        secrets = _judge_secrets(result_id)
-        error = redact_secrets(error, secrets=secrets)
-        for step in steps:
-            if step.error:
-                step.error = redact_secrets(step.error, secrets=secrets)
-            if step.error_body:
-                step.error_body = redact_secrets(step.error_body, secrets=secrets)
+    for outcome in outcomes:
+        _redact(outcome)
+    now = timezone.now()
+    written: list[bool] = []
     with transaction.atomic():
-        fields: dict[str, Any] = {
-            "claimed_at": None,
-            "claimed_by": "",
-            "updated_at": timezone.now(),
-        }
-        if judged is not None:
-            fields.update(
-                status=Result.Status.OK,
-                error="",
-                analysis=judged.analysis,
-                overridable_count=overridable_count(judged.kind, judged.analysis),
-                judge_score=judged.score,
-                judge_passed=judged.passed,
-                reason=judged.reason or "",
-                final_analysis=judged.analysis,
-                final_score=judged.score,
-                final_passed=judged.passed,
-                judge_version_id=judge_version_id,
-                judge_answers=answers,
-                judge_uncertainty=uncertainty,
-            )
-        else:
-            fields.update(status=Result.Status.ERROR, error=error or "unknown error")
-        updated = Result.objects.filter(
-            pk=result_id, claimed_by=token, status=Result.Status.PENDING
-        ).update(**fields)
-        if updated:
-            rawsql.judge_calls_insert(
-                result_id=result_id, steps=steps, now=timezone.now()
-            )
-    return bool(updated)
+        for outcome in outcomes:
+            updated = Result.objects.filter(
+                pk=outcome.result_id, claimed_by=token, status=Result.Status.PENDING
+            ).update(**_outcome_fields(outcome, now))
+            if updated:
+                rawsql.judge_calls_insert(
+                    result_id=outcome.result_id, steps=outcome.steps, now=now
+                )
+            written.append(bool(updated))
+    return written
+
+
+def _redact(outcome: Outcome) -> None:
+    steps = outcome.steps
+    if outcome.judged is not None and not any(s.error or s.error_body for s in steps):
+        return
+    secrets = _judge_secrets(outcome.result_id)
+    outcome.error = redact_secrets(outcome.error, secrets=secrets)
+    for step in steps:
+        if step.error:
+            step.error = redact_secrets(step.error, secrets=secrets)
+        if step.error_body:
+            step.error_body = redact_secrets(step.error_body, secrets=secrets)
+
+
+def _outcome_fields(outcome: Outcome, now: datetime) -> dict[str, Any]:
+    fields: dict[str, Any] = {"claimed_at": None, "claimed_by": "", "updated_at": now}
+    judged = outcome.judged
+    if judged is None:
+        fields.update(
+            status=Result.Status.ERROR, error=outcome.error or "unknown error"
+        )
+        return fields
+    fields.update(
+        status=Result.Status.OK,
+        error="",
+        analysis=judged.analysis,
+        overridable_count=overridable_count(judged.kind, judged.analysis),
+        judge_score=judged.score,
+        judge_passed=judged.passed,
+        reason=judged.reason or "",
+        final_analysis=judged.analysis,
+        final_score=judged.score,
+        final_passed=judged.passed,
+        judge_version_id=outcome.judge_version_id,
+        judge_answers=outcome.answers,
+        judge_uncertainty=outcome.uncertainty,
+    )
+    return fields
 
 
 @sensitive_variables("key")

@@ -10,7 +10,8 @@ again to the back of the queue, so runs started later get their turn:
    calls in flight) and first checks that the run was not cancelled; a judge that
    cannot be reached pauses the whole connection, as a 429 does, and a result fails
    only once it has been unreachable longer than JUDGE_OUTAGE_SECONDS;
-3. store each result as it finishes, iff the claim still holds (claims.store_result);
+3. store each result as it finishes, iff the claim still holds (claims.results_store:
+   the outcomes that finish while one batch is written go together in the next);
 4. publish live figures for the run page: calls in flight (the judge's own seconds
    per second of the last few, so the mean number of calls the judge itself is
    working on), calls/s, each judge's recent latency, 429s and 5xx.
@@ -45,11 +46,12 @@ from evalsite.core.exceptions import ApplicationError
 from evalsite.evals import conf
 from evalsite.evals.engine import livestats
 from evalsite.evals.engine.claims import (
+    Outcome,
     claim_release,
     heartbeat,
     new_claim_token,
     results_claim,
-    store_result,
+    results_store,
 )
 from evalsite.evals.engine.judge_cache import JudgeCacheBatcher
 from evalsite.evals.engine.limiter import FileLimiter, RedisLimiter, judge_limiter
@@ -271,6 +273,52 @@ class _Stats:
         )
 
 
+class _StoreBatcher:
+    """Outcomes written a batch per transaction (group commit): while one batch is
+    being written, the outcomes that finish meanwhile collect for the next, so a quiet
+    dispatcher writes each at once and a busy one pays one transaction, and one hop
+    to its database thread, for many. A transaction and a hop per result were a
+    fifth of the worker's CPU on the embedded 15k run (measured: 2.9 → 2.4 ms per
+    judge call)."""
+
+    MAX_BATCH = 200
+
+    def __init__(self, db: Callable[..., Awaitable[Any]], token: str) -> None:
+        self._db = db
+        self._token = token
+        self._waiting: list[tuple[Outcome, asyncio.Future[bool]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def store(self, outcome: Outcome) -> bool:
+        """Whether the outcome was written (False: the claim no longer held)."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiting.append((outcome, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write())
+        return await future
+
+    async def _write(self) -> None:
+        while self._waiting:
+            batch = self._waiting[: self.MAX_BATCH]
+            del self._waiting[: self.MAX_BATCH]
+            try:
+                written = await self._db(
+                    results_store, self._token, [outcome for outcome, _ in batch]
+                )
+            except BaseException as exc:
+                # Each waiting result gets the error (an infrastructure error fails
+                # the dispatcher, which gives the results back).
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            for (_, future), ok in zip(batch, written, strict=True):
+                if not future.done():
+                    future.set_result(ok)
+
+
 class _DbWorkers:
     """The dispatcher's database work: served by the thread that called run_dispatch
     (so it shares that thread's connection, and its transaction when there is one, as
@@ -356,6 +404,7 @@ class _Dispatcher:
         self.clients: dict[int, list[openai.AsyncOpenAI]] = {}
         self.limiters: dict[int, RedisLimiter | FileLimiter] = {}
         self.cache = JudgeCacheBatcher(self.db)
+        self.stores = _StoreBatcher(self.db, self.token)
         self.next_client = 0
         # The results being judged; after an infrastructure error, the dispatcher
         # waits for every one of them (their calls in flight end, holding their
@@ -704,24 +753,19 @@ class _Dispatcher:
             message, steps = outcome_message(
                 exc, steps, result_id=result.pk, judge=judge
             )
-            stored = await self.db(
-                store_result,
-                result.pk,
-                self.token,
-                judged=None,
-                error=message[:5000],
-                steps=steps,
+            stored = await self.stores.store(
+                Outcome(result.pk, None, steps, error=message[:5000])
             )
             return "error" if stored else "skipped"
-        stored = await self.db(
-            store_result,
-            result.pk,
-            self.token,
-            judged=judged,
-            steps=judged.steps,
-            judge_version_id=run_scorer.judge_version_id,
-            answers=answers,
-            uncertainty=uncertainty,
+        stored = await self.stores.store(
+            Outcome(
+                result.pk,
+                judged,
+                judged.steps,
+                judge_version_id=run_scorer.judge_version_id,
+                answers=answers,
+                uncertainty=uncertainty,
+            )
         )
         return "ok" if stored else "skipped"
 

@@ -324,3 +324,83 @@ def test_viewer_cannot_reach_write_lookups(project, viewer, dataset, scorers):
 
     with pytest.raises(PermissionDenied):
         scorer_get_for_user(user=viewer, pk=scorers[0].pk, write=True)
+
+
+def test_results_store_writes_a_batch_and_skips_a_result_whose_claim_was_lost(
+    project, owner, dataset, scorers
+):
+    """Outcomes are written a batch per transaction: each one iff its own claim still
+    holds, so a result the watchdog handed to another dispatcher is not overwritten."""
+    from evalsite.evals.engine.claims import Outcome, results_store
+    from scoring import JudgeResult
+
+    run = run_services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    token = new_claim_token()
+    held = results_claim(run_id=run.pk, token=token, count=3)
+    assert len(held) == 3
+    lost = held[2]
+    other = new_claim_token()
+    Result.objects.filter(pk=lost.pk).update(claimed_by=other)
+
+    def judged(result):
+        return JudgeResult(
+            kind=result.run_scorer.kind,
+            score=0.5,
+            passed=True,
+            reason="half",
+            analysis={"verdicts": []},
+            steps=[],
+        )
+
+    written = results_store(
+        token,
+        [
+            Outcome(held[0].pk, judged(held[0]), []),
+            Outcome(held[1].pk, None, [], error="judge said no"),
+            Outcome(lost.pk, judged(lost), []),
+        ],
+    )
+    assert written == [True, True, False]
+    first, second, third = (Result.objects.get(pk=r.pk) for r in held)
+    assert (first.status, first.final_score, first.claimed_by) == ("ok", 0.5, "")
+    assert (second.status, second.error) == ("error", "judge said no")
+    assert (third.status, third.claimed_by) == ("pending", other)
+
+
+def test_a_failed_batch_write_reaches_every_result_waiting_on_it():
+    """The store batcher hands a database error to each result of the batch (the
+    dispatcher then gives them back), and the next batch is written as usual."""
+    import asyncio
+
+    from django.db import OperationalError
+
+    from evalsite.evals.engine.claims import Outcome
+    from evalsite.evals.engine.dispatch import _StoreBatcher
+
+    calls: list[list[int]] = []
+
+    async def db(fn, token, outcomes):
+        calls.append([o.result_id for o in outcomes])
+        await asyncio.sleep(0)
+        if len(calls) == 1:
+            raise OperationalError("database is locked")
+        return [o.result_id != 13 for o in outcomes]
+
+    async def scenario():
+        batcher = _StoreBatcher(db, "token")
+        first = asyncio.gather(
+            *(batcher.store(Outcome(i, None, [])) for i in (1, 2)),
+            return_exceptions=True,
+        )
+        failed = await first
+        later = await asyncio.gather(
+            *(batcher.store(Outcome(i, None, [])) for i in (12, 13))
+        )
+        return failed, later
+
+    failed, later = asyncio.run(scenario())
+    assert all(isinstance(f, OperationalError) for f in failed)
+    assert later == [True, False]
+    assert calls == [[1, 2], [12, 13]]
