@@ -277,9 +277,9 @@ class _StoreBatcher:
     """Outcomes written a batch per transaction (group commit): while one batch is
     being written, the outcomes that finish meanwhile collect for the next, so a quiet
     dispatcher writes each at once and a busy one pays one transaction, and one hop
-    to its database thread, for many. A transaction and a hop per result were a
-    fifth of the worker's CPU on the embedded 15k run (measured: 2.9 → 2.4 ms per
-    judge call)."""
+    to its database thread, for many. Storing, measured by py-spy --gil on 1,500
+    embedded (SQLite) results: 14 % of the dispatcher's samples with a transaction
+    and a hop per result, 11 % in batches."""
 
     MAX_BATCH = 200
 
