@@ -205,6 +205,46 @@ def agreement_alpha(
     return Agreement(figure(shapes), len(units), low, high)
 
 
+Shapes = Mapping[tuple[Hashable | float, ...], int]
+
+
+def _shapes_of(shapes: Shapes) -> tuple[Weighted, int]:
+    """Items given already grouped (`shapes[values] = how many items were rated so`,
+    in any order within an item) as `_shapes` gives them, with their number; items
+    with fewer than two ratings count for nothing, as in `_pairable`."""
+    merged: Counter[tuple[Hashable | float, ...]] = Counter()
+    for values, count in shapes.items():
+        if len(values) >= 2 and count > 0:
+            merged[tuple(sorted(values, key=repr))] += count
+    ordered = sorted(merged.items(), key=lambda shape: repr(shape[0]))
+    return ordered, sum(merged.values())
+
+
+def agreement_percent_grouped(
+    shapes: Shapes, *, resamples: int = 500, seed: int = 0
+) -> Agreement:
+    """`agreement_percent` of items given by shape (see `_shapes_of`): the same figure
+    and interval, without a pass over every item. A caller that can count shapes
+    while it reads (the agreement page's 215k verdict units) skips building a
+    ratings map only for it to be grouped again here."""
+    ordered, n = _shapes_of(shapes)
+    low, high = _bootstrap(ordered, n, _percent_w, resamples, seed)
+    return Agreement(_percent_w(ordered), n, low, high)
+
+
+def agreement_alpha_grouped(
+    shapes: Shapes, level: Level = "nominal", *, resamples: int = 500, seed: int = 0
+) -> Agreement:
+    """`agreement_alpha` of items given by shape (see `agreement_percent_grouped`)."""
+    ordered, n = _shapes_of(shapes)
+
+    def figure(sample: Weighted) -> float | None:
+        return _alpha_w(sample, level)
+
+    low, high = _bootstrap(ordered, n, figure, resamples, seed)
+    return Agreement(figure(ordered), n, low, high)
+
+
 def agreement_kappa_pairs(
     ratings: Ratings, *, resamples: int = 500, seed: int = 0
 ) -> dict[tuple[Hashable, Hashable], Agreement]:

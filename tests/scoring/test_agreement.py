@@ -14,8 +14,10 @@ from scipy.stats import bootstrap
 
 from scoring.agreement import (
     agreement_alpha,
+    agreement_alpha_grouped,
     agreement_kappa_pairs,
     agreement_percent,
+    agreement_percent_grouped,
     binary_agreement_from_counts,
     cohens_kappa,
     krippendorff_alpha,
@@ -225,3 +227,30 @@ def test_binary_counts_all_agree_or_single_raters() -> None:
     percent, alpha, items = binary_agreement_from_counts({(1, 1): 2, (2, 0): 2})
     assert (percent, items) == (0.5, 4)
     assert alpha == pytest.approx(1 - 7 * 2 / (6 * 2))
+
+
+@pytest.mark.parametrize("level", ["nominal", "interval"])
+def test_grouped_figures_equal_the_ratings_figures(level) -> None:
+    """Items given by shape (counted while read, as the agreement page does) give the
+    figure, the items and the interval of the same items given one by one, and the
+    reference package's alpha."""
+    rng = random.Random(7)
+    ratings: dict[int, dict[str, object]] = {}
+    for unit in range(3000):
+        coders = rng.sample(["a", "b", "c", "d"], rng.choice([1, 2, 3, 3, 4]))
+        ratings[unit] = {c: rng.choice([1, 2, 2, 3]) for c in coders}
+    shapes: Counter[tuple[object, ...]] = Counter()
+    for by in ratings.values():
+        # any order within an item, and single ratings: both left to the function
+        shapes[tuple(rng.sample(list(by.values()), len(by)))] += 1
+    assert agreement_alpha_grouped(shapes, level, resamples=300) == agreement_alpha(
+        ratings, level, resamples=300
+    )
+    assert agreement_percent_grouped(shapes, resamples=300) == agreement_percent(
+        ratings, resamples=300
+    )
+    by_coder = {
+        c: [ratings[u].get(c) for u in range(3000)] for c in ("a", "b", "c", "d")
+    }
+    grouped = agreement_alpha_grouped(shapes, level, resamples=0)
+    assert grouped.value == pytest.approx(_reference(by_coder, level))

@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
-from collections import defaultdict
+from array import array
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -33,8 +34,9 @@ from evalsite.review.queues.selectors import overridable_values_read
 from scoring.agreement import (
     Agreement,
     agreement_alpha,
+    agreement_alpha_grouped,
     agreement_kappa_pairs,
-    agreement_percent,
+    agreement_percent_grouped,
     binary_agreement_from_counts,
 )
 
@@ -390,63 +392,84 @@ def agreement_report(
         run_id = run_scorer.run_id
         prefix = f"rs{run_scorer.pk}"
         run_scorer_ids = [run_scorer.pk]
-    if state is None:
-        state = review_state(run_id=run_id)
+    current = state if state is not None else review_state(run_id=run_id)
     return cached_by_state(
         run_id=run_id,
-        key=state.key(prefix, run_scorer_ids),
-        state=state,
-        compute=lambda: _agreement_report(_answers(scope)),
+        key=current.key(prefix, run_scorer_ids),
+        state=current,
+        compute=lambda: _agreement_report(_answers(scope), state=current),
     )
 
 
-def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
+def _agreement_report(
+    answers: QuerySet[Review], *, state: ReviewState
+) -> AgreementReport:
     """The report, from one read of the answers (in order, so the latest of each
-    reviewer on each result wins: a result can sit in two queues of the same run)
-    and one of their results. Plain rows, no model instances, the results read by a
-    semi-join rather than an IN list of their ids, and no labels for the verdicts:
-    uncached, bench_million's 50k-result overlap-3 queue (150k answers, 215k
-    verdicts) took 11.4 s instead of 26.2 s, its scorer 14.0 s instead of 24.7 s
-    (load average 7-8); with the flips and the verdicts read as below, 7.8 s and
-    7.7-10.0 s (2.0 s of this process's CPU where it was 3.0-3.6, load 8-9)."""
-    latest: dict[tuple[int, str], tuple[Any, ...]] = {}
+    reviewer on each result wins: a result can sit in two queues of the same run),
+    one of their results' verdicts and the judges' verdict values of the results two
+    or more reviewers answered (`_judge_fields`, cached by the judges' state).
+
+    Uncached, bench_million's 50k-result overlap-3 queue (150k answers, 215k verdict
+    units) took 26.2 s with model instances and 7.8 s with plain rows (load 7-8);
+    measured again here, 9.6 s for the queue and 10.8 s for its scorer (load 5-6).
+    Now 2.9-4.3 s each (same load, the figures equal): the judges' verdict values
+    come from `_judge_fields`' cache instead of a read of every answered result's
+    analysis after each answer (1.1-1.6 s of SQL and as much decoding), the results'
+    verdicts from review_result_id_verdicts_idx (1.0 s of heap reads before), and
+    the verdict units are counted by shape as they are read instead of built as a
+    215k-unit ratings map for scoring.agreement to group again."""
+    latest: dict[tuple[int, int], tuple[Any, ...]] = {}
     # The flips only where there are some: most answers change no verdict, and
     # decoding their "{}" was most of reading bench_million's 150k answers (2.1-2.4 s,
     # now 0.75-0.95 s, load average 8).
     changed = Case(When(flips={}, then=Value(None)), default=F("flips"))
-    for result_id, username, *answer in (
+    for result_id, reviewer_id, *answer in (
         answers.order_by("created_at", "id")
         .annotate(changed=changed)
         .values_list(
-            "result_id", "reviewer__username", "passed", "changed", "score", "seconds"
+            "result_id", "reviewer_id", "passed", "changed", "score", "seconds"
         )
     ):
-        latest[(result_id, username)] = tuple(answer)
+        latest[(result_id, reviewer_id)] = tuple(answer)
+    names = dict(
+        User.objects.filter(pk__in={r for _, r in latest}).values_list("pk", "username")
+    )
     pass_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
     score_ratings: dict[Hashable, dict[Hashable, Hashable | float]] = defaultdict(dict)
     flips_by: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
     seconds_by: dict[str, list[float]] = defaultdict(list)
     mine_by: dict[str, list[tuple[int, Any]]] = defaultdict(list)
-    for (result_id, username), (passed, flips, score, seconds) in latest.items():
+    for (result_id, reviewer_id), (passed, flips, score, seconds) in latest.items():
+        username = names[reviewer_id]
         if passed is not None:
             pass_ratings[result_id][username] = passed
         if score is not None:
             score_ratings[result_id][username] = float(score)
-        flips_by[result_id][username] = dict(flips or {})
+        flips_by[result_id][username] = flips or {}
         if seconds is not None:
             seconds_by[username].append(float(seconds))
         mine_by[username].append((result_id, passed))
     answered = answers.values("result_id")
-    verdicts: dict[Hashable, dict[Hashable, Hashable | float]] = {}
     judge_passed: dict[int, bool | None] = {}
     final_passed: dict[int, bool | None] = {}
-    for result_id, judged, final, fields in overridable_values_read(
-        Result.objects.filter(pk__in=answered), limit=10_000
-    ):
+    shared_by_scorer: dict[int, list[int]] = defaultdict(list)
+    for result_id, run_scorer_id, judged, final in Result.objects.filter(
+        pk__in=answered
+    ).values_list("id", "run_scorer_id", "judge_passed", "final_passed"):
         judge_passed[result_id], final_passed[result_id] = judged, final
-        by_reviewer = flips_by.get(result_id, {})
-        if len(by_reviewer) >= 2:
-            _add_verdict_units(verdicts, result_id, fields, by_reviewer)
+        if len(flips_by.get(result_id, ())) >= 2:
+            shared_by_scorer[run_scorer_id].append(result_id)
+    # One unit per (result, verdict) of the results two or more reviewers answered,
+    # counted by its shape (its values, sorted as scoring.agreement groups them).
+    verdicts: Counter[tuple[Hashable, ...]] = Counter()
+    for run_scorer_id, result_ids in shared_by_scorer.items():
+        fields_of = _judge_fields(
+            run_scorer_id=run_scorer_id, result_ids=result_ids, state=state
+        )
+        for result_id in result_ids:
+            _count_verdict_units(
+                verdicts, fields_of.get(result_id, ()), flips_by[result_id]
+            )
     decided = set(
         QueueEntry.objects.filter(
             result_id__in=answered, state=QueueEntry.State.DECIDED
@@ -478,39 +501,110 @@ def _agreement_report(answers: QuerySet[Review]) -> AgreementReport:
             )
         )
     kappa = agreement_kappa_pairs(pass_ratings, resamples=RESAMPLES)
+    pass_shapes = Counter(tuple(by.values()) for by in pass_ratings.values())
     return AgreementReport(
         reviewers=len(mine_by),
-        percent=agreement_percent(pass_ratings, resamples=RESAMPLES),
-        alpha_pass=agreement_alpha(pass_ratings, "nominal", resamples=RESAMPLES),
-        alpha_verdicts=agreement_alpha(verdicts, "nominal", resamples=RESAMPLES),
+        percent=agreement_percent_grouped(pass_shapes, resamples=RESAMPLES),
+        alpha_pass=agreement_alpha_grouped(pass_shapes, "nominal", resamples=RESAMPLES),
+        alpha_verdicts=agreement_alpha_grouped(
+            verdicts, "nominal", resamples=RESAMPLES
+        ),
         alpha_score=agreement_alpha(score_ratings, "interval", resamples=RESAMPLES),
         kappa_pairs=[(str(a), str(b), k) for (a, b), k in sorted(kappa.items())],
         per_reviewer=stats,
     )
 
 
-def _share(pairs: list[tuple[Any, Any]]) -> float | None:
-    return sum(a == b for a, b in pairs) / len(pairs) if pairs else None
+JudgeFields = dict[int, list[tuple[str, Hashable]]]
 
 
-def _add_verdict_units(
-    ratings: dict[Hashable, dict[Hashable, Hashable | float]],
-    result_id: int,
-    fields: list[tuple[str, Any]],
+def _judge_fields(
+    *, run_scorer_id: int, result_ids: list[int], state: ReviewState
+) -> JudgeFields:
+    """The judge's verdict values (path, normalised value) of each of `result_ids`
+    (results of one run scorer), from a cache of the scorer's answered results kept
+    by what the judge's analyses are a function of: the run's status and finish time
+    (judge writes) and the scorer's options (a saved rescore), as `ReviewState` has
+    them, but not the review version: a review never changes the judge's analysis.
+    Results not cached yet (answered since) are read and added.
+
+    Before, every answer made the agreement page read every answered result's values
+    again: 1.1-1.6 s of SQL per scope and as much decoding for bench_million's 50k
+    answered results (load 5-6), twice (its queue and its scorer)."""
+    key = _judge_fields_key(run_scorer_id, state=state)
+    # Cached as the results' ids by their values (a few hundred distinct lists of
+    # verdicts, an array of ids each): a map of 50k results to their lists took
+    # 0.5 s to unpickle, this a few ms.
+    cached: dict[tuple[tuple[str, Hashable], ...], array[int]] | None = (
+        cache_get(key) if key else None
+    )
+    fields: JudgeFields = {}
+    for shape, ids in (cached or {}).items():
+        listed = list(shape)
+        for result_id in ids:
+            fields[result_id] = listed
+    missing = [rid for rid in result_ids if rid not in fields]
+    if missing:
+        results = Result.objects.filter(run_scorer_id=run_scorer_id)
+        # Many ids: a semi-join of the scorer's answered results reads no IN list.
+        if len(missing) > 1000:
+            results = results.filter(
+                pk__in=Review.objects.filter(kind=Review.Kind.ANSWER).values(
+                    "result_id"
+                )
+            )
+        else:
+            results = results.filter(pk__in=missing)
+        for result_id, _judged, _final, values in overridable_values_read(
+            results, limit=10_000
+        ):
+            fields[result_id] = [(path, _normal(value)) for path, value in values]
+        # Stored only if the judges' state is still the one read before: a judge
+        # write that committed meanwhile names another key.
+        if key and key == _judge_fields_key(run_scorer_id):
+            grouped: dict[tuple[tuple[str, Hashable], ...], array[int]] = {}
+            for result_id, listed in fields.items():
+                grouped.setdefault(tuple(listed), array("q")).append(result_id)
+            cache_set(key, grouped)
+    return fields
+
+
+def _judge_fields_key(
+    run_scorer_id: int, *, state: ReviewState | None = None
+) -> str | None:
+    """The cache key of `_judge_fields` (from `state`, else read now); None while the
+    run is unfinished: its judges still write analyses with no change of state."""
+    if state is None:
+        state = review_state(run_id=RunScorer.objects.get(pk=run_scorer_id).run_id)
+    options = next((s[1] for s in state.scorers if s[0] == run_scorer_id), None)
+    if options is None or not state.run[1]:
+        return None
+    digest = hashlib.sha256(json.dumps([state.run, options]).encode()).hexdigest()
+    return f"agreement:judge-fields:v2:{run_scorer_id}:{digest[:24]}"
+
+
+def _count_verdict_units(
+    verdicts: Counter[tuple[Hashable, ...]],
+    fields: Iterable[tuple[str, Hashable]],
     by_reviewer: dict[str, dict[str, Any]],
 ) -> None:
-    """One unit per (result, verdict): each reviewer's value is the one they set, or
-    the judge's when they left it alone, so agreeing with the judge counts too."""
-    flipped = any(by_reviewer.values())
-    for path, value in fields:
-        judged = _normal(value)
-        if not flipped:
-            ratings[(result_id, path)] = dict.fromkeys(by_reviewer, judged)
-            continue
-        ratings[(result_id, path)] = {
-            username: _normal(flips[path]) if path in flips else judged
-            for username, flips in by_reviewer.items()
-        }
+    """One unit per verdict of one result: each reviewer's value is the one they set,
+    or the judge's when they left it alone, so agreeing with the judge counts too."""
+    if not any(by_reviewer.values()):
+        m = len(by_reviewer)
+        for _path, judged in fields:
+            verdicts[(judged,) * m] += 1
+        return
+    for path, judged in fields:
+        values = [
+            _normal(flips[path]) if path in flips else judged
+            for flips in by_reviewer.values()
+        ]
+        verdicts[tuple(sorted(values, key=repr))] += 1
+
+
+def _share(pairs: list[tuple[Any, Any]]) -> float | None:
+    return sum(a == b for a, b in pairs) / len(pairs) if pairs else None
 
 
 def _normal(value: Any) -> Hashable:

@@ -310,6 +310,48 @@ def test_queue_agreement_from_counts_matches_the_full_alpha(run, reviewer, secon
     assert by_name["bea"].answered == 3
 
 
+def test_verdict_agreement_counts_each_verdict_and_follows_new_answers(
+    run, reviewer, second
+):
+    """alpha over the verdicts: one unit per (result, verdict), each reviewer's value
+    the one they set or else the judge's; an answer after a first report (the judges'
+    values then come from its cache) changes the figure as a recount has it."""
+    third = UserFactory(username="cy")
+    MembershipFactory(project=run.project, user=third, role=Role.REVIEWER)
+    queue = _queue(run, reviewer, overlap=3, rule=FinalRule.MAJORITY)
+    answers = {
+        1: [(reviewer, {V1: "no"}), (second, {}), (third, {})],
+        2: [(reviewer, {}), (second, {}), (third, {})],
+        3: [(reviewer, {}), (second, {})],
+    }
+    for position, given in answers.items():
+        result = _result(queue, position)
+        for user, flips in given:
+            review_answer(
+                queue=queue, result=result, user=user, passed=True, flips=flips
+            )
+    units = [
+        ["no", "yes", "yes"],  # item 0: the judge said yes, yes
+        ["yes", "yes", "yes"],
+        ["no", "no", "no"],  # item 1: no, no, nobody changed them
+        ["no", "no", "no"],
+        ["yes", "yes"],  # item 2: yes, yes, yes, two answers so far
+        ["yes", "yes"],
+        ["yes", "yes"],
+    ]
+    first = agreement_report(queue=queue).alpha_verdicts
+    assert first.items == 7
+    assert first.value == pytest.approx(krippendorff_alpha(units, "nominal"))
+    review_answer(
+        queue=queue, result=_result(queue, 3), user=third, passed=True, flips={V2: "no"}
+    )
+    units[4:] = [["yes", "yes", "yes"], ["yes", "yes", "no"], ["yes", "yes", "yes"]]
+    after = agreement_report(queue=queue).alpha_verdicts
+    assert after.items == 7
+    assert after.value == pytest.approx(krippendorff_alpha(units, "nominal"))
+    assert after.value != pytest.approx(first.value)
+
+
 # ------------------------------------------------------------------ pages and API
 
 
