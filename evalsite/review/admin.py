@@ -2,11 +2,16 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from evalsite.accounts.admin import ProjectAdmin as BaseProjectAdmin
+from evalsite.accounts.models import Project
 from evalsite.datasets.admin import DatasetAdmin as BaseDatasetAdmin
 from evalsite.datasets.models import Dataset
 from evalsite.evals.admin import RunAdmin as BaseRunAdmin
 from evalsite.evals.models import Run
-from evalsite.review.housekeeping.admin import CascadeDeleteAdmin
+from evalsite.review.housekeeping.admin import (
+    CascadeDeleteAdmin,
+    ProjectCascadeDeleteAdmin,
+)
 from evalsite.review.models import (
     Guideline,
     LabCandidate,
@@ -21,7 +26,7 @@ from evalsite.review.models import (
 )
 
 
-# Runs and datasets are deleted with their queues and answers, which this app owns:
+# Runs, datasets and projects are deleted with their queues and answers, which this app owns:
 # their admins (registered by their own apps) are replaced here by ones that delete
 # through the housekeeping service, as accounts replaces the User admin.
 class RunAdmin(CascadeDeleteAdmin[Run], BaseRunAdmin):
@@ -36,6 +41,15 @@ admin.site.unregister(Run)
 admin.site.register(Run, RunAdmin)
 admin.site.unregister(Dataset)
 admin.site.register(Dataset, DatasetAdmin)
+
+
+# A project takes everything of it, runs included (which this app's queues need).
+class ProjectAdmin(ProjectCascadeDeleteAdmin, BaseProjectAdmin):
+    pass
+
+
+admin.site.unregister(Project)
+admin.site.register(Project, ProjectAdmin)
 
 
 @admin.register(ReviewQueue)

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import Q
 
 from evalsite.accounts.services.audit import audit_event
@@ -180,14 +180,21 @@ def _object_delete_later(
 
 
 def object_delete_marked(
-    *, kind: Kind, pk: int, user_id: int | None, archived: bool
+    *,
+    kind: Kind,
+    pk: int,
+    user_id: int | None,
+    archived: bool,
+    may_retry: bool = False,
 ) -> DeletionPlan | None:
     """The worker's half of a large deletion: delete the object marked `deleting`
     as object_delete does (the same audit event and counts). None when there is
     nothing to do: it is gone (a task run again) or no longer marked (a deletion
     that failed). If the deletion fails, nothing of it is left (one transaction):
     the mark is cleared, `archived` set back to `archived` (what it was before)
-    and the failure recorded in the audit log."""
+    and the failure recorded in the audit log; but on an OperationalError (the
+    database connection) with `may_retry`, the task tries again and the mark
+    stays."""
     model = KIND_INFO[kind].model
     obj: Any = (
         model._default_manager.select_related("project")
@@ -207,6 +214,8 @@ def object_delete_marked(
         )
         return None
     except Exception as exc:
+        if may_retry and isinstance(exc, OperationalError):
+            raise
         # Anything else (a database error, the soft time limit) rolled the deletion
         # back too: clear the mark so the object is not left hidden and locked
         # against new work, then let Celery log the error.
