@@ -307,6 +307,13 @@ if not DEBUG:
         "SECURE_COOKIES", default=True
     )
 
+# A housekeeping or admin deletion of more rows than this (the object and all that
+# cascades from it) is done by a worker, not in the request. bench/bench_delete.py
+# deletes about 10k rows a second at a load average of 5 to 9 (a 200k-result run,
+# 255k rows, in 21-25 s; a million-result one in 126 s, past gunicorn's 120 s
+# timeout): 20,000 rows keep the request to about 2 s.
+DELETE_INLINE_MAX_ROWS = env.int("DELETE_INLINE_MAX_ROWS", default=20_000)
+
 # Celery: the broker is Redis when REDIS_URL is set, else the filesystem transport.
 REDIS_URL = env.str("REDIS_URL", default="")
 CELERY_FS_DIR = VAR_DIR / "celery"

@@ -35,6 +35,10 @@ class Dataset(models.Model):
     item_count = models.PositiveIntegerField(default=0)
     # Hidden from lists and pickers until unarchived; runs that used it keep it.
     archived = models.BooleanField(default=False)
+    # Set while a worker deletes it (too many rows for a web request): archived too,
+    # so that lists and pickers hide it, and no new work starts on it. The deletion
+    # clears both (archived back to what it was) if it fails, in one transaction.
+    deleting = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

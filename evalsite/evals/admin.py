@@ -1,9 +1,6 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from evalsite.evals.models import (
@@ -20,7 +17,7 @@ from evalsite.evals.models import (
     RunScorer,
     ScorerConfig,
 )
-from evalsite.evals.runs.services import ACTIVE, run_delete
+from evalsite.evals.runs.services import ACTIVE
 
 
 @admin.register(JudgeConnection)
@@ -47,8 +44,9 @@ class RunAdmin(admin.ModelAdmin[Run]):
     list_filter = ["status"]
     inlines = [RunScorerInline]
 
-    # Deleting goes through the service: it refuses a queued or running run and
-    # records the deletion in the project's audit log.
+    # Deleting goes through the housekeeping service (review/admin.py replaces this
+    # admin with one that does): it refuses a queued or running run and records the
+    # deletion in the project's audit log.
 
     def has_delete_permission(
         self, request: HttpRequest, obj: Run | None = None
@@ -56,21 +54,6 @@ class RunAdmin(admin.ModelAdmin[Run]):
         if obj is not None and obj.status in ACTIVE:
             return False
         return super().has_delete_permission(request, obj)
-
-    def delete_model(self, request: HttpRequest, obj: Run) -> None:
-        run_delete(run=obj, user=_staff(request))
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        if queryset.filter(status__in=ACTIVE).exists():
-            raise PermissionDenied(
-                "Cancel queued or running runs before deleting them."
-            )
-        for run in queryset:
-            run_delete(run=run, user=_staff(request))
-
-
-def _staff(request: HttpRequest) -> User | None:
-    return request.user if isinstance(request.user, User) else None
 
 
 @admin.register(Result)

@@ -216,6 +216,10 @@ class Run(models.Model):
     monitor_at = models.DateTimeField(null=True, blank=True)
     # Hidden from lists and pickers until unarchived; its pages and links still work.
     archived = models.BooleanField(default=False)
+    # Set while a worker deletes it (too many rows for a web request): archived too,
+    # so that lists and pickers hide it, and no new work starts on it. The deletion
+    # clears both (archived back to what it was) if it fails, in one transaction.
+    deleting = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -2,6 +2,16 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from evalsite.accounts.admin import ProjectAdmin as BaseProjectAdmin
+from evalsite.accounts.models import Project
+from evalsite.datasets.admin import DatasetAdmin as BaseDatasetAdmin
+from evalsite.datasets.models import Dataset
+from evalsite.evals.admin import RunAdmin as BaseRunAdmin
+from evalsite.evals.models import Run
+from evalsite.review.housekeeping.admin import (
+    CascadeDeleteAdmin,
+    ProjectCascadeDeleteAdmin,
+)
 from evalsite.review.models import (
     Guideline,
     LabCandidate,
@@ -16,8 +26,35 @@ from evalsite.review.models import (
 )
 
 
+# Runs, datasets and projects are deleted with their queues and answers, which this app owns:
+# their admins (registered by their own apps) are replaced here by ones that delete
+# through the housekeeping service, as accounts replaces the User admin.
+class RunAdmin(CascadeDeleteAdmin[Run], BaseRunAdmin):
+    housekeeping_kind = "runs"
+
+
+class DatasetAdmin(CascadeDeleteAdmin[Dataset], BaseDatasetAdmin):
+    housekeeping_kind = "datasets"
+
+
+admin.site.unregister(Run)
+admin.site.register(Run, RunAdmin)
+admin.site.unregister(Dataset)
+admin.site.register(Dataset, DatasetAdmin)
+
+
+# A project takes everything of it, runs included (which this app's queues need).
+class ProjectAdmin(ProjectCascadeDeleteAdmin, BaseProjectAdmin):
+    pass
+
+
+admin.site.unregister(Project)
+admin.site.register(Project, ProjectAdmin)
+
+
 @admin.register(ReviewQueue)
-class ReviewQueueAdmin(admin.ModelAdmin[ReviewQueue]):
+class ReviewQueueAdmin(CascadeDeleteAdmin[ReviewQueue]):
+    housekeeping_kind = "queues"
     list_display = [
         "name",
         "run",

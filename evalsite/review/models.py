@@ -85,6 +85,10 @@ class ReviewQueue(models.Model):
     # An archived queue is closed: hidden from lists and the reviewers' counts, and
     # no longer keeps its runs from being deleted.
     archived = models.BooleanField(default=False)
+    # Set while a worker deletes it (too many rows for a web request): archived too,
+    # so that lists and pickers hide it, and no new work starts on it. The deletion
+    # clears both (archived back to what it was) if it fails, in one transaction.
+    deleting = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

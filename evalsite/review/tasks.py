@@ -8,6 +8,7 @@ from typing import Any
 from celery import shared_task
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.db import OperationalError
 
 from evalsite.accounts.services.audit import audit_event
 from evalsite.evals.models import Run
@@ -19,8 +20,48 @@ from evalsite.review.explorer.bulk import (
 )
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.explorer.selectors import Selection
+from evalsite.review.housekeeping.selectors import kind_of
+from evalsite.review.housekeeping.services import (
+    OBJECT_DELETE_TASK,
+    object_delete_marked,
+)
+
+OBJECT_DELETE_RETRIES = 3
 
 BULK_ACTION_APPLY_TASK = "review.bulk_action_apply"
+
+
+# Above the default limits (600 s soft): bench/bench_delete.py deleted a
+# million-result run in 126 s, so this allows ten times that and some; still below
+# the broker's visibility timeout (3600 s), so a running deletion is not redelivered.
+# A lost or refused database connection is retried (the deletion rolled back whole,
+# the object stays marked meanwhile): three more tries, 30 s, 60 s, 120 s apart.
+@shared_task(
+    bind=True,
+    name=OBJECT_DELETE_TASK,
+    soft_time_limit=1800,
+    time_limit=1860,
+    max_retries=OBJECT_DELETE_RETRIES,
+)
+def review_object_delete(
+    self: Any, kind: str, pk: int, user_id: int | None, archived: bool
+) -> None:
+    """Delete a run, dataset or queue marked `deleting` by a delete button, as
+    `user_id` asked; `archived` is what it was before (restored if this fails).
+    Safe to run again: an object already deleted, or no longer marked, is left be."""
+    retries = self.request.retries
+    try:
+        object_delete_marked(
+            kind=kind_of(kind),
+            pk=pk,
+            user_id=user_id,
+            archived=archived,
+            may_retry=retries < OBJECT_DELETE_RETRIES,
+        )
+    except OperationalError as exc:
+        if retries < OBJECT_DELETE_RETRIES:
+            raise self.retry(exc=exc, countdown=30 * 2**retries) from exc
+        raise
 
 
 @shared_task(name=BULK_ACTION_APPLY_TASK, acks_late=True)

@@ -78,6 +78,8 @@ def _check_run_inputs(
     errors: dict[str, str] = {}
     if dataset.project_id != project.pk:
         errors["dataset_id"] = "Not in this project."
+    elif dataset.deleting:
+        errors["dataset_id"] = "The dataset is being deleted."
     elif dataset.item_count == 0 and not dataset.items.exists():
         errors["dataset_id"] = "The dataset has no items."
     if not scorers:
@@ -332,6 +334,8 @@ def run_rejudge(*, run: Run, user: User | None, enqueue: bool = True) -> Run:
         raise ConflictError(
             "Wait until the run has finished, or cancel it, to re-judge it."
         )
+    if run.deleting:
+        raise ConflictError("This run is being deleted.")
     scorers: list[ScorerConfig] = []
     for run_scorer in run.run_scorers.select_related("scorer", "scorer__judge"):
         if run_scorer.scorer is None:
@@ -470,6 +474,8 @@ def run_retry_failed(*, run: Run, user: User | None) -> int:
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.status == Run.Status.CANCELLED:
             raise ConflictError("A cancelled run cannot be retried.")
+        if locked.deleting:
+            raise ConflictError("This run is being deleted.")
         failed = Result.objects.filter(run=locked, status=Result.Status.ERROR)
         ids = list(failed.values_list("pk", flat=True))
         if not ids:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.core.schemas import ErrorOut
@@ -33,6 +33,15 @@ class DeletedOut(Schema):
     deleted: dict[str, int]
     # Rows kept that lost their link to what was deleted.
     unlinked: dict[str, int]
+
+
+class DeletionStartedOut(Schema):
+    kind: Kind
+    id: int
+    name: str
+    # "deleting": a worker deletes it (too many rows for a request); meanwhile it
+    # is archived and refuses changes, then GET on it answers 404.
+    status: str
 
 
 def _archive(
@@ -81,17 +90,22 @@ def unarchive(
 
 @router.delete(
     "/projects/{project_id}/{housekeeping_kind:kind}/{pk}",
-    response={200: DeletedOut, **_ERRORS},
+    response={200: DeletedOut, 202: DeletionStartedOut, **_ERRORS},
 )
 def delete(
     request: AuthenticatedHttpRequest, project_id: int, kind: Kind, pk: int
-) -> DeletedOut:
-    """Delete the object and everything that goes with it (owners only); 409 with
-    the reason while a queued or running run or an open queue needs it."""
+) -> DeletedOut | Status[DeletionStartedOut]:
+    """Delete the object and everything that goes with it (owners only); 202 when
+    it has more rows than a request deletes (a worker does it); 409 with the reason
+    while a queued or running run or an open queue needs it, or it is being deleted."""
     obj = housekeeping_get_for_user(
         user=request.user, kind=kind, pk=pk, project_id=project_id, manage=True
     )
-    plan = services.object_delete(kind=kind, obj=obj, user=request.user)
+    plan = services.object_delete_request(kind=kind, obj=obj, user=request.user)
+    if plan.background:
+        return Status(
+            202, DeletionStartedOut(kind=kind, id=pk, name=plan.name, status="deleting")
+        )
     return DeletedOut(
         kind=kind,
         id=pk,

@@ -52,14 +52,18 @@ class KindInfo:
     # connections, any reviewer for the rest.
     archive_needs_owner: bool
     list_url: str  # the URL name of the object's list page
+    # Whether a large deletion of it goes to a worker (the model has `deleting`).
+    # Scorers and judges take only their own versions and scorers with them (run
+    # scorers keep their rows and lose the link): never a request's worth of rows.
+    background: bool
 
 
 KIND_INFO: dict[Kind, KindInfo] = {
-    "runs": KindInfo(Run, "run", False, "evals:runs"),
-    "datasets": KindInfo(Dataset, "dataset", False, "datasets:list"),
-    "scorers": KindInfo(ScorerConfig, "scorer", False, "evals:scorers"),
-    "judges": KindInfo(JudgeConnection, "judge", True, "evals:judges"),
-    "queues": KindInfo(ReviewQueue, "queue", False, "review:assigned"),
+    "runs": KindInfo(Run, "run", False, "evals:runs", True),
+    "datasets": KindInfo(Dataset, "dataset", False, "datasets:list", True),
+    "scorers": KindInfo(ScorerConfig, "scorer", False, "evals:scorers", False),
+    "judges": KindInfo(JudgeConnection, "judge", True, "evals:judges", False),
+    "queues": KindInfo(ReviewQueue, "queue", False, "review:assigned", True),
 }
 
 # What the confirmation page calls each kind of row that goes.
@@ -167,6 +171,9 @@ class DeletionPlan:
     # Closed queues of the deleted runs, which go with them (named on the page).
     closed_queues: list[str] = field(default_factory=list)
     cascade: Cascade | None = None
+    # Handed to a worker (too many rows for a request): nothing is counted or
+    # deleted yet, the object is marked `deleting`.
+    background: bool = False
 
     def set_counts(
         self,

@@ -17,6 +17,7 @@ from evalsite.lib.htmx import redirect_htmx, vary_on_htmx
 from evalsite.review.housekeeping import services
 from evalsite.review.housekeeping.selectors import (
     KIND_INFO,
+    DeletionPlan,
     Kind,
     archive_needs_owner,
     deletion_plan,
@@ -117,16 +118,34 @@ def object_delete(
             status = 400
         else:
             try:
-                done = services.object_delete(kind=the_kind, obj=obj, user=request.user)
+                done = services.object_delete_request(
+                    kind=the_kind, obj=obj, user=request.user
+                )
             except ApplicationError as exc:
                 context["error"] = exc.message
                 status = exc.status_code
             else:
-                messages.success(
-                    request,
-                    f"Deleted the {context['noun']} “{done.name}” and "
-                    f"{done.total - 1:,} rows that went with it.",
-                )
+                if done.background:
+                    messages.success(
+                        request,
+                        f"Deleting the {context['noun']} “{done.name}” in the "
+                        "background: it is hidden from lists until it is gone.",
+                    )
+                else:
+                    messages.success(
+                        request,
+                        f"Deleted the {context['noun']} “{done.name}” and "
+                        f"{done.total - 1:,} rows that went with it.",
+                    )
                 return redirect_htmx(request, _list_url(the_kind, project_id))
-    context["plan"] = deletion_plan(kind=the_kind, obj=obj)
+    if getattr(obj, "deleting", False):
+        # Nothing to count or confirm: a worker is deleting it.
+        context["plan"] = DeletionPlan(
+            kind=the_kind,
+            obj=obj,
+            name=object_label(the_kind, obj),
+            blockers=["It is being deleted in the background."],
+        )
+    else:
+        context["plan"] = deletion_plan(kind=the_kind, obj=obj)
     return render(request, "review/housekeeping/delete.html", context, status=status)

@@ -74,6 +74,8 @@ def pairwise_queue_create(
             "Both runs must belong to this project.",
             field_errors={"run_b": "not a run of this project"},
         )
+    if run_a.deleting or run_b.deleting:
+        raise ConflictError("One of the runs is being deleted.")
     text_check_storable(name, field="name")
     overlap = _clean_overlap(run_a, overlap)
     if seed is None:

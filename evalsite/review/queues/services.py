@@ -114,6 +114,8 @@ def queue_create(
     `result_ids` (each checked to be the run's: explorer.results_selected) narrows a
     FILTERS queue to those results: the explorer's "add the selected to a queue".
     """
+    if run.deleting:
+        raise ConflictError("This run is being deleted.")
     text_check_storable(name, field="name")
     overlap, final_rule = _clean_overlap(run, overlap, final_rule)
     if source == SOURCE_FAILING:
