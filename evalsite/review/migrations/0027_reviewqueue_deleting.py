@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("review", "0025_result_compare_index_unique_with_judge"),
+        ("review", "0026_result_id_verdicts_index"),
     ]
 
     operations = [
