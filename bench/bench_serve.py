@@ -77,6 +77,7 @@ EMBEDDED_ITEMS = int(os.environ.get("BENCH_SERVE_EMBEDDED_ITEMS", 5000))
 EMBEDDED_KINDS = ("faithfulness", "hallucination", "answer_relevancy")
 EMBEDDED_TARGET_S = 120.0
 EMBEDDED_RELOAD_SECONDS = 5.0
+EMBEDDED_CONCURRENCY = 16
 PASSWORD = "bench-serve-password"
 
 
@@ -596,7 +597,11 @@ def _embedded() -> list[dict[str, Any]]:
         stack.start()
         token = create_user_and_token(stack, "bench-embedded", PASSWORD)
         api = Api(stack.url, token)
-        project_id, judge_id = _project_with_judge(api, "bench-embedded", judge_url, 64)
+        # The offline judge connection's own default concurrency (as `make run`'s
+        # demo project has it): nothing configured.
+        project_id, judge_id = _project_with_judge(
+            api, "bench-embedded", judge_url, EMBEDDED_CONCURRENCY
+        )
         dataset_id = _upload(api, project_id, "embedded", EMBEDDED_ITEMS)
         scorer_ids = _scorers(api, project_id, judge_id, EMBEDDED_KINDS)
         page = httpx.Client(base_url=stack.url, timeout=30)
