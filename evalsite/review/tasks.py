@@ -1,5 +1,6 @@
-"""Review work too large for a web request: bulk accept / assign over every result
-matching a filter (see services.bulk and views.explorer)."""
+"""Review work too large for a web request: deleting a large run, dataset or queue
+(housekeeping), and bulk accept / assign over every result matching a filter (see
+explorer.bulk and explorer.views)."""
 
 from __future__ import annotations
 
