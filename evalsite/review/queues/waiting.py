@@ -12,10 +12,10 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import (
     Case,
     Count,
-    Min,
     Exists,
     F,
     IntegerField,
+    Min,
     OuterRef,
     Q,
     QuerySet,
