@@ -204,6 +204,15 @@ def _queue_card_context(
         )
         comments = list(comment_list(result=result))
     can_write = user_can_write(queue.project)
+    following: int | None = None
+    if isinstance(request.user, User):
+        # The badge and Skip in one read (see waiting_for), kept on the request for
+        # the badge (review.context_processors.waiting).
+        waiting = waiting_for(
+            project_id=queue.project_id, user=request.user, around=(queue.pk, position)
+        )
+        request._waiting_cache = waiting  # type: ignore[attr-defined]  # per request
+        following = waiting.following
     return {
         "project": queue.project,
         "queue": queue,
@@ -233,7 +242,12 @@ def _queue_card_context(
         "overlap": overlap,
         **flow_context(request, queue, result),
         **skip_flag_context(
-            request, queue, position, url=_queue_url, flag_error=flag_error
+            request,
+            queue,
+            position,
+            url=_queue_url,
+            flag_error=flag_error,
+            following=following,
         ),
         "card_url": _queue_url(queue, position),
         "action_base": reverse(

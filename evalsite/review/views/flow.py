@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import cached_property
+from types import EllipsisType
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -141,16 +142,19 @@ def skip_flag_context(
     *,
     url: Callable[[ReviewQueue, int | None], str],
     flag_error: str = "",
+    following: int | None | EllipsisType = ...,
 ) -> dict[str, Any]:
     """Skip and Flag on a card of any queue kind: Skip leads to the next item
     waiting for the reviewer (the skipped one keeps waiting and comes round again);
-    Flag posts a reason. `url(queue, position)` is the card's own URL."""
+    Flag posts a reason. `url(queue, position)` is the card's own URL. `following`:
+    where Skip leads when the caller read it already (`waiting_for(around=...)`)."""
     user = request.user
-    following = (
-        queue_next_waiting(queue=queue, user=user, after=position)
-        if isinstance(user, User)
-        else None
-    )
+    if following is ...:
+        following = (
+            queue_next_waiting(queue=queue, user=user, after=position)
+            if isinstance(user, User)
+            else None
+        )
     return {
         "skip_url": url(queue, following) if following else None,
         "flag_url": reverse(

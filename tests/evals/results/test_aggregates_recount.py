@@ -16,6 +16,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from evalsite.accounts.models import Role
 from evalsite.core.exceptions import ApplicationError
 from evalsite.evals.models import Override, Result, Run
 from evalsite.evals.results import aggregates
@@ -28,6 +29,11 @@ from evalsite.evals.results.verdicts import (
     result_set_human_pass,
 )
 from evalsite.evals.runs.services import run_finish_if_complete, run_retry_failed
+from evalsite.review.explorer.schemas import ResultQuery
+from evalsite.review.models import FinalRule, QueueEntry
+from evalsite.review.queues.services import queue_create
+from evalsite.review.team.services import review_answer
+from tests.factories import MembershipFactory, UserFactory
 from tests.review.builders import make_run
 
 
@@ -351,3 +357,50 @@ def test_cache_outage_costs_a_recount_not_an_error(project, reviewer, monkeypatc
     )
     assert run_aggregates(run_id=run.pk)[0].overridden == 1
     _assert_matches_recount(run)
+
+
+@pytest.mark.django_db
+def test_overlap_answers_keep_the_aggregates_a_recount(
+    project, reviewer, django_capture_on_commit_callbacks
+):
+    """Third answers in an overlap-3 queue apply the majority: after each answer the
+    aggregates (the review side carried from the cache by the change) equal a
+    recount, and once every entry is decided nothing is counted again."""
+    rng = random.Random(7)
+    n = 6
+    run = make_run(
+        project,
+        kinds=["faithfulness"],
+        n_items=n,
+        analyses={"faithfulness": [_claims(rng) for _ in range(n)]},
+    )
+    others = [
+        MembershipFactory(
+            project=project, user=UserFactory(username=name), role=Role.REVIEWER
+        ).user
+        for name in ("bea", "cyd")
+    ]
+    queue = queue_create(
+        run=run,
+        user=reviewer,
+        query=ResultQuery(sort="item"),
+        overlap=3,
+        final_rule=FinalRule.MAJORITY,
+    )
+    _assert_matches_recount(run)  # caches both sides
+    for entry in QueueEntry.objects.filter(queue=queue).order_by("position"):
+        for user in (reviewer, *others):
+            with django_capture_on_commit_callbacks(execute=True):
+                review_answer(
+                    queue=queue,
+                    result=entry.result,
+                    user=user,
+                    passed=rng.random() < 0.5,
+                )
+            _assert_matches_recount(run)
+    assert not QueueEntry.objects.filter(
+        queue=queue, state=QueueEntry.State.OPEN
+    ).exists()
+    with CaptureQueriesContext(connection) as ctx:
+        run_aggregates(run_id=run.pk)
+    assert _grouped_reads(ctx.captured_queries) == []

@@ -24,7 +24,7 @@ from evalsite.review.models import (
     ReviewQueue,
 )
 from evalsite.review.queues.services import queue_create
-from evalsite.review.queues.waiting import waiting_for
+from evalsite.review.queues.waiting import queue_next_waiting, waiting_for
 from evalsite.review.team.services import review_answer
 from tests.conftest import bearer, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
@@ -298,6 +298,28 @@ def test_skip_leads_to_the_next_waiting_item_and_wraps(client, day, project, rev
     )
     # Skipping records nothing: the item still waits.
     assert recount(project, reviewer)[0][team.pk] == 2
+
+
+def test_the_badge_read_with_skip_gives_both_as_they_are_read_apart(
+    day, project, owner, reviewer, second, viewer
+):
+    """The card reads the badge and where Skip leads in one query: each equals its
+    own read, at every position of both queue kinds (wrapping, and nothing else
+    waiting included), for every member."""
+    for user in (owner, reviewer, second, viewer):
+        alone = waiting_for(project_id=project.pk, user=user)
+        for queue in (day["single"], day["team"]):
+            for position in range(1, queue.size + 2):
+                both = waiting_for(
+                    project_id=project.pk, user=user, around=(queue.pk, position)
+                )
+                assert (both.by_queue, both.assigned) == (
+                    alone.by_queue,
+                    alone.assigned,
+                )
+                assert both.following == queue_next_waiting(
+                    queue=queue, user=user, after=position
+                ), (user, queue.name, position)
 
 
 def test_skip_when_nothing_else_waits_says_so(client, day, project, reviewer):

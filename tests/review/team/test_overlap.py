@@ -591,10 +591,11 @@ def test_the_answer_that_decides_costs_a_pinned_number_of_queries(
     # judge: a pass override, the overrides, the result and its audit (4); entry,
     # version, release (3); then the card: progress and agreement in one read (1),
     # the aggregates (3: the judge side is cached now), the comments (1), whether
-    # another blind queue still waits for this reviewer's answer (1); the item Skip
-    # leads to (1), an open flag on the item (1) and the navigation's waiting count,
-    # sent along out of band (2: the project's open queues and runs, then the counts).
-    with django_assert_num_queries(27):
+    # another blind queue still waits for this reviewer's answer (1); an open flag
+    # on the item (1) and the navigation's waiting count, sent along out of band,
+    # with the item Skip leads to read in the same scan (2: the project's open
+    # queues and runs, then the counts).
+    with django_assert_num_queries(26):
         response = client.post(url, {"passed": "pass"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     page = response.content.decode()
