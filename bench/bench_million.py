@@ -15,7 +15,8 @@ time (the Server-Timing header) of what a user touches: the run page, the explor
 last page by keyset, for the explorer and the API), the
 item page, an override with its recomputed aggregates, a third answer in the overlap-3
 queue (the majority applied), the agreement page of the run (the 50k-item queue;
-cached, and right after an answer, recomputed),
+cached, and right after an answer: the latest figures marked while the background
+recount, timed too, runs),
 compare of the two runs (first page, cold and cached), CSV and Parquet export (each in
 its own process: wall time, CPU time and that process's peak RSS, the kernel's VmHWM
 reset when the request starts), and the upload
