@@ -26,6 +26,7 @@ from evalsite.review.housekeeping.services import (
     OBJECT_DELETE_TASK,
     object_delete_marked,
 )
+from evalsite.review.team.agreement import AGREEMENT_RECOUNT_TASK, agreement_recount
 
 OBJECT_DELETE_RETRIES = 3
 
@@ -63,6 +64,14 @@ def review_object_delete(
         if retries < OBJECT_DELETE_RETRIES:
             raise self.retry(exc=exc, countdown=30 * 2**retries) from exc
         raise
+
+
+@shared_task(name=AGREEMENT_RECOUNT_TASK, acks_late=True)
+def review_agreement_recount(run_id: int, epsilon: float) -> None:
+    """Recount the agreement page's figures of the run's current review state (the
+    page shows the latest ones, marked, meanwhile). Safe to run again: a second
+    run finds them cached."""
+    agreement_recount(run_id=run_id, epsilon=epsilon)
 
 
 @shared_task(name=BULK_ACTION_APPLY_TASK, acks_late=True)

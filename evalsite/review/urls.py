@@ -149,6 +149,11 @@ urlpatterns = [
     path(f"{P}adjudication/", reviews.adjudication_list, name="adjudication"),
     path(f"{P}runs/<int:run_id>/agreement/", reviews.agreement, name="agreement"),
     path(
+        f"{P}runs/<int:run_id>/agreement/figures/",
+        reviews.agreement_figures,
+        name="agreement_figures",
+    ),
+    path(
         f"{P}queues/<int:queue_id>/<int:position>/<slug:action>/",
         queues.queue_action,
         name="queue_action",

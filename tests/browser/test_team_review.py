@@ -7,13 +7,16 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import transaction
+from playwright.sync_api import expect
 
 from evalsite.accounts.models import ReviewerPreferences, Role
+from evalsite.evals.results.verdicts import review_version_touch
 from evalsite.review.explorer.schemas import ResultQuery
 from evalsite.review.models import FinalRule, QueueEntry, Review
 from evalsite.review.queues.services import queue_create
 from scoring.agreement import krippendorff_alpha
-from tests.browser.conftest import TIMEOUT_MS, login
+from tests.browser.conftest import TIMEOUT_MS, AxeAudit, login
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.review.builders import judged_claims, make_run
 
@@ -143,5 +146,18 @@ def test_two_blind_reviewers_adjudication_and_agreement(browser, live_server, se
         f"#agreement-queue-{queue.pk} tr[data-figure='alpha_pass'] .alpha-pass"
     ).inner_text()
     assert alpha == f"{expected:.2f}"
+    # After a review write the page shows those figures at once, marked, and the
+    # region polls until the recount (eager here: sent by that load) replaces them.
+    with transaction.atomic():
+        review_version_touch(run_scorer=rs)
+    rita.goto(f"{live_server.url}/projects/{project.pk}/runs/{run.pk}/agreement/")
+    expect(rita.locator("#agreement-recounting")).to_contain_text("Recounting")
+    assert AxeAudit(rita).check() == []  # the marked page
+    expect(rita.locator("#agreement-recounting")).to_have_count(0, timeout=10_000)
+    alpha = rita.locator(
+        f"#agreement-queue-{queue.pk} tr[data-figure='alpha_pass'] .alpha-pass"
+    ).inner_text()
+    assert alpha == f"{expected:.2f}"
+    assert AxeAudit(rita).check() == []  # the recounted region
     for ctx in (rita_ctx, bea_ctx, ada_ctx):
         ctx.close()

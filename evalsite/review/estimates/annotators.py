@@ -5,7 +5,8 @@ scoring.inference.alternative_annotator_test; this module gathers the answers.""
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from evalsite.evals.models import Result, RunScorer
 from evalsite.review.models import Review
@@ -32,6 +33,9 @@ class AnnotatorVerdict:
     more_items: tuple[tuple[str, int], ...] = ()
     more_reviewers: int = 0
     min_items: int = MIN_ITEMS_PER_REVIEWER
+    # Set only when asked with allow_stale: the test of an earlier state, as of
+    # this time (see team.selectors.cached_by_state).
+    as_of: datetime | None = None
 
 
 def annotator_test(
@@ -39,20 +43,24 @@ def annotator_test(
     run_scorer: RunScorer,
     epsilon: float = DEFAULT_EPSILON,
     state: ReviewState | None = None,
+    allow_stale: bool = False,
 ) -> AnnotatorVerdict:
     """The judge's pass/fail against every reviewer's latest pass/fail answer on the
     scorer's ok results (from any queue: the test compares people with the judge,
     it estimates nothing about the run, so how the results were picked does not
     bias it). Cached by the run's review state, like the agreement figures: it reads
-    the same answers and verdicts (1.5 s uncached for bench_million's 150k answers)."""
+    the same answers and verdicts (1.5 s uncached for bench_million's 150k answers).
+    Exact unless `allow_stale` (the agreement page only)."""
     if state is None:
         state = review_state(run_id=run_scorer.run_id)
-    return cached_by_state(
+    verdict, as_of = cached_by_state(
         run_id=run_scorer.run_id,
         key=state.key(f"alt{run_scorer.pk}:{epsilon!r}", [run_scorer.pk]),
         state=state,
         compute=lambda: _annotator_test(run_scorer=run_scorer, epsilon=epsilon),
+        allow_stale=allow_stale,
     )
+    return verdict if as_of is None else replace(verdict, as_of=as_of)
 
 
 def _annotator_test(*, run_scorer: RunScorer, epsilon: float) -> AnnotatorVerdict:
