@@ -318,6 +318,8 @@ def agreement_figures(
 ) -> HttpResponse:
     """The page's #agreement-figures region, polled by htmx while it shows figures
     of an earlier state; stops the polling once they are recounted."""
+    # Another project's run is a 404 before anything else, the redirect included.
+    run_get_for_user(user=request.user, pk=run_id, project_id=project_id)
     if not wants_partial(request):
         url = reverse("review:agreement", args=[project_id, run_id])
         query = request.GET.urlencode()
