@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import fcntl
+import logging
 import os
 import random
 import threading
@@ -58,12 +59,18 @@ from django.conf import settings
 
 from scoring.client import parse_retry_after
 
+logger = logging.getLogger(__name__)
+
 # How long a waiter sleeps between attempts (seconds): short, because a judge call of
 # ~100 ms should not wait another 100 ms for a free slot.
 _POLL_MIN = 0.002
 _POLL_MAX = 0.02
 # The longest pause one 429's Retry-After imposes on the connection.
 _MAX_PAUSE = 60.0
+# A backend that cannot be reached (Redis restarting): the pump tries again this often,
+# for this long, before it fails the calls waiting for a slot.
+_BACKEND_RETRY_SECONDS = 0.5
+_BACKEND_OUTAGE_SECONDS = 30.0
 
 
 def judge_limiter(
@@ -221,16 +228,46 @@ class _Pump:
             # close (to_thread was a tenth of the worker's CPU on the embedded run).
             self.slots.give_back(slot, succeeded=succeeded)
             return
-        await asyncio.to_thread(self.slots.give_back, slot, succeeded=succeeded)
+        try:
+            await asyncio.to_thread(self.slots.give_back, slot, succeeded=succeeded)
+        except Exception:  # noqa: BLE001 - the call itself is done; its lease expires
+            # Redis away for a moment: the slot's lease frees it when it expires,
+            # and the judge's reply the call got must not be lost for it.
+            logger.warning("could not give a limiter slot back", exc_info=True)
+
+    def _fail_waiters(self, exc: BaseException) -> None:
+        while self.waiters:
+            future = self.waiters.popleft()
+            if not future.done():
+                future.set_exception(exc)
 
     async def _run(self) -> None:
         attempt = 0
+        down_since: float | None = None
         while self.waiters:
             while self.waiters and self.waiters[0].done():
                 self.waiters.popleft()  # cancelled while waiting
             if not self.waiters:
                 return
-            taken, wait = await asyncio.to_thread(self.slots.take, len(self.waiters))
+            try:
+                taken, wait = await asyncio.to_thread(
+                    self.slots.take, len(self.waiters)
+                )
+            except Exception as exc:  # noqa: BLE001 - handed to the waiters in the end
+                # The backend is away (Redis restarting). The pump used to die here
+                # with its waiters never answered: the dispatcher hung, its heartbeat
+                # kept the leases fresh, and the run never finished (the fault test
+                # of a broker restart, once in CI). Try again for a while, then fail
+                # the waiting calls, which fail their results as any call error does.
+                now = time.monotonic()
+                down_since = now if down_since is None else down_since
+                if now - down_since > _BACKEND_OUTAGE_SECONDS:
+                    self._fail_waiters(exc)
+                    return
+                logger.warning("limiter backend unavailable; retrying", exc_info=True)
+                await asyncio.sleep(_BACKEND_RETRY_SECONDS)
+                continue
+            down_since = None
             for slot in taken:
                 while self.waiters and self.waiters[0].done():
                     self.waiters.popleft()
@@ -245,7 +282,10 @@ class _Pump:
                 await asyncio.sleep(min(wait, 1.0) + random.uniform(0, 0.05))
             else:
                 timeout = _poll_delay(attempt) if attempt < 50 else 0.2
-                await asyncio.to_thread(self.slots.wait_for_release, timeout)
+                try:
+                    await asyncio.to_thread(self.slots.wait_for_release, timeout)
+                except Exception:  # noqa: BLE001 - the next take says whether it is back
+                    await asyncio.sleep(timeout)
             attempt += 1
 
 

@@ -301,3 +301,73 @@ def test_a_429_through_the_slot_is_reported_to_the_limiter():
         raise error
     slots, wait = limiter.take(1)
     assert slots == [] and 0.2 < wait <= 0.5
+
+
+class _FlakyBackend(FileLimiter):
+    """A file limiter whose backend calls fail `failures` times first, as Redis does
+    while it restarts."""
+
+    instant_give_back = False
+
+    def __init__(self, failures: int, **kw):
+        super().__init__(key=f"flaky-{uuid.uuid4().hex}", **kw)
+        self.failures = failures
+        self.give_back_failures = failures
+
+    def take(self, count):
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectionError("Connection refused")
+        return super().take(count)
+
+    def give_back(self, slot, *, succeeded):
+        super().give_back(slot, succeeded=succeeded)
+        if self.give_back_failures > 0:
+            self.give_back_failures -= 1
+            raise ConnectionError("Connection refused")
+
+
+def test_calls_waiting_for_a_slot_get_one_once_the_backend_is_back(monkeypatch):
+    """A backend away for a moment (Redis restarting) delays the waiting calls; it
+    neither loses them (the pump used to die with its waiters never answered, and the
+    dispatcher hung) nor fails a call that already got its reply."""
+    import asyncio
+
+    from evalsite.evals.engine import limiter as limiter_module
+
+    monkeypatch.setattr(limiter_module, "_BACKEND_RETRY_SECONDS", 0.01)
+    limiter = _FlakyBackend(failures=3, max_concurrency=2, requests_per_minute=0)
+    done: list[int] = []
+
+    async def call(n: int) -> None:
+        async with limiter.aslot():
+            await asyncio.sleep(0.01)
+        done.append(n)
+
+    async def scenario() -> None:
+        await asyncio.wait_for(asyncio.gather(*(call(n) for n in range(5))), 10)
+
+    asyncio.run(scenario())
+    assert sorted(done) == [0, 1, 2, 3, 4]
+
+
+def test_calls_waiting_for_a_slot_fail_when_the_backend_stays_away(monkeypatch):
+    import asyncio
+
+    from evalsite.evals.engine import limiter as limiter_module
+
+    monkeypatch.setattr(limiter_module, "_BACKEND_RETRY_SECONDS", 0.01)
+    monkeypatch.setattr(limiter_module, "_BACKEND_OUTAGE_SECONDS", 0.1)
+    limiter = _FlakyBackend(failures=10**6, max_concurrency=2, requests_per_minute=0)
+
+    async def call() -> None:
+        async with limiter.aslot():
+            pass
+
+    async def scenario() -> list[BaseException | None]:
+        return await asyncio.wait_for(
+            asyncio.gather(*(call() for _ in range(3)), return_exceptions=True), 10
+        )
+
+    outcomes = asyncio.run(scenario())
+    assert all(isinstance(o, ConnectionError) for o in outcomes)
