@@ -38,6 +38,7 @@ from scoring.egress import (
     AddressGuard,
     guarded_async_http_client,
     guarded_http_client,
+    shared_ssl_context,
     url_problem,
 )
 from scoring.errors import AnalysisError, CaseError, JudgeError, JudgeURLError
@@ -115,7 +116,12 @@ def make_client(
     http_client = (
         guarded_http_client(address_guard, timeout)
         if address_guard is not None
-        else httpx2.Client(timeout=timeout, follow_redirects=False, limits=_LIMITS)
+        else httpx2.Client(
+            timeout=timeout,
+            follow_redirects=False,
+            limits=_LIMITS,
+            verify=shared_ssl_context(trust_env=True),
+        )
     )
     # The judge's own time, when its replies say it (scoring.client.reported_seconds).
     http_client.event_hooks = {"request": [], "response": [note_reply]}
@@ -137,7 +143,12 @@ def make_async_client(
     http_client = (
         guarded_async_http_client(address_guard, timeout)
         if address_guard is not None
-        else httpx2.AsyncClient(timeout=timeout, follow_redirects=False, limits=_LIMITS)
+        else httpx2.AsyncClient(
+            timeout=timeout,
+            follow_redirects=False,
+            limits=_LIMITS,
+            verify=shared_ssl_context(trust_env=True),
+        )
     )
     http_client.event_hooks = {"request": [], "response": [anote_reply]}
     return openai.AsyncOpenAI(

@@ -417,3 +417,30 @@ def test_without_an_outage_limit_connection_errors_count_as_retries() -> None:
             get_step("factuality", "category"),
             first_step_messages("factuality", CASE, {}),
         )
+
+
+def test_judge_clients_verify_tls_through_one_shared_context() -> None:
+    """Every judge client of a process verifies certificates and host names with the
+    same context: building one per client cost a 512-in-flight dispatcher seconds of
+    its event loop before its first call."""
+    import ssl
+
+    from scoring import make_async_client, make_client
+    from scoring.egress import shared_ssl_context
+
+    def allow(host: str, port: int, addresses: Any) -> None:
+        return None
+
+    clients = [
+        make_async_client("https://judge.example/v1", "k", address_guard=allow),
+        make_async_client("https://judge.example/v1", "k", address_guard=allow),
+        make_client("https://judge.example/v1", "k", address_guard=allow),
+    ]
+    contexts = {id(c._client._transport._pool._ssl_context) for c in clients}
+    assert contexts == {id(shared_ssl_context())}
+    unguarded = make_async_client("https://judge.example/v1", "k")
+    context = unguarded._client._transport._pool._ssl_context
+    assert context is shared_ssl_context(trust_env=True)
+    for ctx in (shared_ssl_context(), context):
+        assert ctx.verify_mode == ssl.CERT_REQUIRED
+        assert ctx.check_hostname
