@@ -139,6 +139,9 @@ class ScorerDelta:
     # The cache name of the compared results' state; None: not cached (see
     # _state_token).
     state: str | None = None
+    # False: the figures above are not counted yet (runs_compare left them to
+    # compare_figures_count); they are zeros and must not be shown.
+    counted: bool = True
 
     @property
     def label(self) -> str:
@@ -255,7 +258,8 @@ class RowsPage(Generic[RowT]):
     rows: list[RowT]
     number: int
     per_page: int
-    count: int
+    # None while the pair's figures are being counted (ScorerDelta.counted False).
+    count: int | None
     # Keyset paging (compare_rows): the run A result ids the next and the previous
     # page start after and end before, None where there is no such page.
     next_after: int | None = None
@@ -266,7 +270,9 @@ class RowsPage(Generic[RowT]):
         return iter(self.rows)
 
     @property
-    def num_pages(self) -> int:
+    def num_pages(self) -> int | None:
+        if self.count is None:
+            return None
         return max(1, math.ceil(self.count / self.per_page))
 
     @property
@@ -276,7 +282,7 @@ class RowsPage(Generic[RowT]):
     def has_next(self) -> bool:
         if self.keyset:
             return self.next_after is not None
-        return self.number < self.num_pages
+        return self.number < (self.num_pages or 1)
 
     def has_previous(self) -> bool:
         if self.keyset:
@@ -284,7 +290,9 @@ class RowsPage(Generic[RowT]):
         return self.number > 1
 
     def has_other_pages(self) -> bool:
-        return self.num_pages > 1
+        if self.keyset:
+            return self.has_next() or self.has_previous()
+        return (self.num_pages or 1) > 1
 
     def next_page_number(self) -> int:
         return self.number + 1
@@ -306,6 +314,11 @@ class Comparison:
     @property
     def run_a(self) -> Run:
         return self.runs[0]
+
+    @property
+    def uncounted(self) -> list[ScorerDelta]:
+        """The scorer pairs whose figures are left to the background count."""
+        return [d for c in self.candidates for d in c.deltas if not d.counted]
 
     def candidate_for(self, run_id: int | None) -> Candidate:
         """The candidate of that run id, else run B's."""
@@ -471,9 +484,11 @@ def _state_token(run_a: Run, run_b: Run, delta: ScorerDelta) -> str | None:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
-def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> None:
-    """_aggregate_rows per scorer pair, cached under that pair's results' state (see
-    _state_token): a review of one scorer recomputes that scorer's pair alone."""
+def _aggregate_read(
+    *, run_a: Run, candidate: Candidate, spec: MatchSpec
+) -> tuple[dict[int, str], dict[int, tuple[Any, ...] | None]]:
+    """Name each scorer pair's figures by its results' state (see _state_token) and
+    read the cached ones: (cache key per run A scorer id, figures found per id)."""
     keys: dict[int, str] = {}
     for d in candidate.deltas:
         token = _state_token(run_a, candidate.run, d)
@@ -489,16 +504,51 @@ def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> N
     found: dict[int, tuple[Any, ...] | None] = {
         pk: cached[key] for pk, key in keys.items() if key in cached
     }
-    missing = [d for d in candidate.deltas if d.a.pk not in found]
-    if missing:
-        fresh = _aggregate_rows(match=candidate.match, deltas=missing)
-        # A pair with no joined row caches None, so it is not recomputed either.
-        new = {d.a.pk: fresh.get(d.a.pk) for d in missing}
-        found.update(new)
-        cache.set_many(
-            {keys[pk]: row for pk, row in new.items() if pk in keys}, RESULTS_CACHE_TTL
-        )
-    _fill_deltas(candidate.deltas, found)
+    return keys, found
+
+
+def _aggregate_count(
+    *,
+    candidate: Candidate,
+    keys: dict[int, str],
+    found: dict[int, tuple[Any, ...] | None],
+    missing: list[ScorerDelta],
+) -> None:
+    """_aggregate_rows of the `missing` pairs into `found`, cached under their state
+    (a pair with no joined row caches None, so it is not recomputed either)."""
+    if not missing:
+        return
+    fresh = _aggregate_rows(match=candidate.match, deltas=missing)
+    new = {d.a.pk: fresh.get(d.a.pk) for d in missing}
+    found.update(new)
+    cache.set_many(
+        {keys[pk]: row for pk, row in new.items() if pk in keys}, RESULTS_CACHE_TTL
+    )
+
+
+def _aggregate_cached(
+    *, run_a: Run, candidates: list[Candidate], spec: MatchSpec, count_max: int | None
+) -> None:
+    """_aggregate_rows per scorer pair, cached under that pair's results' state (see
+    _state_token): a review of one scorer recomputes that scorer's pair alone.
+
+    Steps: read what is cached; when the pairs still to count join more than
+    `count_max` matched items in all, leave them uncounted (`counted` False; only
+    pairs with a state, which a background count can cache); count the rest."""
+    reads = [
+        (c, *_aggregate_read(run_a=run_a, candidate=c, spec=spec)) for c in candidates
+    ]
+    todo = [(c, d) for c, _, found in reads for d in c.deltas if d.a.pk not in found]
+    joined = sum(c.match.matched for c, d in todo if d.state)
+    defer = count_max is not None and joined > count_max
+    for candidate, keys, found in reads:
+        missing = [d for d in candidate.deltas if d.a.pk not in found]
+        if defer:
+            for d in missing:
+                d.counted = d.state is None
+            missing = [d for d in missing if d.counted]
+        _aggregate_count(candidate=candidate, keys=keys, found=found, missing=missing)
+        _fill_deltas([d for d in candidate.deltas if d.counted], found)
 
 
 def _aggregate_rows(
@@ -657,12 +707,19 @@ def _scorer_roots(ids: set[int]) -> dict[int, int]:
     return roots
 
 
-def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Comparison:
+def runs_compare(
+    *, runs: list[Run], spec: MatchSpec | None = None, count_max: int | None = None
+) -> Comparison:
     """Compare runs[1:] with runs[0] on their matched items.
 
     Steps: check 2–4 distinct runs of one project (the caller has checked access);
     match items per candidate (refusing duplicate keys with DuplicateKeyError);
     pair scorers by (kind, name); aggregate each candidate's deltas in one query.
+
+    `count_max` None counts every figure not cached (the API, exports, webhooks).
+    Else, when the pairs not cached join more matched items than that, their
+    figures are left uncounted (Comparison.uncounted) for compare_figures_count
+    (the page's background count).
     """
     spec = spec or MatchSpec()
     if not MIN_SIDES <= len(runs) <= MAX_SIDES:
@@ -740,8 +797,9 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
             duplicates_message(duplicates, spec=spec, labels=labels),
             duplicates=duplicates,
         )
-    for candidate in candidates:
-        _aggregate_cached(run_a=run_a, candidate=candidate, spec=spec)
+    _aggregate_cached(
+        run_a=run_a, candidates=candidates, spec=spec, count_max=count_max
+    )
     return Comparison(
         runs=runs,
         spec=spec,
@@ -751,11 +809,17 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
 
 
 def _page_start(
-    *, number: int, per_page: int, offset: int | None, count: int, hint: str = ""
+    *,
+    number: int,
+    per_page: int,
+    offset: int | None,
+    count: int | None,
+    hint: str = "",
 ) -> int:
     """The first row of a page (1-based `number`, or an API `offset`). Past MAX_OFFSET
     it is refused (deep pages cost a sort of the whole join); a page past the last
-    (a stale link) is the last page, as Paginator.get_page does."""
+    (a stale link) is the last page, as Paginator.get_page does, once the count is
+    known (None: still being counted, and such a page is empty)."""
     start = offset if offset is not None else (max(1, number) - 1) * per_page
     if start > MAX_OFFSET:
         raise ApplicationError(
@@ -837,7 +901,7 @@ def compare_rows(
         raise ApplicationError(
             f"Unknown filter {only!r}.", field_errors={"only": "unknown"}
         )
-    count = delta.rows_by_only.get(only, 0)
+    count = delta.rows_by_only.get(only, 0) if delta.counted else None
     sql, params = _rows_sql(delta, match=candidate.match)
     anchor = after if after is not None else before
     bound = (
