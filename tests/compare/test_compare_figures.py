@@ -15,8 +15,8 @@ from evalsite.compare.figures import (
 )
 from evalsite.compare.selectors import runs_compare
 from evalsite.datasets.matching.selectors import MatchSpec
-from evalsite.evals.results.verdicts import override_create, override_revert
 from evalsite.evals.results.rescore import run_rescore
+from evalsite.evals.results.verdicts import override_create, override_revert
 from tests.conftest import login
 from tests.factories import DatasetFactory
 from tests.review.builders import case_rows, judged_claims, make_run
