@@ -17,12 +17,17 @@ item page, an override with its recomputed aggregates, a third answer in the ove
 queue (the majority applied), the agreement page of the run (the 50k-item queue;
 cached, and right after an answer: the latest figures marked while the background
 recount, timed too, runs),
-compare of the two runs (first page, cold and cached), CSV and Parquet export (each in
+compare of the two runs (first page cold, i.e. nothing cached, and right after a
+review of one scorer: the rows at once, the figures counted by a background task
+whose time and "figures on screen" are reported too; and cached), CSV and Parquet
+export (each in
 its own process: wall time, CPU time and that process's peak RSS, the kernel's VmHWM
 reset when the request starts), and the upload
 of a 200k-row CSV (`dataset_create`, as the upload view runs it).
 
-Needs Postgres (skipped on SQLite). Run alone: `python -m bench bench_million`.
+Needs Postgres (skipped on SQLite). Run alone: `python -m bench bench_million`;
+`BENCH_MILLION_PARTS=compare` (comma-separated names of PARTS) times only those
+phases (the queue is built only for "pages" and "writes").
 Targets: ingest of 200k rows ≤ 60 s; pages p95 ≤ 300 ms; override and answer p95
 ≤ 50 ms; compare first page p95 ≤ 500 ms; CSV export of 1M ≤ 90 s, Parquet ≤ 60 s,
 each with the exporting process's peak RSS ≤ 200 MB.
