@@ -54,7 +54,7 @@ def cursor_without_jit(*, merge_join: bool = False) -> Iterator[Any]:
     index scans already in the join's order. Postgres prices a parallel hash join
     lower, but building the hash of 200k rows took 190–300 ms and the workers wait
     for cores on a busy machine: compare's rows query of 2 × 200k results (its lean
-    form) 610 → 336 ms median of 5 at load 7.8, 490 → 442 ms of 10 at load 12, on
+    form) 458 → 336 ms median of 5 at load 7.8, 490 → 442 ms of 10 at load 12, on
     2 cores (bench_million's data). Its grouped figures gained nothing from it."""
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
