@@ -118,9 +118,10 @@ def _compare_context(
     data = form.cleaned_data
     try:
         spec = MatchSpec(mode=data["match"], key=data["key"])
-        # A cold compare of 2 × 1M results counted its figures here: 1.2–1.6 s p95
-        # (bench_million); now its first page only lists the rows (see
-        # docs/benchmarks.md for the figures since).
+        # Large comparisons' figures are counted by a worker while the page polls:
+        # counted here, the cold first page of bench_million's 2 × 1M results took
+        # 2.6–5.3 s; without them (and with the leaner rows query) 0.33–0.67 s but
+        # one outlier, alternated at the same load (8–11 on 2 cores).
         comparison = selectors.runs_compare(
             runs=data["runs"],
             spec=spec,
