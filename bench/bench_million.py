@@ -79,7 +79,7 @@ WRITE_REPEAT = 30
 PAGE_TARGET_MS = 300.0
 WRITE_TARGET_MS = 50.0
 COMPARE_TARGET_MS = 500.0
-COMPARE_REPEAT = 5
+COMPARE_REPEAT = 10
 # The compare page's poll interval while the figures are counted (compare.html).
 POLL_MS = 1000.0
 # The phases, in order; BENCH_MILLION_PARTS=compare,exports runs only those.
@@ -1183,6 +1183,10 @@ def _compare(run: Any, run_b: Any, user: Any) -> list[dict[str, Any]]:
 
     out: list[dict[str, Any]] = []
     faith_b = run_b.run_scorers.get(kind="faithfulness")
+    # One warm-up, as time_get has: the process's first compare page loads its
+    # templates, which a server that has run a while has done.
+    client.get(compare, headers=htmx)
+    warm_up_sent = len(sent)
     try:
         for label, prepare, pending in (
             ("cold (nothing cached)", cache.clear, len(KINDS_USED)),
@@ -1232,8 +1236,10 @@ def _compare(run: Any, run_b: Any, user: Any) -> list[dict[str, Any]]:
             ]
     finally:
         figures_module.task_send = send  # type: ignore[assignment]
-    if len(sent) != 2 * COMPARE_REPEAT:
-        raise RuntimeError(f"{len(sent)} counts sent for {2 * COMPARE_REPEAT} pages")
+    if len(sent) - warm_up_sent != 2 * COMPARE_REPEAT:
+        raise RuntimeError(
+            f"{len(sent) - warm_up_sent} counts sent for {2 * COMPARE_REPEAT} pages"
+        )
     out += latency_rows(
         SECTION,
         "compare 2 × 1M, first page, cached",
