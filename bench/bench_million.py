@@ -17,12 +17,17 @@ item page, an override with its recomputed aggregates, a third answer in the ove
 queue (the majority applied), the agreement page of the run (the 50k-item queue;
 cached, and right after an answer: the latest figures marked while the background
 recount, timed too, runs),
-compare of the two runs (first page, cold and cached), CSV and Parquet export (each in
+compare of the two runs (first page cold, i.e. nothing cached, and right after a
+review of one scorer: the rows at once, the figures counted by a background task
+whose time and "figures on screen" are reported too; and cached), CSV and Parquet
+export (each in
 its own process: wall time, CPU time and that process's peak RSS, the kernel's VmHWM
 reset when the request starts), and the upload
 of a 200k-row CSV (`dataset_create`, as the upload view runs it).
 
-Needs Postgres (skipped on SQLite). Run alone: `python -m bench bench_million`.
+Needs Postgres (skipped on SQLite). Run alone: `python -m bench bench_million`;
+`BENCH_MILLION_PARTS=compare` (comma-separated names of PARTS) times only those
+phases (the queue is built only for "pages" and "writes").
 Targets: ingest of 200k rows ≤ 60 s; pages p95 ≤ 300 ms; override and answer p95
 ≤ 50 ms; compare first page p95 ≤ 500 ms; CSV export of 1M ≤ 90 s, Parquet ≤ 60 s,
 each with the exporting process's peak RSS ≤ 200 MB.
@@ -74,6 +79,11 @@ WRITE_REPEAT = 30
 PAGE_TARGET_MS = 300.0
 WRITE_TARGET_MS = 50.0
 COMPARE_TARGET_MS = 500.0
+COMPARE_REPEAT = 10
+# The compare page's poll interval while the figures are counted (compare.html).
+POLL_MS = 1000.0
+# The phases, in order; BENCH_MILLION_PARTS=compare,exports runs only those.
+PARTS = ("pages", "compare", "writes", "exports", "ingest")
 INGEST_ROWS = 200_000
 INGEST_TARGET_S = 60.0
 CSV_TARGET_S = 90.0
@@ -952,7 +962,6 @@ def _writes(
 
 
 def _pages(run: Any, run_b: Any, user: Any) -> list[dict[str, Any]]:
-    from django.core.cache import cache
     from django.test import Client
     from django.urls import reverse
 
@@ -1117,19 +1126,120 @@ def _pages(run: Any, run_b: Any, user: Any) -> list[dict[str, Any]]:
             note="page deep by the `after` cursor instead (row above)",
         )
     )
-    # Compare of the two runs: cold (nothing cached, as just after a run or a review),
-    # then cached.
-    compare = f"{reverse('compare:compare', args=[p])}?a={run.pk}&b={run_b.pk}"
-    cold = []
-    for _ in range(5):
-        cache.clear()
+    return out
+
+
+def _compare(run: Any, run_b: Any, user: Any) -> list[dict[str, Any]]:
+    """Compare of the two runs (5 scorer pairs of 200k matched items each).
+
+    Cold: nothing cached, as just after a run finished. The page lists its rows and
+    leaves the figures to a worker (settings.COMPARE_FIGURES_IN_REQUEST_MAX); the
+    count is timed here in-process, as the worker would run it, then the page's
+    poll that brings the figures. "Figures on screen" is when a user sees them with
+    an idle worker: the page, then the first 1 s poll after the count is done (the
+    worker starts while the page is still rendering, so this is an upper bound
+    short of the queue's latency). Then after a review of one scorer (its pair
+    counted again, the other four from the cache), and cached."""
+    from django.core.cache import cache
+    from django.db.models import F
+    from django.test import Client
+    from django.urls import reverse
+
+    from evalsite.compare import figures as figures_module
+    from evalsite.evals.models import ReviewVersion
+
+    client = Client()
+    client.force_login(user)
+    htmx = {"HX-Request": "true"}
+    p = run.project_id
+    query = f"?a={run.pk}&b={run_b.pk}"
+    compare = reverse("compare:compare", args=[p]) + query
+    poll = reverse("compare:compare_figures", args=[p]) + query
+    sent: list[tuple[Any, ...]] = []
+    send = figures_module.task_send
+    figures_module.task_send = lambda *a, **k: sent.append(a)  # type: ignore[assignment]
+
+    def sample(pending: int) -> tuple[float, float, float, float]:
+        """The page (with `pending` pairs counting), the count, the last poll and
+        when the figures are on screen, in ms."""
         resp = client.get(compare, headers=htmx)
-        if resp.status_code != 200:
+        html = resp.content.decode()
+        if resp.status_code != 200 or 'id="compare-rows"' not in html:
             raise RuntimeError(f"compare answered {resp.status_code}")
-        cold.append(server_ms(resp))
-    out += latency_rows(
-        SECTION, "compare 2 × 1M, first page, cold", cold, COMPARE_TARGET_MS
-    )
+        if html.count('data-stat="counting"') != pending:
+            raise RuntimeError("compare page does not mark the pairs counting")
+        page = server_ms(resp)
+        start = time.perf_counter()
+        figures_module.compare_figures_count(
+            run_ids=[run.pk, run_b.pk], match="key", key="id"
+        )
+        count = (time.perf_counter() - start) * 1000
+        resp = client.get(poll, headers=htmx)
+        if resp.status_code != 286 or b'data-stat="counting"' in resp.content:
+            raise RuntimeError(f"compare figures answered {resp.status_code}")
+        polled = server_ms(resp)
+        polls_before = max(1, -(-(page + count) // POLL_MS))
+        return page, count, polled, polls_before * POLL_MS + polled
+
+    out: list[dict[str, Any]] = []
+    faith_b = run_b.run_scorers.get(kind="faithfulness")
+    # One warm-up, as time_get has: the process's first compare page loads its
+    # templates, which a server that has run a while has done.
+    client.get(compare, headers=htmx)
+    warm_up_sent = len(sent)
+    try:
+        for label, prepare, pending in (
+            ("cold (nothing cached)", cache.clear, len(KINDS_USED)),
+            (
+                "after a review of one scorer",
+                lambda: ReviewVersion.objects.update_or_create(
+                    run_scorer_id=faith_b.pk,
+                    defaults={"version": F("version") + 1},
+                    create_defaults={"version": 1},
+                ),
+                1,
+            ),
+        ):
+            samples = []
+            for _ in range(COMPARE_REPEAT):
+                prepare()
+                samples.append(sample(pending))
+            pages, counts, polls, ready = (list(x) for x in zip(*samples, strict=True))
+            out += latency_rows(
+                SECTION,
+                f"compare 2 × 1M, first page, {label}",
+                pages,
+                COMPARE_TARGET_MS,
+            )
+            out += [
+                _row(
+                    f"compare 2 × 1M, {label}: background count of the figures p50",
+                    statistics.median(counts),
+                    "ms",
+                    None,
+                    note=f"max {max(counts):.0f} ms; one REPEATABLE READ snapshot",
+                ),
+                _row(
+                    f"compare 2 × 1M, {label}: the poll that brings them p50",
+                    statistics.median(polls),
+                    "ms",
+                    None,
+                ),
+                _row(
+                    f"compare 2 × 1M, {label}: figures on screen p50",
+                    statistics.median(ready),
+                    "ms",
+                    None,
+                    note=f"max {max(ready):.0f} ms; the page, then the first "
+                    f"{POLL_MS:.0f} ms poll after the count (idle worker)",
+                ),
+            ]
+    finally:
+        figures_module.task_send = send  # type: ignore[assignment]
+    if len(sent) - warm_up_sent != 2 * COMPARE_REPEAT:
+        raise RuntimeError(
+            f"{len(sent) - warm_up_sent} counts sent for {2 * COMPARE_REPEAT} pages"
+        )
     out += latency_rows(
         SECTION,
         "compare 2 × 1M, first page, cached",
@@ -1178,12 +1288,23 @@ def _exports(run: Any, user: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _parts() -> set[str]:
+    """The phases BENCH_MILLION_PARTS names (comma-separated), else all of them."""
+    named = {p.strip() for p in os.environ.get("BENCH_MILLION_PARTS", "").split(",")}
+    named.discard("")
+    unknown = named - set(PARTS)
+    if unknown:
+        raise RuntimeError(f"BENCH_MILLION_PARTS: unknown {sorted(unknown)}; {PARTS}")
+    return named or set(PARTS)
+
+
 def run() -> list[dict[str, Any]]:
     from django.db import connection
 
     if connection.vendor != "postgresql":
         return [_row("skipped: needs Postgres", 0, "", None)]
     allow_testserver()
+    parts = _parts()
     with own_database(SECTION):
         started = time.perf_counter()
         user, run_a, run_b = _build()
@@ -1191,7 +1312,8 @@ def run() -> list[dict[str, Any]]:
         started = time.perf_counter()
         _reset_reviews(run_a)
         reviewers = _reviewers(run_a.project)
-        queue = _build_queue(run_a, reviewers)
+        # The queue only for the phases that read or answer it.
+        queue = _build_queue(run_a, reviewers) if parts & {"pages", "writes"} else None
         # datasets_item too: a database an older run left holds that run's
         # deleted upload (see _ingest).
         _vacuum("evals_result", "review_override", "datasets_item")
@@ -1211,12 +1333,16 @@ def run() -> list[dict[str, Any]]:
         )
         gc.collect()
         gc.freeze()
-        for phase in (
-            lambda: _pages(run_a, run_b, user),
-            lambda: _writes(run_a, user, queue, reviewers),
-            lambda: _exports(run_a, user),
-            lambda: _ingest(run_a.project, user),
-        ):
+        phases = {
+            "pages": lambda: _pages(run_a, run_b, user),
+            "compare": lambda: _compare(run_a, run_b, user),
+            "writes": lambda: _writes(run_a, user, queue, reviewers),
+            "exports": lambda: _exports(run_a, user),
+            "ingest": lambda: _ingest(run_a.project, user),
+        }
+        for name, phase in phases.items():
+            if name not in parts:
+                continue
             measured = phase()
             # As they come: the whole section takes long on a busy machine, and a
             # run stopped part-way still leaves what it measured.

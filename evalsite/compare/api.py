@@ -64,7 +64,8 @@ def runs_compare(
             after=query.after,
         )
         compare_rows_mask(page.rows, user=request.user, project_id=run_a.project_id)
-        count = page.count
+        # Counted: the API compares with every figure counted (no count_max).
+        count = page.count or 0
         next_after = page.next_after
         items = [
             {

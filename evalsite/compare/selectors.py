@@ -139,6 +139,9 @@ class ScorerDelta:
     # The cache name of the compared results' state; None: not cached (see
     # _state_token).
     state: str | None = None
+    # False: the figures above are not counted yet (runs_compare left them to
+    # compare_figures_count); they are zeros and must not be shown.
+    counted: bool = True
 
     @property
     def label(self) -> str:
@@ -255,7 +258,8 @@ class RowsPage(Generic[RowT]):
     rows: list[RowT]
     number: int
     per_page: int
-    count: int
+    # None while the pair's figures are being counted (ScorerDelta.counted False).
+    count: int | None
     # Keyset paging (compare_rows): the run A result ids the next and the previous
     # page start after and end before, None where there is no such page.
     next_after: int | None = None
@@ -266,7 +270,9 @@ class RowsPage(Generic[RowT]):
         return iter(self.rows)
 
     @property
-    def num_pages(self) -> int:
+    def num_pages(self) -> int | None:
+        if self.count is None:
+            return None
         return max(1, math.ceil(self.count / self.per_page))
 
     @property
@@ -276,7 +282,7 @@ class RowsPage(Generic[RowT]):
     def has_next(self) -> bool:
         if self.keyset:
             return self.next_after is not None
-        return self.number < self.num_pages
+        return self.number < (self.num_pages or 1)
 
     def has_previous(self) -> bool:
         if self.keyset:
@@ -284,7 +290,9 @@ class RowsPage(Generic[RowT]):
         return self.number > 1
 
     def has_other_pages(self) -> bool:
-        return self.num_pages > 1
+        if self.keyset:
+            return self.has_next() or self.has_previous()
+        return (self.num_pages or 1) > 1
 
     def next_page_number(self) -> int:
         return self.number + 1
@@ -306,6 +314,11 @@ class Comparison:
     @property
     def run_a(self) -> Run:
         return self.runs[0]
+
+    @property
+    def uncounted(self) -> list[ScorerDelta]:
+        """The scorer pairs whose figures are left to the background count."""
+        return [d for c in self.candidates for d in c.deltas if not d.counted]
 
     def candidate_for(self, run_id: int | None) -> Candidate:
         """The candidate of that run id, else run B's."""
@@ -361,36 +374,65 @@ def _gain(delta: ScorerDelta) -> int:
 
 
 def _rows_sql(delta: ScorerDelta, *, match: MatchSummary) -> tuple[str, list[Any]]:
-    """The CTE `j` of compare_rows: one row per matched item of one scorer pair,
-    with both results' figures, the delta, its direction-aware badness (> 0: run B
-    is worse) and the verdict flip (2: pass → fail, 1: fail → pass)."""
+    """The CTE `j` of compare_rows: one row per matched item of one scorer pair, with
+    what its order and filters read: the direction-aware badness (> 0: run B is
+    worse) and whether the verdict flipped pass → fail (p2f) or fail → pass (f2p).
+
+    Only these: Postgres computes every column a query names for each of the 200k
+    joined rows before it keeps 51, so the figures shown are read for the page's
+    rows alone (_page_sql); each status comparison is a text comparison per row.
+    With the fifteen columns the CTE had, the projection of the join took about
+    300 of the query's 500 ms (EXPLAIN ANALYZE, load 7). compare_rows of one pair
+    of bench_million's 2 × 200k results, cold: 812 → 630 ms median of 10, the same
+    rows (this and the merge join of cursor_without_jit, load 12 on 2 cores)."""
     from_sql, from_params = _pair_from(delta, match=match)
     ok = Result.Status.OK.value
     sql = f"""
         WITH j AS (
             SELECT sa.rid AS a_id, sb.rid AS b_id, sa.iid AS a_item,
-                sb.iid AS b_item, sa.st AS a_st, sb.st AS b_st,
-                sa.ps AS a_ps, sb.ps AS b_ps,
-                CASE WHEN sa.st = %s THEN sa.sc END AS a_sc,
-                CASE WHEN sb.st = %s THEN sb.sc END AS b_sc,
-                CASE WHEN sa.st = %s AND sb.st = %s THEN sb.sc - sa.sc END AS d,
+                sb.iid AS b_item,
+                COALESCE(sa.st = %s AND sb.st = %s AND sa.ps AND NOT sb.ps, FALSE)
+                    AS p2f,
+                COALESCE(sa.st = %s AND sb.st = %s AND NOT sa.ps AND sb.ps, FALSE)
+                    AS f2p,
                 CASE WHEN sa.st = %s AND sb.st = %s THEN %s * (sa.sc - sb.sc)
-                    END AS bad,
-                CASE WHEN sa.st = %s AND sb.st = %s AND sa.ps = %s AND sb.ps = %s
-                        THEN 2
-                    WHEN sa.st = %s AND sb.st = %s AND sa.ps = %s AND sb.ps = %s
-                        THEN 1
-                    ELSE 0 END AS flip
+                    END AS bad
             {from_sql}
         )
     """
-    params = [
-        *(ok, ok, ok, ok, ok, ok, _gain(delta)),
-        *(ok, ok, True, False),
-        *(ok, ok, False, True),
-        *from_params,
-    ]
-    return sql, params
+    return sql, [ok, ok, ok, ok, ok, ok, _gain(delta), *from_params]
+
+
+def _page_sql(*, where: str, forward: bool) -> str:
+    """After _rows_sql: the LIMITed rows of j (`where`, in _ORDER or _REVERSED; two
+    parameters, LIMIT and OFFSET) with both results' figures, read by id for those
+    rows alone, in the order compare_rows reads them."""
+    qn = connection.ops.quote_name
+    table = qn(Result._meta.db_table)
+    st, sc, ps, pk = (
+        qn(column_name(Result, f))
+        for f in ("status", "final_score", "final_passed", "id")
+    )
+    ok = f"'{Result.Status.OK.value}'"
+    both = f"ra.{st} = {ok} AND rb.{st} = {ok}"
+    order = _ORDER if forward else _REVERSED
+    return f"""
+        , page AS (
+            SELECT a_id, b_id, a_item, b_item, p2f, bad FROM j WHERE {where}
+            ORDER BY {order} LIMIT %s OFFSET %s
+        )
+        SELECT a_id, b_id, a_item, b_item, ra.{st}, rb.{st},
+            CASE WHEN ra.{st} = {ok} THEN ra.{sc} END,
+            CASE WHEN rb.{st} = {ok} THEN rb.{sc} END,
+            CASE WHEN {both} THEN rb.{sc} - ra.{sc} END,
+            bad,
+            CASE WHEN {both} AND ra.{ps} AND NOT rb.{ps} THEN 2
+                WHEN {both} AND NOT ra.{ps} AND rb.{ps} THEN 1 ELSE 0 END,
+            ra.{ps}, rb.{ps}
+        FROM page JOIN {table} ra ON ra.{pk} = page.a_id
+            JOIN {table} rb ON rb.{pk} = page.b_id
+        ORDER BY {order}
+    """
 
 
 def _aggregate_sql(
@@ -442,10 +484,10 @@ def _aggregate_sql(
 
 _ONLY_SQL = {
     "": "1 = 1",
-    "regressions": f"(flip = 2 OR bad > {EPS})",
-    "improvements": f"(flip = 1 OR bad < -{EPS})",
-    "flips": "flip > 0",
-    "changed": f"(flip > 0 OR bad > {EPS} OR bad < -{EPS})",
+    "regressions": f"(p2f OR bad > {EPS})",
+    "improvements": f"(f2p OR bad < -{EPS})",
+    "flips": "(p2f OR f2p)",
+    "changed": f"(p2f OR f2p OR bad > {EPS} OR bad < -{EPS})",
 }
 
 
@@ -471,9 +513,11 @@ def _state_token(run_a: Run, run_b: Run, delta: ScorerDelta) -> str | None:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
-def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> None:
-    """_aggregate_rows per scorer pair, cached under that pair's results' state (see
-    _state_token): a review of one scorer recomputes that scorer's pair alone."""
+def _aggregate_read(
+    *, run_a: Run, candidate: Candidate, spec: MatchSpec
+) -> tuple[dict[int, str], dict[int, tuple[Any, ...] | None]]:
+    """Name each scorer pair's figures by its results' state (see _state_token) and
+    read the cached ones: (cache key per run A scorer id, figures found per id)."""
     keys: dict[int, str] = {}
     for d in candidate.deltas:
         token = _state_token(run_a, candidate.run, d)
@@ -489,16 +533,51 @@ def _aggregate_cached(*, run_a: Run, candidate: Candidate, spec: MatchSpec) -> N
     found: dict[int, tuple[Any, ...] | None] = {
         pk: cached[key] for pk, key in keys.items() if key in cached
     }
-    missing = [d for d in candidate.deltas if d.a.pk not in found]
-    if missing:
-        fresh = _aggregate_rows(match=candidate.match, deltas=missing)
-        # A pair with no joined row caches None, so it is not recomputed either.
-        new = {d.a.pk: fresh.get(d.a.pk) for d in missing}
-        found.update(new)
-        cache.set_many(
-            {keys[pk]: row for pk, row in new.items() if pk in keys}, RESULTS_CACHE_TTL
-        )
-    _fill_deltas(candidate.deltas, found)
+    return keys, found
+
+
+def _aggregate_count(
+    *,
+    candidate: Candidate,
+    keys: dict[int, str],
+    found: dict[int, tuple[Any, ...] | None],
+    missing: list[ScorerDelta],
+) -> None:
+    """_aggregate_rows of the `missing` pairs into `found`, cached under their state
+    (a pair with no joined row caches None, so it is not recomputed either)."""
+    if not missing:
+        return
+    fresh = _aggregate_rows(match=candidate.match, deltas=missing)
+    new = {d.a.pk: fresh.get(d.a.pk) for d in missing}
+    found.update(new)
+    cache.set_many(
+        {keys[pk]: row for pk, row in new.items() if pk in keys}, RESULTS_CACHE_TTL
+    )
+
+
+def _aggregate_cached(
+    *, run_a: Run, candidates: list[Candidate], spec: MatchSpec, count_max: int | None
+) -> None:
+    """_aggregate_rows per scorer pair, cached under that pair's results' state (see
+    _state_token): a review of one scorer recomputes that scorer's pair alone.
+
+    Steps: read what is cached; when the pairs still to count join more than
+    `count_max` matched items in all, leave them uncounted (`counted` False; only
+    pairs with a state, which a background count can cache); count the rest."""
+    reads = [
+        (c, *_aggregate_read(run_a=run_a, candidate=c, spec=spec)) for c in candidates
+    ]
+    todo = [(c, d) for c, _, found in reads for d in c.deltas if d.a.pk not in found]
+    joined = sum(c.match.matched for c, d in todo if d.state)
+    defer = count_max is not None and joined > count_max
+    for candidate, keys, found in reads:
+        missing = [d for d in candidate.deltas if d.a.pk not in found]
+        if defer:
+            for d in missing:
+                d.counted = d.state is None
+            missing = [d for d in missing if d.counted]
+        _aggregate_count(candidate=candidate, keys=keys, found=found, missing=missing)
+        _fill_deltas([d for d in candidate.deltas if d.counted], found)
 
 
 def _aggregate_rows(
@@ -616,7 +695,15 @@ def match_summary(
     datasets (services.dataset_matches), matched now the first time."""
     ds_a, ds_b = run_a.dataset_id, run_b.dataset_id
     if ds_a == ds_b:
-        n = Item.objects.filter(dataset_id=ds_a).count()
+        # A dataset's items are inserted in its upload's transaction and never
+        # change after, so their count is kept by the dataset's id: a COUNT of 200k
+        # items took 30–50 ms of every compare page and poll (bench_million, load
+        # 5–9).
+        key = f"compare:dataset-items:{ds_a}"
+        n = cache.get(key)
+        if n is None:
+            n = Item.objects.filter(dataset_id=ds_a).count()
+            cache.set(key, n, RESULTS_CACHE_TTL)
         return MatchSummary(True, n, n, n, 0, 0, 0, 0)
     stored = dataset_match_get_or_create(datasets=(ds_a, ds_b), spec=spec)
     return MatchSummary(
@@ -657,12 +744,19 @@ def _scorer_roots(ids: set[int]) -> dict[int, int]:
     return roots
 
 
-def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Comparison:
+def runs_compare(
+    *, runs: list[Run], spec: MatchSpec | None = None, count_max: int | None = None
+) -> Comparison:
     """Compare runs[1:] with runs[0] on their matched items.
 
     Steps: check 2–4 distinct runs of one project (the caller has checked access);
     match items per candidate (refusing duplicate keys with DuplicateKeyError);
     pair scorers by (kind, name); aggregate each candidate's deltas in one query.
+
+    `count_max` None counts every figure not cached (the API, exports, webhooks).
+    Else, when the pairs not cached join more matched items than that, their
+    figures are left uncounted (Comparison.uncounted) for compare_figures_count
+    (the page's background count).
     """
     spec = spec or MatchSpec()
     if not MIN_SIDES <= len(runs) <= MAX_SIDES:
@@ -740,8 +834,9 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
             duplicates_message(duplicates, spec=spec, labels=labels),
             duplicates=duplicates,
         )
-    for candidate in candidates:
-        _aggregate_cached(run_a=run_a, candidate=candidate, spec=spec)
+    _aggregate_cached(
+        run_a=run_a, candidates=candidates, spec=spec, count_max=count_max
+    )
     return Comparison(
         runs=runs,
         spec=spec,
@@ -751,11 +846,17 @@ def runs_compare(*, runs: list[Run], spec: MatchSpec | None = None) -> Compariso
 
 
 def _page_start(
-    *, number: int, per_page: int, offset: int | None, count: int, hint: str = ""
+    *,
+    number: int,
+    per_page: int,
+    offset: int | None,
+    count: int | None,
+    hint: str = "",
 ) -> int:
     """The first row of a page (1-based `number`, or an API `offset`). Past MAX_OFFSET
     it is refused (deep pages cost a sort of the whole join); a page past the last
-    (a stale link) is the last page, as Paginator.get_page does."""
+    (a stale link) is the last page, as Paginator.get_page does, once the count is
+    known (None: still being counted, and such a page is empty)."""
     start = offset if offset is not None else (max(1, number) - 1) * per_page
     if start > MAX_OFFSET:
         raise ApplicationError(
@@ -769,21 +870,19 @@ def _page_start(
 
 # The order of compare_rows: pass → fail flips first, then the rows with a badness
 # (largest first), then the rest, each by A's item and result. _K0 and _K1 are its
-# first two keys; a keyset bound compares all five (_beyond_sql).
-_K0 = "(CASE WHEN flip = 2 THEN 0 ELSE 1 END)"
+# first two keys as a keyset bound compares them (_beyond_sql); the ORDER BY says
+# the same with the columns themselves, which Postgres then computes once per row.
+_K0 = "(CASE WHEN p2f THEN 0 ELSE 1 END)"
 _K1 = "(CASE WHEN bad IS NULL THEN 1 ELSE 0 END)"
-_ORDER = f"{_K0}, {_K1}, bad DESC, a_item, a_id"
-_REVERSED = f"{_K0} DESC, {_K1} DESC, bad ASC, a_item DESC, a_id DESC"
-_ROW_COLUMNS = (
-    "a_id, b_id, a_item, b_item, a_st, b_st, a_sc, b_sc, d, bad, flip, a_ps, b_ps"
-)
+_ORDER = "p2f DESC, bad DESC NULLS LAST, a_item, a_id"
+_REVERSED = "p2f ASC, bad ASC NULLS FIRST, a_item DESC, a_id DESC"
 
 
 def _beyond_sql(bound: tuple[Any, ...], *, forward: bool) -> tuple[str, list[Any]]:
-    """Rows strictly after (forward) or before the row whose (flip, bad, a_item,
+    """Rows strictly after (forward) or before the row whose (p2f, bad, a_item,
     a_id) is `bound`, in _ORDER."""
-    flip, bad, a_item, a_id = bound
-    k0, k1 = (0 if flip == 2 else 1), (1 if bad is None else 0)
+    p2f, bad, a_item, a_id = bound
+    k0, k1 = (0 if p2f else 1), (1 if bad is None else 0)
     later, earlier = (">", "<") if forward else ("<", ">")
     within = f"(a_item {later} %s OR (a_item = %s AND a_id {later} %s))"
     within_params: list[Any] = [a_item, a_item, a_id]
@@ -798,13 +897,13 @@ def _beyond_sql(bound: tuple[Any, ...], *, forward: bool) -> tuple[str, list[Any
 
 
 def _bound(delta: ScorerDelta, *, match: MatchSummary, a_id: int) -> Any:
-    """(flip, bad, a_item, a_id) of the compared row of run A's result `a_id`, None
+    """(p2f, bad, a_item, a_id) of the compared row of run A's result `a_id`, None
     when there is none (a page link from another scorer, or a deleted result). The
     page links name a row by its result id, so they show nothing a masked row hides."""
     sql, params = _rows_sql(delta, match=match)
     with cursor_without_jit() as cursor:
         cursor.execute(
-            sql + "SELECT flip, bad, a_item, a_id FROM j WHERE a_id = %s",
+            sql + "SELECT p2f, bad, a_item, a_id FROM j WHERE a_id = %s",
             [*params, a_id],
         )
         return cursor.fetchone()
@@ -837,7 +936,7 @@ def compare_rows(
         raise ApplicationError(
             f"Unknown filter {only!r}.", field_errors={"only": "unknown"}
         )
-    count = delta.rows_by_only.get(only, 0)
+    count = delta.rows_by_only.get(only, 0) if delta.counted else None
     sql, params = _rows_sql(delta, match=candidate.match)
     anchor = after if after is not None else before
     bound = (
@@ -864,11 +963,7 @@ def compare_rows(
         )
         number = start // per_page + 1
     # One row more than the page: whether there is a page beyond it.
-    sql += f"""
-        SELECT {_ROW_COLUMNS} FROM j WHERE {where}
-        ORDER BY {_ORDER if forward else _REVERSED}
-        LIMIT %s OFFSET %s
-    """
+    sql += _page_sql(where=where, forward=forward)
     position = f"{start}" if anchor is None else f"{'a' if forward else 'b'}{anchor}"
     key = (
         f"review:compare-rows:v3:{delta.state}:{only}:{position}:{per_page}"
@@ -877,7 +972,7 @@ def compare_rows(
     )
     raw: list[tuple[Any, ...]] | None = cache.get(key) if key else None
     if raw is None:
-        with cursor_without_jit() as cursor:
+        with cursor_without_jit(merge_join=candidate.match.same_dataset) as cursor:
             cursor.execute(sql, [*params, *where_params, per_page + 1, start])
             raw = [tuple(r) for r in cursor.fetchall()]
         if key:

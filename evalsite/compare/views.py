@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from django.conf import settings
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
+from django_htmx.http import HttpResponseStopPolling
 
 from evalsite.accounts.models import Project
 from evalsite.accounts.selectors import project_get_for_user
 from evalsite.compare import selectors
+from evalsite.compare.figures import compare_figures_send
 from evalsite.compare.forms import CompareForm
 from evalsite.compare.selectors import (
     ONLY_CHOICES,
@@ -26,7 +31,7 @@ from evalsite.compare.selectors import (
 from evalsite.core.exceptions import ApplicationError
 from evalsite.core.http import AuthenticatedHttpRequest
 from evalsite.datasets.matching.selectors import MatchSpec, normalise_input
-from evalsite.lib.htmx import partial, vary_on_htmx
+from evalsite.lib.htmx import partial, vary_on_htmx, wants_partial
 from evalsite.lib.worddiff import WORD_DIFF_MAX_WORDS, word_diff_cached
 from evalsite.review.estimates.compare import DEFAULT_DETECT, corrected_difference
 from evalsite.review.estimates.forms import DetectForm
@@ -76,13 +81,19 @@ def _detect(request: AuthenticatedHttpRequest) -> float:
 
 
 def _compare_context(
-    request: AuthenticatedHttpRequest, project: Project, *, with_item: bool
+    request: AuthenticatedHttpRequest,
+    project: Project,
+    *,
+    with_item: bool,
+    with_rows: bool = True,
 ) -> tuple[dict[str, Any], int]:
     """Parse the form, compare, and (with_item) load the chosen matched item.
 
     Steps: the form (400 when invalid, 404 for another project's run); the
-    comparison (400 with the reason on a duplicate key or bad match rule); the
-    page of rows of the chosen run and scorer; the side-by-side item.
+    comparison (400 with the reason on a duplicate key or bad match rule), its
+    figures not cached sent to a worker when they are many (the page polls
+    compare_figures for them); the page of rows of the chosen run and scorer
+    (with_rows); the side-by-side item.
     """
     form = CompareForm(request.GET or None, project=project)
     context: dict[str, Any] = {
@@ -107,10 +118,25 @@ def _compare_context(
     data = form.cleaned_data
     try:
         spec = MatchSpec(mode=data["match"], key=data["key"])
-        comparison = selectors.runs_compare(runs=data["runs"], spec=spec)
+        # Large comparisons' figures are counted by a worker while the page polls:
+        # counted here, the cold first page of bench_million's 2 × 1M results took
+        # 2.6–5.3 s; without them (and with the leaner rows query) 0.33–0.67 s but
+        # one outlier, alternated at the same load (8–11 on 2 cores).
+        comparison = selectors.runs_compare(
+            runs=data["runs"],
+            spec=spec,
+            count_max=settings.COMPARE_FIGURES_IN_REQUEST_MAX,
+        )
     except ApplicationError as exc:
         context["compare_error"] = exc.message
         return context, 400
+    if comparison.uncounted:
+        compare_figures_send(comparison=comparison)
+        figures_url = reverse("compare:compare_figures", args=[project.pk])
+        context.update(
+            figures_counting=len(comparison.uncounted),
+            figures_url=f"{figures_url}?{request.GET.urlencode()}",
+        )
     candidate = comparison.candidate_for(data.get("against"))
     delta = candidate.delta_for(data.get("run_scorer"))
     if delta is None and candidate.deltas:
@@ -132,7 +158,7 @@ def _compare_context(
             detect=_detect(request),
             judge_cells=delta.judge_cells,
         )
-        if delta is not None
+        if delta is not None and delta.counted
         else None,
         side_query=query.urlencode(),
         swap_query=_swap_query(
@@ -141,6 +167,20 @@ def _compare_context(
     )
     unmatched: Unmatched | None = data.get("unmatched") or None
     paging = {"number": data.get("page") or 1, "per_page": data.get("per_page") or 50}
+    if delta is not None and not unmatched:
+        only = data.get("only") or ""
+        # Counts None while the pair is being counted.
+        context["filters"] = [
+            (
+                value,
+                label,
+                delta.rows_by_only.get(value, 0) if delta.counted else None,
+                value == only,
+            )
+            for value, label in ONLY_CHOICES
+        ]
+    if not with_rows:
+        return context, 200
     try:
         if unmatched:
             context["unmatched"] = unmatched
@@ -152,20 +192,17 @@ def _compare_context(
                 **paging,
             )
         elif delta is not None:
-            only = data.get("only") or ""
-            context["filters"] = [
-                (value, label, delta.rows_by_only.get(value, 0), value == only)
-                for value, label in ONLY_CHOICES
-            ]
             context["page"] = selectors.compare_rows(
                 comparison=comparison,
                 candidate=candidate,
                 delta=delta,
-                only=only,
+                only=data.get("only") or "",
                 after=data.get("after"),
                 before=data.get("before"),
                 **paging,
             )
+            context["page_number"] = context["page"].number
+            context["page_count"] = context["page"].num_pages
             compare_rows_mask(
                 context["page"].rows,
                 user=request.user,
@@ -223,3 +260,42 @@ def compare_item(request: AuthenticatedHttpRequest, project_id: int) -> HttpResp
     context, status = _compare_context(request, project, with_item=True)
     template = partial(request, TEMPLATE, "compare-side-by-side")
     return render(request, template, context, status=status)
+
+
+@require_GET
+@vary_on_htmx
+def compare_figures(request: AuthenticatedHttpRequest, project_id: int) -> HttpResponse:
+    """The page's #compare-figures region, polled by htmx while a worker counts the
+    figures; once they are in, it stops the polling and swaps in the row counts of
+    the filters and the pager too (out of band)."""
+    # Another project's run is a 404 before anything else, the redirect included.
+    project = project_get_for_user(user=request.user, pk=project_id)
+    context, status = _compare_context(
+        request, project, with_item=False, with_rows=False
+    )
+    if not wants_partial(request):
+        url = reverse("compare:compare", args=[project.pk])
+        query = request.GET.urlencode()
+        return redirect(f"{url}?{query}" if query else url)
+    if status != 200 or "comparison" not in context:
+        return render(request, f"{TEMPLATE}#compare-body", context, status=status)
+    response = render(request, f"{TEMPLATE}#compare-figures", context)
+    if context.get("figures_counting"):
+        return response
+    delta = context["delta"]
+    if delta is not None and "filters" in context:
+        data = context["form"].cleaned_data
+        count = delta.rows_by_only.get(data.get("only") or "", 0)
+        per_page = data.get("per_page") or 50
+        context.update(
+            oob=True,
+            page_number=max(1, data.get("page") or 1),
+            page_count=max(1, math.ceil(count / per_page)),
+        )
+        response.content += render_to_string(
+            f"{TEMPLATE}#compare-filters", context, request
+        ).encode()
+        response.content += render_to_string(
+            f"{TEMPLATE}#compare-page-count", context, request
+        ).encode()
+    return HttpResponseStopPolling(response.content)

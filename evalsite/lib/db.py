@@ -44,12 +44,22 @@ def insert_rows(
 
 
 @contextmanager
-def cursor_without_jit() -> Iterator[Any]:
+def cursor_without_jit(*, merge_join: bool = False) -> Iterator[Any]:
     """A cursor in a transaction of its own (a savepoint when nested) with Postgres's
     JIT compiler off, for hand-written joins over many rows: their cost estimate
     passes jit_above_cost, and compiling the plan costs more than it saves (463 ms of
-    compare's 1.5 s aggregate of 2 × 1M results, bench_million)."""
+    compare's 1.5 s aggregate of 2 × 1M results, bench_million).
+
+    `merge_join`: no hash join and no parallel workers either, for a join of two
+    index scans already in the join's order. Postgres prices a parallel hash join
+    lower, but building the hash of 200k rows took 190–300 ms and the workers wait
+    for cores on a busy machine: compare's rows query of 2 × 200k results (its lean
+    form) 458 → 336 ms median of 5 at load 7.8, 490 → 442 ms of 10 at load 12, on
+    2 cores (bench_million's data). Its grouped figures gained nothing from it."""
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SET LOCAL jit = off")
+            if merge_join:
+                cursor.execute("SET LOCAL enable_hashjoin = off")
+                cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         yield cursor

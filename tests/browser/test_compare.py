@@ -153,3 +153,21 @@ def test_compare_keeps_the_baseline_on_resubmit_and_swaps_it(page, live_server, 
     assert page.locator("select[name=a]").input_value() == str(b.pk)
     summary = page.locator("#compare-summary h3").first.inner_text()
     assert f"#{b.pk}" in summary.split(" vs ")[0]
+
+
+def test_compare_of_many_results_shows_rows_then_polls_in_the_figures(
+    page, live_server, scene, settings
+):
+    """Past COMPARE_FIGURES_IN_REQUEST_MAX the page lists its rows with the figures
+    marked as counting; the poll swaps them in, with the filters' counts."""
+    settings.COMPARE_FIGURES_IN_REQUEST_MAX = 0
+    project, a, b = scene
+    login(page, live_server, "victor", "pw")
+    page.goto(f"{live_server.url}/projects/{project.pk}/compare/?a={a.pk}&b={b.pk}")
+    assert page.locator("#compare-rows tbody tr").count() == 2
+    assert page.locator("#compare-counting[role=status]").count() == 1
+    assert "Regressed (" not in page.locator("#compare-filters").inner_text()
+    page.locator("#compare-summary [data-stat=mean-delta]").wait_for()
+    assert page.locator("#compare-counting").count() == 0
+    assert "Regressed (1)" in page.locator("#compare-filters").inner_text()
+    assert page.locator("#compare-rows tbody tr").count() == 2
