@@ -22,7 +22,9 @@ its own process: wall time, CPU time and that process's peak RSS, the kernel's V
 reset when the request starts), and the upload
 of a 200k-row CSV (`dataset_create`, as the upload view runs it).
 
-Needs Postgres (skipped on SQLite). Run alone: `python -m bench bench_million`.
+Needs Postgres (skipped on SQLite). Run alone: `python -m bench bench_million`;
+only some parts with BENCH_MILLION_PARTS, comma-separated of pages, writes (overrides
+and answers), exports, ingest (e.g. `BENCH_MILLION_PARTS=writes`).
 Targets: ingest of 200k rows ≤ 60 s; pages p95 ≤ 300 ms; override and answer p95
 ≤ 50 ms; compare first page p95 ≤ 500 ms; CSV export of 1M ≤ 90 s, Parquet ≤ 60 s,
 each with the exporting process's peak RSS ≤ 200 MB.
@@ -1178,11 +1180,31 @@ def _exports(run: Any, user: Any) -> list[dict[str, Any]]:
     return out
 
 
+PARTS = ("pages", "writes", "exports", "ingest")
+
+
+def _parts(known: Sequence[str]) -> set[str]:
+    """The parts to time: BENCH_MILLION_PARTS, comma-separated names of `known`,
+    or all of them when unset; the setup runs always."""
+    raw = os.environ.get("BENCH_MILLION_PARTS", "").strip()
+    if not raw:
+        return set(known)
+    wanted = {p.strip() for p in raw.split(",") if p.strip()}
+    unknown = wanted - set(known)
+    if unknown:
+        raise SystemExit(
+            f"BENCH_MILLION_PARTS: no part {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(known)})"
+        )
+    return wanted
+
+
 def run() -> list[dict[str, Any]]:
     from django.db import connection
 
     if connection.vendor != "postgresql":
         return [_row("skipped: needs Postgres", 0, "", None)]
+    wanted = _parts(PARTS)
     allow_testserver()
     with own_database(SECTION):
         started = time.perf_counter()
@@ -1211,12 +1233,15 @@ def run() -> list[dict[str, Any]]:
         )
         gc.collect()
         gc.freeze()
-        for phase in (
-            lambda: _pages(run_a, run_b, user),
-            lambda: _writes(run_a, user, queue, reviewers),
-            lambda: _exports(run_a, user),
-            lambda: _ingest(run_a.project, user),
-        ):
+        phases = {
+            "pages": lambda: _pages(run_a, run_b, user),
+            "writes": lambda: _writes(run_a, user, queue, reviewers),
+            "exports": lambda: _exports(run_a, user),
+            "ingest": lambda: _ingest(run_a.project, user),
+        }
+        for name, phase in phases.items():
+            if name not in wanted:
+                continue
             measured = phase()
             # As they come: the whole section takes long on a busy machine, and a
             # run stopped part-way still leaves what it measured.
