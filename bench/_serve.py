@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -194,13 +195,20 @@ def follow_run(
     judge_stats_url: str,
     timeout: float = 1200,
     on_tick: Any = None,
-    poll_seconds: float = 0.1,
+    poll_seconds: float = 1.0,
 ) -> tuple[int, RunTimeline]:
-    """POST the run, then poll its status and the judge's counters every
-    `poll_seconds`: when the first judge call arrived, when the last one was answered,
-    when the API said done. Returns (run id, timeline)."""
+    """POST the run, then follow it as a CI job would: its status from the API every
+    `poll_seconds` (and `on_tick` as often), the judge's counters every 0.1 s (when
+    the first judge call arrived, when the last was answered; the judge is another
+    process and its counters cost it nothing). Returns (run id, timeline).
+
+    The run's end is its `finished_at` (the moment its status became done), not the
+    poll that saw it: the figure is then exact without polling the API often. At
+    0.1 s, the polls alone took a sixth of a core from the run they timed (each
+    `GET /api/runs/{id}` recounts a running run's aggregates, 16-19 ms)."""
     stats = httpx.Client(timeout=5)
     before = stats.get(judge_stats_url).json()
+    posted_at = time.time()
     started = time.monotonic()
     run = api.post(f"/projects/{project_id}/runs", json=body)
     post_seconds = time.monotonic() - started
@@ -208,6 +216,7 @@ def follow_run(
     completed = before["completed"]
     deadline = started + timeout
     detail: dict[str, Any] = {}
+    next_api = started
     while time.monotonic() < deadline:
         now = time.monotonic() - started
         judge = stats.get(judge_stats_url).json()
@@ -216,13 +225,18 @@ def follow_run(
         if judge["completed"] > completed:
             completed = judge["completed"]
             last_call = now
-        detail = api.get(f"/runs/{run['id']}")
-        if detail["status"] in {"done", "done_with_errors", "cancelled", "failed"}:
-            break
-        if on_tick is not None:
-            on_tick(run["id"])
-        time.sleep(poll_seconds)
+        if time.monotonic() >= next_api:
+            next_api = time.monotonic() + poll_seconds
+            detail = api.get(f"/runs/{run['id']}")
+            if detail["status"] in {"done", "done_with_errors", "cancelled", "failed"}:
+                break
+            if on_tick is not None:
+                on_tick(run["id"])
+        time.sleep(0.1)
     elapsed = time.monotonic() - started
+    if detail.get("finished_at"):
+        finished = datetime.fromisoformat(detail["finished_at"]).timestamp()
+        elapsed = min(elapsed, finished - posted_at)
     judge = stats.get(judge_stats_url).json()
     stats.close()
     progress = detail.get("progress", {})
@@ -230,7 +244,7 @@ def follow_run(
         elapsed=elapsed,
         post_seconds=post_seconds,
         first_call_seconds=first_call,
-        last_call_seconds=last_call,
+        last_call_seconds=None if last_call is None else min(last_call, elapsed),
         calls=judge["completed"] - before["completed"],
         max_in_flight=judge["max_in_flight"],
         status=detail.get("status", "?"),

@@ -7,6 +7,12 @@ pages and looks at the run page. Their work is in the JSON file named by
 BENCH_LOCUST_CONFIG (bench_serve._load_setup writes it); every answer the server
 accepted is appended to answers-<user>.jsonl beside it, so the bench can check that
 each one is in the database afterwards.
+
+Logging in is the morning's warm-up, not the work: when the last reviewer has logged
+in, the figures so far (logins: a password hash of Django's 1,000,000 PBKDF2 rounds
+each, all fifty within seconds) are written to warmup.json and locust's statistics
+start again, so that the page figures are those of people working beside the run;
+the bench starts the run only then (it waits for warmup.json).
 """
 
 from __future__ import annotations
@@ -23,6 +29,22 @@ from locust import HttpUser, between, events, task
 CONFIG: dict[str, Any] = json.loads(Path(os.environ["BENCH_LOCUST_CONFIG"]).read_text())
 _NAMES = itertools.cycle(CONFIG["users"])
 _FILTERS = ["", "?passed=false", "?passed=true", "?reviewed=false", "?q=refund"]
+_logged_in: set[str] = set()
+
+
+def _warm_up_done(environment: Any) -> None:
+    """Keep the warm-up's figures, then start locust's statistics again."""
+    entries = {
+        f"{entry.method} {entry.name}": {
+            "requests": entry.num_requests,
+            "failures": entry.num_failures,
+            "p95": entry.get_response_time_percentile(0.95),
+            "median": entry.median_response_time,
+        }
+        for entry in environment.stats.entries.values()
+    }
+    (Path(CONFIG["log_dir"]) / "warmup.json").write_text(json.dumps(entries))
+    environment.stats.reset_all()
 
 
 class Reviewer(HttpUser):  # type: ignore[misc]
@@ -53,6 +75,9 @@ class Reviewer(HttpUser):  # type: ignore[misc]
             raise RuntimeError(
                 f"{self.username} could not log in: {response.status_code}"
             )
+        _logged_in.add(self.username)
+        if len(_logged_in) == len(CONFIG["users"]):
+            _warm_up_done(self.environment)
 
     def _csrf(self) -> dict[str, str]:
         return {"X-CSRFToken": self.client.cookies.get("csrftoken", "")}
