@@ -404,3 +404,62 @@ def test_a_failed_batch_write_reaches_every_result_waiting_on_it():
     assert all(isinstance(f, OperationalError) for f in failed)
     assert later == [True, False]
     assert calls == [[1, 2], [12, 13]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lease_heartbeat_skips_a_result_being_stored_instead_of_waiting(
+    project, owner, dataset, scorers
+):
+    """A heartbeat that waited for rows a store batch held deadlocked with it (each
+    stalled the store for a second); it now extends the other leases and leaves the
+    held row, whose lease the store ends anyway."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from evalsite.evals.engine.claims import _Heartbeat
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: Postgres")
+    run = run_services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers[:1], enqueue=False
+    )
+    token = new_claim_token()
+    held, other = (r.pk for r in results_claim(run_id=run.pk, token=token, count=2))
+    long_ago = timezone.now() - timedelta(minutes=5)
+    Result.objects.filter(pk__in=[held, other]).update(claimed_at=long_ago)
+    locked, release = threading.Event(), threading.Event()
+
+    def store_in_progress() -> None:
+        try:
+            with transaction.atomic():
+                Result.objects.select_for_update().get(pk=held)
+                locked.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    def beat() -> None:
+        try:
+            beater.beat()
+        finally:
+            connection.close()
+
+    beater = _Heartbeat()
+    beater.held = {held: token, other: token}
+    storing = threading.Thread(target=store_in_progress)
+    storing.start()
+    assert locked.wait(10)
+    beating = threading.Thread(target=beat)
+    beating.start()
+    beating.join(10)
+    waited = beating.is_alive()
+    release.set()
+    storing.join(10)
+    beating.join(10)
+    assert not waited, "the heartbeat waited for the row being stored"
+    leases = dict(
+        Result.objects.filter(pk__in=[held, other]).values_list("pk", "claimed_at")
+    )
+    assert leases[held] == long_ago
+    assert leases[other] > long_ago
