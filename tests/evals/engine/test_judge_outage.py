@@ -21,10 +21,22 @@ from tests.factories import DatasetFactory
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _refusing_url() -> str:
-    with socket.socket() as s:  # a port nothing listens on: connection refused
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+@pytest.fixture
+def refusing_port():
+    """A port bound but not listening: connections are refused, and as long as the
+    test holds it nothing else in the suite can take the port and answer on it (a
+    port merely released could go to another test's server, or to nothing that
+    answers: once a 300 s hang in CI)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock
+    finally:
+        sock.close()
+
+
+def _url(sock: socket.socket) -> str:
+    return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
 def _run(project, owner, judge, rows: int) -> Run:
@@ -40,11 +52,11 @@ def _run(project, owner, judge, rows: int) -> Run:
 
 
 def test_results_fail_once_the_judge_is_unreachable_longer_than_the_setting(
-    project, owner, judge, settings, tmp_path
+    project, owner, judge, settings, tmp_path, refusing_port
 ):
     settings.VAR_DIR = tmp_path
     settings.JUDGE_OUTAGE_SECONDS = 1
-    url = _refusing_url()
+    url = _url(refusing_port)
     JudgeConnection.objects.filter(pk=judge.pk).update(base_url=url)
     settings.JUDGE_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
     judge.refresh_from_db()
@@ -62,11 +74,11 @@ def test_results_fail_once_the_judge_is_unreachable_longer_than_the_setting(
 
 
 def test_a_short_outage_is_waited_for_and_the_run_ends_without_errors(
-    project, owner, judge, settings, tmp_path
+    project, owner, judge, settings, tmp_path, refusing_port
 ):
     settings.VAR_DIR = tmp_path
     settings.JUDGE_OUTAGE_SECONDS = 30
-    url = _refusing_url()
+    url = _url(refusing_port)
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     JudgeConnection.objects.filter(pk=judge.pk).update(base_url=url)
     judge.refresh_from_db()
@@ -77,6 +89,7 @@ def test_a_short_outage_is_waited_for_and_the_run_ends_without_errors(
 
     def come_back() -> None:
         time.sleep(3)
+        refusing_port.close()  # the judge comes back on the port it was held on
         servers.append(start_server(port=port))
 
     thread = threading.Thread(target=come_back)
