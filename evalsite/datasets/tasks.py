@@ -6,7 +6,10 @@ from evalsite.datasets.matching.services import (
     DATASET_VERSIONS_MATCH_TASK,
     dataset_versions_match,
 )
+from evalsite.datasets.models import Item
+from evalsite.datasets.services import DATASET_ITEMS_ANALYZE_TASK
 from evalsite.datasets.uploads import uploads_cleanup
+from evalsite.lib.db import table_analyze
 
 
 @shared_task(name="datasets.uploads_cleanup")
@@ -21,6 +24,12 @@ def dataset_uploads_cleanup() -> int:
 dataset_uploads_cleanup_drain = shared_task(
     name="evalsite.datasets.tasks.dataset_uploads_cleanup"
 )(dataset_uploads_cleanup.run)
+
+
+@shared_task(name=DATASET_ITEMS_ANALYZE_TASK)
+def dataset_items_analyze() -> None:
+    """Refresh the items table's statistics (sent by an upload on commit)."""
+    table_analyze(Item)
 
 
 @shared_task(name=DATASET_VERSIONS_MATCH_TASK, acks_late=True)

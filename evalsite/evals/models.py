@@ -293,10 +293,17 @@ class Result(models.Model):
         ERROR = "error", "Error"
         CANCELLED = "cancelled", "Cancelled"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    # No index of their own for run, run_scorer and assignee: each is the first
+    # column of a composite index (unique_result_per_item_scorer, review_result_agg_idx,
+    # (assignee, run)), and every write of a result maintains every index, since each
+    # write moves updated_at, which review_result_*_updated_idx hold (25 indexes ->
+    # 22; figures in docs/benchmarks.md).
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="results", db_index=False
+    )
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="results")
     run_scorer = models.ForeignKey(
-        RunScorer, on_delete=models.CASCADE, related_name="results"
+        RunScorer, on_delete=models.CASCADE, related_name="results", db_index=False
     )
     # The run's project (with the caller's `.membership`), set by
     # evals.runs.selectors.result_get_for_user; results fetched any other way lack it.
@@ -377,6 +384,7 @@ class Result(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        db_index=False,
     )
     version = models.PositiveIntegerField(
         default=0, help_text="Bumped on every review change."

@@ -3,8 +3,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
 from django.test import override_settings
 
+from evalsite.celery import app
 from evalsite.core.exceptions import ApplicationError
 from evalsite.datasets.models import Dataset, Item
 from evalsite.datasets.services import (
@@ -472,3 +474,33 @@ def test_large_rows_are_inserted_in_smaller_batches(project, owner, monkeypatch)
     dataset = create(project, owner, upload("x.csv", data))
     assert dataset.items.count() == 10
     assert max(inserted) <= 4 and sum(inserted) == 10
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="planner statistics are Postgres's"
+)
+def test_an_upload_refreshes_the_items_statistics_once_it_commits(
+    project, owner, django_capture_on_commit_callbacks
+):
+    """Until analyzed, Postgres plans reads of a new dataset as if its items were not
+    there (a text search of 5,000 items took 1.6 s in the explorer, 20 ms after)."""
+    app.loader.import_default_modules()  # a worker knows every task; tests must load them
+
+    def planned_items() -> float:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT reltuples FROM pg_class WHERE relname = %s",
+                [Item._meta.db_table],
+            )
+            return float(cursor.fetchone()[0])
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Item._meta.db_table}")
+    before = planned_items()
+    rows = "".join(f'{{"input": "q{i}", "output": "a{i}"}}\n' for i in range(300))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        create(project, owner, upload("many.jsonl", rows), name="many")
+    assert planned_items() == before  # inserting alone leaves them stale
+    for callback in callbacks:
+        callback()  # the commit: sends the task, which runs eagerly in tests
+    assert planned_items() == before + 300
