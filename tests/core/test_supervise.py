@@ -129,3 +129,47 @@ def test_every_procfile_process_runs_supervised(line):
     assert command.startswith(
         f".venv/bin/python manage.py supervise --name {line} -- "
     ), command
+
+
+def test_supervise_nice_lowers_the_command_and_its_sessions_share(tmp_path):
+    """Under autogroup scheduling a nice value weighs only within a session, so the
+    worker's lower priority must also be its session's (as honcho starts it: a
+    session of its own, no terminal)."""
+    out = tmp_path / "child.txt"
+    probe = (
+        "import os, pathlib; "
+        "group = pathlib.Path('/proc/self/autogroup'); "
+        f"pathlib.Path({str(out)!r}).write_text("
+        "f'{os.nice(0)}|' + (group.read_text() if group.exists() else 'none'))"
+    )
+    supervisor = subprocess.Popen(
+        [sys.executable, "manage.py", "supervise", "--name", "w", "--nice", "7"]
+        + ["--delay", "30", "--", sys.executable, "-c", probe],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        text = _wait_for(lambda: out.exists() and out.read_text())
+        nice, group = text.split("|")
+        assert nice == "7"
+        if group != "none":
+            assert group.strip().endswith("nice 7"), group
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        _, err = supervisor.communicate(timeout=20)
+    assert b"supervise[w]: nice 7" in err
+
+
+def test_supervise_refuses_a_nice_out_of_range():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "supervise", "--nice", "25", "--", "true"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "--nice is from 0" in result.stderr
