@@ -345,7 +345,7 @@ else:
     }
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "evalsite.lib.cache.RedisCache",
         "LOCATION": REDIS_URL,
         # A Redis that stopped answering fails requests (and /healthz) in seconds
         # instead of holding them; redis-py waits forever by default.

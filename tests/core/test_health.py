@@ -83,7 +83,7 @@ def test_healthz_answers_503_naming_the_broker_when_it_is_down(client, broker_do
 def test_healthz_answers_503_naming_the_cache_when_it_is_down(client, settings):
     settings.CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "evalsite.lib.cache.RedisCache",
             "LOCATION": f"redis://:{SECRET}@127.0.0.1:{_closed_port()}/0",
         }
     }
