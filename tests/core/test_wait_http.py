@@ -122,7 +122,11 @@ def test_the_command_prints_the_address_only_after_the_server_answers():
 
 
 def test_the_command_says_nothing_of_the_address_while_nothing_answers():
-    port = _free_port()
+    # Held, not released: bound and not listening, the port refuses, and no other
+    # test's server can take it meanwhile.
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    port = held.getsockname()[1]
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -143,6 +147,7 @@ def test_the_command_says_nothing_of_the_address_while_nothing_answers():
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
+        held.close()
     assert f"has not answered at http://127.0.0.1:{port}/healthz" in warning
     assert "ready on" not in out
 

@@ -9,7 +9,6 @@ quietly (honcho stops every process as soon as one ends) until Ctrl-C or SIGTERM
 from __future__ import annotations
 
 import signal
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -103,19 +102,25 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         base = f"http://{options['host']}:{options['port']}/"
         url = base.rstrip("/") + options["path"]
-        stop = threading.Event()
+        # A flag, not a threading.Event: Event.set() from a signal handler deadlocks
+        # when the signal lands while the main thread holds the Event's own lock
+        # (inside wait()), and the command then ignored SIGTERM for good (once in CI).
+        stopping: list[int] = []
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
-            stop.set()
+            stopping.append(signum)
+
+        def stopped() -> bool:
+            return bool(stopping)
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, on_signal)
         status = None
-        while status is None and not stop.is_set():
+        while status is None and not stopped():
             status = wait_for_http(
-                url, timeout=options["timeout"], sleep=stop.wait, stopped=stop.is_set
+                url, timeout=options["timeout"], sleep=time.sleep, stopped=stopped
             )
-            if status is None and not stop.is_set():
+            if status is None and not stopped():
                 self.stderr.write(
                     f"evalsite has not answered at {url} after "
                     f"{options['timeout']:g} s; still waiting (see the web log)."
@@ -124,4 +129,5 @@ class Command(BaseCommand):
             self.stdout.write("\n".join(ready_lines(base, status=status)))
             self.stdout.flush()
         if options["stay"]:
-            stop.wait()
+            while not stopped():
+                time.sleep(INTERVAL)
