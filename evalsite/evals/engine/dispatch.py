@@ -353,8 +353,8 @@ class _DbWorkers:
                 item = self.jobs.get(timeout=0.05)
             except queue.Empty:
                 continue
-            # Stops (None) are queued only after this loop has ended (stop()).
-            assert item is not None
+            if item is None:
+                continue  # the event loop's wake-up when it ends (run_dispatch)
             self._run(*item)
 
     def _serve_extra(self) -> None:
@@ -830,6 +830,10 @@ def run_dispatch(
             errors.append(exc)
         finally:
             finished.set()
+            # Wake the serving thread now rather than at its next poll: twice in CI
+            # it sat in its 50 ms poll past pytest's 300 s with `finished` set (the
+            # cause is not known; a put ends any wait on the queue).
+            db_workers.jobs.put(None)
 
     # The event loop runs on a thread of its own; this thread serves its database work.
     loop_thread = threading.Thread(target=loop, name=f"dispatch-run-{run_id}")
