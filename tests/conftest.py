@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import socket
 
 import pytest
 
@@ -96,3 +97,17 @@ def other_listener():
     server = Listener()
     yield server
     server.close()
+
+
+@pytest.fixture
+def refusing_port():
+    """A loopback socket bound but not listening: connections to its port are
+    refused, and as long as the test holds it nothing else in the suite can take the
+    port and answer on it (a port merely released could go to another test's server,
+    or to nothing that answers: once a 300 s hang in CI). Close it to free the port."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock
+    finally:
+        sock.close()

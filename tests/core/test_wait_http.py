@@ -121,12 +121,8 @@ def test_the_command_prints_the_address_only_after_the_server_answers():
     assert "/healthz" in HITS  # it asked the server, which started after it
 
 
-def test_the_command_says_nothing_of_the_address_while_nothing_answers():
-    # Held, not released: bound and not listening, the port refuses, and no other
-    # test's server can take it meanwhile.
-    held = socket.socket()
-    held.bind(("127.0.0.1", 0))
-    port = held.getsockname()[1]
+def test_the_command_says_nothing_of_the_address_while_nothing_answers(refusing_port):
+    port = refusing_port.getsockname()[1]
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -147,7 +143,6 @@ def test_the_command_says_nothing_of_the_address_while_nothing_answers():
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
-        held.close()
     assert f"has not answered at http://127.0.0.1:{port}/healthz" in warning
     assert "ready on" not in out
 

@@ -21,20 +21,6 @@ from tests.factories import DatasetFactory
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def refusing_port():
-    """A port bound but not listening: connections are refused, and as long as the
-    test holds it nothing else in the suite can take the port and answer on it (a
-    port merely released could go to another test's server, or to nothing that
-    answers: once a 300 s hang in CI)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    try:
-        yield sock
-    finally:
-        sock.close()
-
-
 def _url(sock: socket.socket) -> str:
     return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
