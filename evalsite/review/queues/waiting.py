@@ -5,6 +5,7 @@ one grouped count per part in a UNION."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from django.db.models import (
 
 from evalsite.accounts.models import REVIEW_ROLES, Membership
 from evalsite.evals.models import Result, Run
+from evalsite.lib.db import compiled_once
 from evalsite.review.models import (
     PairwiseItem,
     Preference,
@@ -159,26 +161,31 @@ def _open_parts(*, project_id: int) -> dict[int, list[int]]:
     asked through joins, Postgres started a parallel worker for the single-review
     part even with no such queue (62 ms of a 142 ms count on bench_million at load
     9, for 0.1 ms of work)."""
-    kind = Case(
-        When(kind=ReviewQueue.Kind.PAIRWISE, then=Value(_PAIRWISE)),
-        When(overlap__gt=1, then=Value(_OVERLAP)),
-        default=Value(_SINGLE),
-        output_field=IntegerField(),
-    )
-    queues = (
-        ReviewQueue.objects.filter(project_id=project_id, archived=False)
-        .annotate(part=kind)
-        .values_list("part", "pk")
-        .order_by()
-    )
-    runs = (
-        Run.objects.filter(project_id=project_id, archived=False)
-        .annotate(part=Value(_RUN, IntegerField()))
-        .values_list("part", "pk")
-        .order_by()
-    )
+
+    def build(v: Mapping[str, int]) -> QuerySet[Any]:
+        kind = Case(
+            When(kind=ReviewQueue.Kind.PAIRWISE, then=Value(_PAIRWISE)),
+            When(overlap__gt=1, then=Value(_OVERLAP)),
+            default=Value(_SINGLE),
+            output_field=IntegerField(),
+        )
+        queues = (
+            ReviewQueue.objects.filter(project_id=v["project"], archived=False)
+            .annotate(part=kind)
+            .values_list("part", "pk")
+            .order_by()
+        )
+        runs = (
+            Run.objects.filter(project_id=v["project"], archived=False)
+            .annotate(part=Value(_RUN, IntegerField()))
+            .values_list("part", "pk")
+            .order_by()
+        )
+        return queues.union(runs, all=True)
+
     parts: dict[int, list[int]] = {_SINGLE: [], _OVERLAP: [], _PAIRWISE: [], _RUN: []}
-    for part, pk in queues.union(runs, all=True):
+    # Compiled once (see `waiting_for`): 2-3 ms of CPU per page at load 7-12.
+    for part, pk in compiled_once("open_parts", build, {"project": project_id}):
         parts[part].append(pk)
     return parts
 
@@ -209,24 +216,15 @@ def _grouped(
     return rows
 
 
-def waiting_for(
+def _waiting_counts(
     *,
     project_id: int,
-    user: User | AnonymousUser,
-    around: tuple[int, int] | None = None,
-) -> Waiting:
-    """Everything waiting for `user` in the project, in two queries: the project's
-    open queues and runs, then one grouped count per part it has, in a UNION.
-
-    `around` (queue id, position): also where Skip leads from that card
-    (`Waiting.following`, as `queue_next_waiting` gives it), read in the same scan
-    as the queue's count, whose filter is Skip's: the card drew both with a scan of
-    the queue's open entries each (bench_million's 50k-entry overlap-3 queue: the
-    badge 2-14 ms and Skip's 6-7 ms, at load 2-6)."""
-    if not user.is_authenticated:
-        return Waiting()
-    assert isinstance(user, User)
-    parts = _open_parts(project_id=project_id)
+    user: User,
+    parts: dict[int, list[int]],
+    around: tuple[int, int] | None,
+) -> QuerySet[Any]:
+    """`waiting_for`'s one query: a grouped count per part the project has (see
+    `_open_parts`), in a UNION."""
     counts: list[QuerySet[Any]] = []
     for overlap, part in ((False, _SINGLE), (True, _OVERLAP)):
         if parts[part]:
@@ -257,12 +255,57 @@ def waiting_for(
             .values_list("kind", "no_queue", "n", "later", "earlier")
             .order_by()
         )
-    if not counts:
+    return counts[0].union(*counts[1:], all=True)
+
+
+def waiting_for(
+    *,
+    project_id: int,
+    user: User | AnonymousUser,
+    around: tuple[int, int] | None = None,
+) -> Waiting:
+    """Everything waiting for `user` in the project, in two queries: the project's
+    open queues and runs, then one grouped count per part it has, in a UNION.
+
+    `around` (queue id, position): also where Skip leads from that card
+    (`Waiting.following`, as `queue_next_waiting` gives it), read in the same scan
+    as the queue's count, whose filter is Skip's: the card drew both with a scan of
+    the queue's open entries each (bench_million's 50k-entry overlap-3 queue: the
+    badge 2-14 ms and Skip's 6-7 ms, at load 2-6)."""
+    if not user.is_authenticated:
         return Waiting()
+    assert isinstance(user, User)
+    parts = _open_parts(project_id=project_id)
+    if not any(parts.values()):
+        return Waiting()
+    values = {"project": project_id, "user": user.pk}
+    if around is not None:
+        values.update(around_queue=around[0], around_position=around[1])
+    for part, ids in parts.items():
+        values.update({f"{part}:{i}": pk for i, pk in enumerate(ids)})
+
+    def build(v: Mapping[str, int]) -> QuerySet[Any]:
+        return _waiting_counts(
+            project_id=v["project"],
+            user=User(pk=v["user"]),
+            parts={
+                part: [v[f"{part}:{i}"] for i in range(len(ids))]
+                for part, ids in parts.items()
+            },
+            around=(v["around_queue"], v["around_position"])
+            if around is not None
+            else None,
+        )
+
+    # Compiled once per shape (the parts' sizes): building and compiling the UNION
+    # of grouped subqueries took 8-9 ms of CPU per card (17.5 ms at load 7), the
+    # database 1-4 ms to answer it (bench_million's 3rd answer via the card).
+    shape = ("waiting_for", tuple(len(ids) for ids in parts.values()), around is None)
+    rows = compiled_once(shape, build, values)
     by_queue: dict[int, int] = {}
     assigned_n = 0
     following = None
-    for kind, queue_id, n, later, earlier in counts[0].union(*counts[1:], all=True):
+    for kind, queue_id, n, later, earlier in rows:
         if kind == _ASSIGNED:
             assigned_n += n
         elif n:
@@ -300,9 +343,20 @@ def queue_next_waiting(*, queue: ReviewQueue, user: User, after: int) -> int | N
 
 def queue_open_flag(*, queue: ReviewQueue, position: int) -> QueueFlag | None:
     """The open flag on the item at `position`, if any."""
-    flags = QueueFlag.objects.filter(queue=queue, resolved_at__isnull=True)
-    if queue.is_pairwise:
-        flags = flags.filter(pair__position=position)
-    else:
-        flags = flags.filter(entry__position=position)
-    return flags.select_related("flagged_by").first()
+
+    def build(v: Mapping[str, int]) -> QuerySet[QueueFlag]:
+        flags = QueueFlag.objects.filter(queue_id=v["queue"], resolved_at__isnull=True)
+        if queue.is_pairwise:
+            flags = flags.filter(pair__position=v["position"])
+        else:
+            flags = flags.filter(entry__position=v["position"])
+        # [:1] with the model's ordering: what .first() reads.
+        return flags.select_related("flagged_by")[:1]
+
+    # Compiled once (see `waiting_for`): 1-2 ms of CPU of every queue card.
+    found = compiled_once(
+        ("queue_open_flag", queue.is_pairwise),
+        build,
+        {"queue": queue.pk, "position": position},
+    )
+    return found[0] if found else None

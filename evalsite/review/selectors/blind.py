@@ -21,9 +21,9 @@ cannot answer a queue, so there is nothing to bias, and viewers see everything.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -31,6 +31,7 @@ from django.urls import reverse
 
 from evalsite.accounts.models import REVIEW_ROLES, AuditEvent, Membership
 from evalsite.evals.models import Result, Run
+from evalsite.lib.db import compiled_once
 from evalsite.review.models import QueueEntry, Review, ReviewQueue
 
 AnyUser = User | AnonymousUser
@@ -162,21 +163,32 @@ def blind_entry_for(
         user=user, project_id=project_id, project=project or _loaded_project(result)
     ):
         return None
-    entry = (
-        _blind_entries(user=user)
-        .filter(result_id=result.pk, queue__project_id=project_id)
-        .select_related("queue")
-        .order_by("queue_id", "position")
-        .first()
+
+    def build(v: Mapping[str, int]) -> QuerySet[Any]:
+        return (
+            _blind_entries(user=User(pk=v["user"]))
+            .filter(result_id=v["result"], queue__project_id=v["project"])
+            .order_by("queue_id", "position")
+            .values_list("queue_id", "queue__name", "position")[:1]
+        )
+
+    # Compiled once: building and compiling it took 4-8 ms of CPU on every queue
+    # card (8.3 ms at load 7), the database under 1 ms to answer (bench_million's
+    # 3rd answer via the card).
+    rows = compiled_once(
+        "blind_entry_for",
+        build,
+        {"user": cast(int, user.pk), "result": result.pk, "project": project_id},
     )
-    if entry is None:
+    if not rows:
         return None
-    url = reverse("review:queue", args=[project_id, entry.queue_id])
+    queue_id, queue_name, position = rows[0]
+    url = reverse("review:queue", args=[project_id, queue_id])
     return BlindEntry(
-        queue_id=entry.queue_id,
-        queue_name=entry.queue.name,
-        position=entry.position,
-        url=f"{url}?pos={entry.position}",
+        queue_id=queue_id,
+        queue_name=queue_name,
+        position=position,
+        url=f"{url}?pos={position}",
     )
 
 
