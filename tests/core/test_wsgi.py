@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_wsgi_module_loads_the_urlconf_before_any_request():
+def test_the_wsgi_module_loads_the_urlconf_before_any_request() -> None:
     # A fresh interpreter, as a gunicorn worker is: what the module loads is what
     # the worker's first request no longer pays for.
     probe = (
