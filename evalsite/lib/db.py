@@ -122,11 +122,11 @@ def compiled_once(
     build: Callable[[Mapping[str, int]], QuerySet[Any]],
     values: Mapping[str, int],
 ) -> list[Any]:
-    """`list(build(values))`, with the queryset's SQL compiled once per thread and
-    `key`, which must name everything the query's shape depends on besides
-    `values` (the length of an IN list, a branch taken): building and compiling a
-    queryset of joins and subqueries costs more CPU than the database takes to
-    answer it. For querysets of model instances (select_related and annotations
+    """`list(build(values))`, with the queryset's SQL compiled once per connection
+    (see `compiled_cache`) and `key`, which must name everything the query's shape
+    depends on besides `values` (the length of an IN list, a branch taken): building
+    and compiling a queryset of joins and subqueries costs more CPU than the
+    database takes to answer it. For querysets of model instances (select_related and annotations
     included) and of values_list tuples; the rows go through the compiler's own
     converters and Django's own populators, as the ORM's iteration does.
 
