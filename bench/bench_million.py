@@ -12,7 +12,8 @@ database, `<name>_million` beside the bench's scratch database, built once and r
 Then times, with the Django test client and logged-in members, the app's own server
 time (the Server-Timing header) of what a user touches: the run page, the explorer
 (first page, each filter, text search, a page in the middle of the run and the
-last page by keyset, for the explorer and the API), the
+last page by keyset, for the explorer and the API), the results matrix (items ×
+scorers: first page, filters, search, the middle and last pages by keyset), the
 item page, an override with its recomputed aggregates, a third answer in the overlap-3
 queue (the majority applied), the agreement page of the run (the 50k-item queue;
 cached, and right after an answer: the latest figures marked while the background
@@ -1043,6 +1044,7 @@ def _pages(run: Any, run_b: Any, user: Any) -> list[dict[str, Any]]:
             f"{api}?limit=100&after={middle}",
             {},
         ),
+        *_matrix_cases(run, faith, middle_item),
         ("item page", reverse("review:item", args=[p, result[0]]), {}),
         (
             "item page (all scorers of the item)",
@@ -1127,6 +1129,40 @@ def _pages(run: Any, run_b: Any, user: Any) -> list[dict[str, Any]]:
         )
     )
     return out
+
+
+def _matrix_cases(
+    run: Any, faith: Any, middle_item: int
+) -> list[tuple[str, str, dict[str, str]]]:
+    """The results matrix (200k items × 5 scorers) as its htmx region is fetched on
+    each filter change: the first page, filters, search, the last page, and the page
+    after the middle item by keyset (the cursor of the lead scorer's row, as the Next
+    link carries it)."""
+    from django.urls import reverse
+
+    from evalsite.evals.models import Result
+    from evalsite.review.explorer.keyset import cursor_of
+
+    htmx = {"HX-Request": "true"}
+    page = reverse("review:matrix", args=[run.project_id, run.pk])
+    lead = run.run_scorers.order_by("position").first()
+    middle = cursor_of(
+        Result.objects.get(run=run, run_scorer=lead, item_id=middle_item), sort="item"
+    ).encode()
+    return [
+        ("matrix, first page (full page)", page, {}),
+        ("matrix, first page (htmx)", page, htmx),
+        ("matrix: final fail", f"{page}?final=fail", htmx),
+        (
+            "matrix: scorer + judge fail",
+            f"{page}?run_scorer={faith.pk}&judge=fail",
+            htmx,
+        ),
+        ("matrix: sort final score ↓", f"{page}?sort=-final", htmx),
+        ("matrix: text search", f"{page}?q=customer+1999", htmx),
+        ("matrix: page after item 100,000 (keyset)", f"{page}?after={middle}", htmx),
+        ("matrix: last page (keyset)", f"{page}?last=1", htmx),
+    ]
 
 
 def _compare(run: Any, run_b: Any, user: Any) -> list[dict[str, Any]]:
