@@ -183,6 +183,9 @@ class RunTimeline:
     last_call_seconds: float | None
     calls: int
     max_in_flight: int
+    # The judge's own seconds on the run's calls (from each request's arrival to its
+    # reply): over the elapsed time, the mean calls in flight; per call, its latency.
+    judge_busy_seconds: float
     status: str
     results_ok: int
     total: int
@@ -247,6 +250,7 @@ def follow_run(
         last_call_seconds=None if last_call is None else min(last_call, elapsed),
         calls=judge["completed"] - before["completed"],
         max_in_flight=judge["max_in_flight"],
+        judge_busy_seconds=judge["busy_seconds"] - before["busy_seconds"],
         status=detail.get("status", "?"),
         results_ok=int(progress.get("ok", 0)),
         total=int(detail.get("total", 0)),

@@ -207,6 +207,17 @@ def _timeline_rows(
         ),
         _row(f"{label}: the POST", round(1000 * tl.post_seconds), "ms"),
         _row(
+            f"{label}: judge's mean calls in flight (its busy seconds / POST to done)",
+            round(tl.judge_busy_seconds / tl.elapsed, 1) if tl.elapsed else None,
+            "calls",
+            note=f"of {concurrency} allowed",
+        ),
+        _row(
+            f"{label}: judge's mean seconds per call (its latency: {latency} ms)",
+            round(tl.judge_busy_seconds / tl.calls, 3) if tl.calls else None,
+            "s",
+        ),
+        _row(
             f"{label}: POST to first judge call (fan-out, dispatch start)",
             None if tl.first_call_seconds is None else round(tl.first_call_seconds, 2),
             "s",
