@@ -42,14 +42,19 @@ def new_claim_token() -> str:
     return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
+def _claimable(now: datetime) -> Q:
+    """Unclaimed, or claimed by a lease that has expired."""
+    cutoff = now - timedelta(seconds=conf.lease_seconds())
+    return Q(claimed_at__isnull=True) | Q(claimed_at__lt=cutoff)
+
+
 def results_claim(
     *, run_id: int, token: str, count: int, ids: Sequence[int] | None = None
 ) -> list[Result]:
     """Claim up to `count` pending results of the run (unclaimed, or whose lease
     expired), only among `ids` when given; the claimed rows with what judging needs."""
     now = timezone.now()
-    cutoff = now - timedelta(seconds=conf.lease_seconds())
-    claimable = Q(claimed_at__isnull=True) | Q(claimed_at__lt=cutoff)
+    claimable = _claimable(now)
     with transaction.atomic():
         candidates = (
             Result.objects.filter(run_id=run_id, status=Result.Status.PENDING)
@@ -76,6 +81,17 @@ def results_claim(
         Result.objects.filter(pk__in=found, claimed_by=token).select_related(
             "item", "run", "run_scorer", "run_scorer__judge"
         )
+    )
+
+
+def results_claimable_at_most(*, run_id: int, limit: int) -> int:
+    """How many results of the run a claim could take now, counted up to limit + 1
+    (an index walk of at most that many rows, whatever the run's size)."""
+    return (
+        Result.objects.filter(run_id=run_id, status=Result.Status.PENDING)
+        .filter(_claimable(timezone.now()))
+        .values("pk")[: limit + 1]
+        .count()
     )
 
 

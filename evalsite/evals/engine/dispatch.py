@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
 import queue
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from evalsite.evals.engine.claims import (
     heartbeat,
     new_claim_token,
     results_claim,
+    results_claimable_at_most,
     results_store,
 )
 from evalsite.evals.engine.judge_cache import JudgeCacheBatcher
@@ -91,6 +93,8 @@ _MAX_OPEN = 2000
 _EXTRA_DB_THREADS = 3
 _CONNECTIONS_PER_CLIENT = 8
 _CLAIM_INTERVAL = 0.05
+# How often a dispatcher looks whether the run's last results are within its reach.
+_ENDGAME_CHECK_INTERVAL = 1.0
 # After an infrastructure error (a lost database connection): how often, and how long
 # apart, the dispatcher tries again to store the judge's replies and give its results
 # back before it hands the error to the task's retry.
@@ -411,6 +415,8 @@ class _Dispatcher:
         # limiter slots until then) before it fails.
         self.open_tasks: set[asyncio.Task[None]] = set()
         self.failing = False
+        # What is left of the run is within this dispatcher's capacity: see _work.
+        self.endgame = False
         # Since when each judge connection could not be reached, over all this
         # dispatcher's calls to it, and its unreachable calls in a row.
         self.outages: dict[int, OutageClock] = {}
@@ -474,6 +480,7 @@ class _Dispatcher:
         first = True
         handed_over = False
         next_claim = 0.0
+        next_endgame_check = 0.0
         while True:
             if (
                 self.hand_over
@@ -503,14 +510,47 @@ class _Dispatcher:
             now = time.monotonic()
             if (
                 not stop_claiming
-                and free > 0
-                and (first or (not saturated and now >= next_claim))
+                and not first
+                and not self.endgame
+                and now >= next_endgame_check
             ):
-                count = (
-                    max(8, capacity // conf.dispatchers_per_run())
-                    if first
-                    else min(free, max(8, capacity // 16))
+                # The end of the run: a result's calls follow one another, so results
+                # started late leave the judge's slots empty while their last calls
+                # run (1 s × 128: 117, 82, 41, 7 calls in flight in the last four
+                # seconds). Once what is left is within this dispatcher's capacity,
+                # it is claimed without waiting for free room, and each result's
+                # first call goes before other results' later ones (the longest chain
+                # first): the last results start together and their later calls fill
+                # the slots. bench_serve, interleaved with the code before: 1 s × 128
+                # (1,000 three-call results) 88.6-89.6 % of the bound before, 92.5-
+                # 93.4 % with it; 2 s × 512, 87.4-88.1 % before, 86.1-87.6 % with it.
+                next_endgame_check = now + _ENDGAME_CHECK_INTERVAL
+                left = await self.db(
+                    results_claimable_at_most, run_id=self.run_id, limit=capacity
                 )
+                self.endgame = left <= capacity
+            if self.endgame:
+                may_claim = (
+                    not stop_claiming
+                    and now >= next_claim
+                    and len(open_tasks) < min(_MAX_OPEN, 2 * capacity)
+                )
+            else:
+                may_claim = (
+                    not stop_claiming
+                    and free > 0
+                    and (first or (not saturated and now >= next_claim))
+                )
+            if may_claim:
+                if first:
+                    count = max(8, capacity // conf.dispatchers_per_run())
+                elif self.endgame:
+                    count = min(
+                        min(_MAX_OPEN, 2 * capacity) - len(open_tasks),
+                        max(8, capacity // 16),
+                    )
+                else:
+                    count = min(free, max(8, capacity // 16))
                 claimed = await self.db(
                     results_claim, run_id=self.run_id, token=self.token, count=count
                 )
@@ -585,14 +625,17 @@ class _Dispatcher:
 
     @asynccontextmanager
     async def _call_slot(
-        self, limiter: RedisLimiter | FileLimiter, judge_id: int
+        self, limiter: RedisLimiter | FileLimiter, judge_id: int, calls: Iterator[int]
     ) -> AsyncIterator[None]:
+        """A limiter slot for the next call of one result (`calls` counts them): in
+        the run's end game, earlier calls first (see _work)."""
+        step = next(calls)
         if self.cancelled:
             raise RunCancelledError(f"run {self.run_id} was cancelled")
         if self.failing:
             raise _Abandoned()
         self._check_outage(judge_id)
-        async with limiter.aslot():
+        async with limiter.aslot(priority=step if self.endgame else 0):
             if self.cancelled:
                 raise RunCancelledError(f"run {self.run_id} was cancelled")
             if self.failing:
@@ -715,7 +758,7 @@ class _Dispatcher:
                 client = self._client(judge)
                 limiter = self.limiters.get(judge.pk) or limiter_for(judge)
                 self.limiters[judge.pk] = limiter
-                slot = partial(self._call_slot, limiter, judge.pk)
+                slot = partial(self._call_slot, limiter, judge.pk, itertools.count())
                 model, temperature = judge_model_settings(run_scorer, judge)
             case = result.item.as_case()
             if run_scorer.perturbation:

@@ -30,14 +30,17 @@ by half a slot, so it doubles back within a few round trips.
 Each limiter has a blocking face (`with limiter():`, for threads) and an asyncio face
 (`async with limiter.aslot():`). In one event loop a single pump takes slots for all
 the loop's waiters in one script call, so a thousand waiting coroutines cost one Redis
-round trip per release, not a thousand polls.
+round trip per release, not a thousand polls; it serves them by priority, then in the
+order they asked (the dispatcher's end game puts a result's first call before other
+results' later ones).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import fcntl
+import heapq
+import itertools
 import logging
 import os
 import random
@@ -172,12 +175,12 @@ class _Faces(_Slots):
         return self._slot()
 
     @asynccontextmanager
-    async def _aslot(self) -> AsyncIterator[None]:
+    async def _aslot(self, priority: int) -> AsyncIterator[None]:
         loop = asyncio.get_running_loop()
         pump = self._pumps.get(loop)
         if pump is None:
             pump = self._pumps[loop] = _Pump(self)
-        slot = await pump.acquire()
+        slot = await pump.acquire(priority)
         succeeded = False
         try:
             yield
@@ -190,8 +193,10 @@ class _Faces(_Slots):
         finally:
             await pump.release(slot, succeeded=succeeded)
 
-    def aslot(self) -> AbstractAsyncContextManager[None]:
-        return self._aslot()
+    def aslot(self, *, priority: int = 0) -> AbstractAsyncContextManager[None]:
+        """A slot; of this event loop's waiters, the lowest priority is served first,
+        then the first to ask."""
+        return self._aslot(priority)
 
     def waiting(self) -> int:
         """Coroutines of the running event loop waiting for a slot."""
@@ -200,19 +205,22 @@ class _Faces(_Slots):
 
 
 class _Pump:
-    """Takes slots for one event loop's waiters, in order, several per backend call.
+    """Takes slots for one event loop's waiters, in order (priority, then arrival),
+    several per backend call.
 
     The backend calls are blocking (redis-py, flock) and quick; they run in a thread of
     their own so the loop keeps serving replies meanwhile."""
 
     def __init__(self, slots: _Faces) -> None:
         self.slots = slots
-        self.waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
+        # A heap of (priority, arrival, future).
+        self.waiters: list[tuple[int, int, asyncio.Future[Any]]] = []
+        self._arrivals = itertools.count()
         self.task: asyncio.Task[None] | None = None
 
-    async def acquire(self) -> Any:
+    async def acquire(self, priority: int = 0) -> Any:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.waiters.append(future)
+        heapq.heappush(self.waiters, (priority, next(self._arrivals), future))
         if self.task is None or self.task.done():
             self.task = asyncio.create_task(self._run())
         try:
@@ -237,16 +245,19 @@ class _Pump:
 
     def _fail_waiters(self, exc: BaseException) -> None:
         while self.waiters:
-            future = self.waiters.popleft()
+            future = heapq.heappop(self.waiters)[2]
             if not future.done():
                 future.set_exception(exc)
+
+    def _drop_cancelled(self) -> None:
+        while self.waiters and self.waiters[0][2].done():
+            heapq.heappop(self.waiters)
 
     async def _run(self) -> None:
         attempt = 0
         down_since: float | None = None
         while self.waiters:
-            while self.waiters and self.waiters[0].done():
-                self.waiters.popleft()  # cancelled while waiting
+            self._drop_cancelled()
             if not self.waiters:
                 return
             try:
@@ -269,10 +280,9 @@ class _Pump:
                 continue
             down_since = None
             for slot in taken:
-                while self.waiters and self.waiters[0].done():
-                    self.waiters.popleft()
+                self._drop_cancelled()
                 if self.waiters:
-                    self.waiters.popleft().set_result(slot)
+                    heapq.heappop(self.waiters)[2].set_result(slot)
                 else:
                     await self.release(slot, succeeded=False)
             if taken:

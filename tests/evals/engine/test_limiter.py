@@ -371,3 +371,42 @@ def test_calls_waiting_for_a_slot_fail_when_the_backend_stays_away(monkeypatch):
 
     outcomes = asyncio.run(scenario())
     assert all(isinstance(o, ConnectionError) for o in outcomes)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_waiting_calls_are_served_by_priority_then_in_the_order_they_asked(backend):
+    """The dispatcher's end game asks with each result's call number as priority: a
+    result's first call goes before other results' later ones, and calls of one
+    priority keep their order."""
+    import asyncio
+
+    limiter = _make(
+        backend, f"p-{uuid.uuid4().hex}", max_concurrency=1, requests_per_minute=0
+    )
+    served: list[str] = []
+
+    async def call(name: str, priority: int) -> None:
+        async with limiter.aslot(priority=priority):
+            served.append(name)
+            await asyncio.sleep(0.005)
+
+    async def scenario() -> None:
+        holder = asyncio.Event()
+        release = asyncio.Event()
+
+        async def hold() -> None:
+            async with limiter.aslot():
+                holder.set()
+                await release.wait()
+
+        first = asyncio.create_task(hold())
+        await holder.wait()
+        waiting = []
+        for name, priority in [("c2", 2), ("a0", 0), ("b1", 1), ("d0", 0), ("e1", 1)]:
+            waiting.append(asyncio.create_task(call(name, priority)))
+            await asyncio.sleep(0.002)  # each one queued before the next asks
+        release.set()
+        await asyncio.wait_for(asyncio.gather(first, *waiting), 10)
+
+    asyncio.run(scenario())
+    assert served == ["a0", "d0", "b1", "e1", "c2"]

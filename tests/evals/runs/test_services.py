@@ -10,7 +10,11 @@ from django.utils import timezone
 from evalsite.accounts.services import project_create
 from evalsite.core.exceptions import ApplicationError, ConflictError
 from evalsite.evals import conf
-from evalsite.evals.engine.claims import new_claim_token, results_claim
+from evalsite.evals.engine.claims import (
+    new_claim_token,
+    results_claim,
+    results_claimable_at_most,
+)
 from evalsite.evals.engine.dispatch import run_dispatch
 from evalsite.evals.judges import services as judge_services
 from evalsite.evals.models import JudgeCall, Result, Run
@@ -183,6 +187,30 @@ def test_a_claim_respects_a_live_lease_and_takes_over_an_expired_one(
     assert claim()
     result.refresh_from_db()
     assert result.attempts == 2
+
+
+def test_the_claimable_count_stops_past_its_limit_and_skips_live_leases(
+    project, owner, dataset, scorers, frozen_clock
+):
+    """The dispatcher's end-game look: how many results a claim could still take,
+    counted no further than it needs."""
+    run = run_services.run_start(
+        project=project, user=owner, dataset=dataset, scorers=scorers, enqueue=False
+    )
+    total = run.results.count()
+    assert total >= 4
+
+    def left(limit: int) -> int:
+        return results_claimable_at_most(run_id=run.pk, limit=limit)
+
+    assert left(total) == total
+    assert left(2) == 3  # "more than 2"
+    held = results_claim(run_id=run.pk, token=new_claim_token(), count=2)
+    assert left(total) == total - 2
+    Result.objects.filter(pk=held[0].pk).update(status=Result.Status.OK)
+    frozen_clock.shift(conf.lease_seconds() + 1)
+    # The other claim's lease has expired: a claim could take that result again.
+    assert left(total) == total - 1
 
 
 def test_case_error_marks_the_result_with_the_field(
