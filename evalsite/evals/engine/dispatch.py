@@ -91,6 +91,9 @@ _MAX_OPEN = 2000
 # Database threads beside the calling one (Postgres): claims, cache reads and writes,
 # and stores of a few hundred calls a second.
 _EXTRA_DB_THREADS = 3
+# How often the thread serving a dispatcher's database work looks whether the event
+# loop has ended, when nothing wakes it.
+_SERVE_POLL_SECONDS = 0.05
 _CONNECTIONS_PER_CLIENT = 8
 _CLAIM_INTERVAL = 0.05
 # How often a dispatcher looks whether the run's last results are within its reach.
@@ -354,12 +357,21 @@ class _DbWorkers:
         """Run jobs on this thread until `until` is set."""
         while not until.is_set():
             try:
-                item = self.jobs.get(timeout=0.05)
+                item = self.jobs.get(timeout=_SERVE_POLL_SECONDS)
             except queue.Empty:
                 continue
             if item is None:
                 continue  # the event loop's wake-up when it ends (run_dispatch)
             self._run(*item)
+
+    def wake_all(self) -> None:
+        """The event loop has ended: a None for each extra thread, which ends it, and
+        one for the serving thread, which then sees `until` set. One None alone was
+        mostly taken by an extra thread (they wait longest, and the first waiter
+        wakes first); the serving thread then sat in its poll past pytest's 300 s,
+        three times in CI (the third with one of three extra threads gone)."""
+        for _ in range(self.extra + 1):
+            self.jobs.put(None)
 
     def _serve_extra(self) -> None:
         try:
@@ -873,10 +885,7 @@ def run_dispatch(
             errors.append(exc)
         finally:
             finished.set()
-            # Wake the serving thread now rather than at its next poll: twice in CI
-            # it sat in its 50 ms poll past pytest's 300 s with `finished` set (the
-            # cause is not known; a put ends any wait on the queue).
-            db_workers.jobs.put(None)
+            db_workers.wake_all()
 
     # The event loop runs on a thread of its own; this thread serves its database work.
     loop_thread = threading.Thread(target=loop, name=f"dispatch-run-{run_id}")
