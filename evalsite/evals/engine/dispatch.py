@@ -541,12 +541,10 @@ class _Dispatcher:
                     results_claimable_at_most, run_id=self.run_id, limit=capacity
                 )
                 self.endgame = left <= capacity
+            batch = max(8, capacity // 16)
+            endgame_room = min(_MAX_OPEN, 2 * capacity) - len(open_tasks)
             if self.endgame:
-                may_claim = (
-                    not stop_claiming
-                    and now >= next_claim
-                    and len(open_tasks) < min(_MAX_OPEN, 2 * capacity)
-                )
+                may_claim = not stop_claiming and now >= next_claim and endgame_room > 0
             else:
                 may_claim = (
                     not stop_claiming
@@ -557,12 +555,9 @@ class _Dispatcher:
                 if first:
                     count = max(8, capacity // conf.dispatchers_per_run())
                 elif self.endgame:
-                    count = min(
-                        min(_MAX_OPEN, 2 * capacity) - len(open_tasks),
-                        max(8, capacity // 16),
-                    )
+                    count = min(endgame_room, batch)
                 else:
-                    count = min(free, max(8, capacity // 16))
+                    count = min(free, batch)
                 claimed = await self.db(
                     results_claim, run_id=self.run_id, token=self.token, count=count
                 )
